@@ -1,0 +1,120 @@
+#include "mpi_bridge/environment.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "mpi_bridge/error.h"
+
+namespace fiber::bridge {
+
+const char kWorkerAbiMarker[] = "fibermpi-worker-abi-1";
+
+namespace {
+
+bool g_owns_mpi = false;
+LaunchMode g_mode = LaunchMode::kSingleton;
+
+bool started_by_launcher() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMIX_RANK") != nullptr ||
+         std::getenv("PMI_RANK") != nullptr;
+}
+
+const char* thread_level_name(int level) {
+  switch (level) {
+    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
+    default: return "an unknown thread level";
+  }
+}
+
+}  // namespace
+
+void Environment::initialize(int* argc, char*** argv) {
+  // Referenced so the linker keeps the marker the spawner searches executables for.
+  static volatile const char* keep_marker = kWorkerAbiMarker;
+  (void)keep_marker;
+
+  int provided = MPI_THREAD_SINGLE;
+  if (!is_initialized()) {
+    if (!started_by_launcher()) {
+      // A singleton's runtime aborts every job when a spawned child dies unless recovery is on;
+      // the user's own setting wins.
+      ::setenv("OMPI_MCA_orte_enable_recovery", "1", 0);
+    }
+    FIBER_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
+    g_owns_mpi = true;
+  } else {
+    if (is_finalized()) throw Error("fiber::init: MPI was already finalized");
+    FIBER_MPI_CHECK(MPI_Query_thread(&provided));
+  }
+  if (provided < MPI_THREAD_MULTIPLE) {
+    throw Error(std::string("fiber::init: fibermpi needs MPI_THREAD_MULTIPLE but MPI provides ") +
+                thread_level_name(provided) +
+                (g_owns_mpi ? "" : "; initialise MPI with MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...)"));
+  }
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+  if (parent() != MPI_COMM_NULL) {
+    g_mode = LaunchMode::kSpawned;
+  } else if (started_by_launcher()) {
+    g_mode = LaunchMode::kStaticWorld;
+  } else {
+    g_mode = LaunchMode::kSingleton;
+  }
+}
+
+void Environment::finalize() {
+  if (g_owns_mpi && is_initialized() && !is_finalized()) MPI_Finalize();
+}
+
+bool Environment::is_initialized() {
+  int flag = 0;
+  MPI_Initialized(&flag);
+  return flag != 0;
+}
+
+bool Environment::is_finalized() {
+  int flag = 0;
+  MPI_Finalized(&flag);
+  return flag != 0;
+}
+
+bool Environment::owns_mpi() { return g_owns_mpi; }
+
+LaunchMode Environment::launch_mode() { return g_mode; }
+
+int Environment::world_rank() {
+  int rank = 0;
+  FIBER_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  return rank;
+}
+
+int Environment::world_size() {
+  int size = 1;
+  FIBER_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  return size;
+}
+
+MPI_Comm Environment::parent() {
+  MPI_Comm comm = MPI_COMM_NULL;
+  FIBER_MPI_CHECK(MPI_Comm_get_parent(&comm));
+  return comm;
+}
+
+bool Environment::recovery_disabled_under_launcher() {
+  if (!started_by_launcher()) return false;
+  const char* recovery = std::getenv("OMPI_MCA_orte_enable_recovery");
+  return recovery == nullptr || std::strcmp(recovery, "1") != 0;
+}
+
+std::string Environment::hostname() {
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  return name;
+}
+
+}  // namespace fiber::bridge

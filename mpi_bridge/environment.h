@@ -1,0 +1,45 @@
+// The MPI environment of this process: initialisation at the thread level the runtime needs,
+// how the process was launched, and safe finalisation.
+#pragma once
+
+#include <mpi.h>
+
+#include <string>
+
+namespace fiber::bridge {
+
+/// How this process came to be.
+enum class LaunchMode {
+  kSingleton,    ///< Started without a launcher (./prog): a world of one.
+  kStaticWorld,  ///< One of the ranks started by mpirun/srun (world size may be 1).
+  kSpawned,      ///< Created by MPI_Comm_spawn from a fibermpi master.
+};
+
+/// Marker compiled into every program linked with fibermpi; the spawner looks for it in an
+/// executable before spawning, because MPI_Comm_spawn of a non-MPI binary hangs.
+extern const char kWorkerAbiMarker[];
+
+class Environment {
+ public:
+  /// Initialises MPI with MPI_THREAD_MULTIPLE, or accepts an MPI the program already initialised
+  /// at that level (throws fiber::Error naming the levels otherwise). For a launcher-less start it
+  /// turns on Open MPI's recovery so a killed child cannot take the program down.
+  static void initialize(int* argc, char*** argv);
+  /// Finalises MPI if initialize() initialised it and nobody finalised it yet.
+  static void finalize();
+  static bool is_initialized();
+  static bool is_finalized();
+  /// True when this module called MPI_Init (and so owns MPI_Finalize).
+  static bool owns_mpi();
+
+  static LaunchMode launch_mode();
+  static int world_rank();
+  static int world_size();
+  /// Intercommunicator to the spawning parent, or MPI_COMM_NULL.
+  static MPI_Comm parent();
+  /// True when started by mpirun without --enable-recovery: a killed child aborts the job.
+  static bool recovery_disabled_under_launcher();
+  static std::string hostname();
+};
+
+}  // namespace fiber::bridge

@@ -1,0 +1,170 @@
+#include "mpi_bridge/function_ref.h"
+
+#include <elf.h>
+#include <link.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <limits>
+
+#include "mpi_bridge/error.h"
+
+namespace fiber::bridge {
+namespace {
+
+uint64_t fnv1a(const void* data, size_t size, uint64_t hash = 1469598103934665603ull) {
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < size; ++i) {
+    hash ^= bytes[i];
+    hash *= 1099511628211ull;
+  }
+  return hash;
+}
+
+// Walks the notes of one PT_NOTE segment and returns the hashed GNU build-id, or 0.
+uint64_t build_id_in_notes(const unsigned char* notes, size_t size) {
+  size_t position = 0;
+  while (position + sizeof(ElfW(Nhdr)) <= size) {
+    ElfW(Nhdr) header;
+    std::memcpy(&header, notes + position, sizeof header);
+    const size_t name_offset = position + sizeof header;
+    const size_t desc_offset = name_offset + ((header.n_namesz + 3) & ~size_t{3});
+    const size_t next = desc_offset + ((header.n_descsz + 3) & ~size_t{3});
+    if (next > size || desc_offset > size) return 0;
+    if (header.n_type == NT_GNU_BUILD_ID && header.n_namesz == 4 &&
+        std::memcmp(notes + name_offset, "GNU", 4) == 0 && header.n_descsz > 0) {
+      return fnv1a(notes + desc_offset, header.n_descsz);
+    }
+    position = next;
+  }
+  return 0;
+}
+
+uint64_t fallback_id(const std::string& path) {
+  struct stat info {};
+  uint64_t hash = fnv1a(path.data(), path.size());
+  if (::stat(path.c_str(), &info) == 0) hash = fnv1a(&info.st_size, sizeof info.st_size, hash);
+  return hash;
+}
+
+int collect_module(dl_phdr_info* info, size_t, void* out) {
+  auto* modules = static_cast<std::vector<ModuleTable::Module>*>(out);
+  ModuleTable::Module module;
+  module.path = (info->dlpi_name && info->dlpi_name[0]) ? info->dlpi_name : ModuleTable::executable_path();
+  module.base = info->dlpi_addr;
+  for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& segment = info->dlpi_phdr[i];
+    if (segment.p_type == PT_LOAD && (segment.p_flags & PF_X)) {
+      module.code_ranges.emplace_back(segment.p_vaddr, segment.p_vaddr + segment.p_memsz);
+    } else if (segment.p_type == PT_NOTE && module.id == 0) {
+      module.id = build_id_in_notes(reinterpret_cast<const unsigned char*>(info->dlpi_addr + segment.p_vaddr),
+                                    segment.p_memsz);
+    }
+  }
+  if (module.id == 0) module.id = fallback_id(module.path);
+  modules->push_back(std::move(module));
+  return 0;
+}
+
+bool in_code(const ModuleTable::Module& module, uintptr_t offset) {
+  for (const auto& [begin, end] : module.code_ranges) {
+    if (offset >= begin && offset < end) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+ModuleTable& ModuleTable::instance() {
+  static ModuleTable table;
+  return table;
+}
+
+std::string ModuleTable::executable_path() {
+  char path[4096];
+  const ssize_t length = ::readlink("/proc/self/exe", path, sizeof path - 1);
+  if (length <= 0) return {};
+  return std::string(path, static_cast<size_t>(length));
+}
+
+void ModuleTable::scan_locked() {
+  modules_.clear();
+  dl_iterate_phdr(collect_module, &modules_);
+  scanned_ = true;
+}
+
+const ModuleTable::Module* ModuleTable::find_by_address_locked(uintptr_t address) const {
+  for (const auto& module : modules_) {
+    if (address >= module.base && in_code(module, address - module.base)) return &module;
+  }
+  return nullptr;
+}
+
+const ModuleTable::Module* ModuleTable::find_by_id_locked(uint64_t id) const {
+  for (const auto& module : modules_) {
+    if (module.id == id) return &module;
+  }
+  return nullptr;
+}
+
+FunctionRef ModuleTable::encode(const void* address) {
+  const auto target = reinterpret_cast<uintptr_t>(address);
+  std::lock_guard lock(mutex_);
+  if (!scanned_) scan_locked();
+  const Module* module = find_by_address_locked(target);
+  if (!module) {
+    scan_locked();
+    module = find_by_address_locked(target);
+  }
+  if (!module) throw Error("function reference: address is not code of any loaded module");
+  return FunctionRef{module->id, target - module->base};
+}
+
+void* ModuleTable::decode(const FunctionRef& ref) {
+  std::lock_guard lock(mutex_);
+  if (!scanned_) scan_locked();
+  const Module* module = find_by_id_locked(ref.module_id);
+  if (!module) {
+    scan_locked();
+    module = find_by_id_locked(ref.module_id);
+  }
+  if (!module) {
+    throw ProtocolError("function reference names module " + std::to_string(ref.module_id) +
+                        ", which is not loaded in this process: the processes run different binaries");
+  }
+  if (!in_code(*module, ref.offset)) {
+    throw ProtocolError("function reference offset " + std::to_string(ref.offset) + " is not code in " +
+                        module->path);
+  }
+  return reinterpret_cast<void*>(module->base + ref.offset);
+}
+
+uint64_t ModuleTable::main_module_id() {
+  std::lock_guard lock(mutex_);
+  if (!scanned_) scan_locked();
+  return modules_.empty() ? 0 : modules_.front().id;
+}
+
+uint64_t build_id_of_file(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return 0;
+  std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  if (bytes.size() < sizeof(ElfW(Ehdr))) return 0;
+  ElfW(Ehdr) header;
+  std::memcpy(&header, bytes.data(), sizeof header);
+  if (std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 || header.e_ident[EI_CLASS] != ELFCLASS64) return 0;
+  for (ElfW(Half) i = 0; i < header.e_phnum; ++i) {
+    const size_t at = header.e_phoff + size_t{i} * header.e_phentsize;
+    if (at + sizeof(ElfW(Phdr)) > bytes.size()) return 0;
+    ElfW(Phdr) segment;
+    std::memcpy(&segment, bytes.data() + at, sizeof segment);
+    if (segment.p_type != PT_NOTE || segment.p_offset + segment.p_filesz > bytes.size()) continue;
+    if (const uint64_t id = build_id_in_notes(bytes.data() + segment.p_offset, segment.p_filesz)) return id;
+  }
+  return 0;
+}
+
+}  // namespace fiber::bridge

@@ -1,0 +1,90 @@
+#include "mpi_bridge/spawn.h"
+
+#include <mpi.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <memory>
+
+#include "mpi_bridge/environment.h"
+#include "mpi_bridge/error.h"
+#include "mpi_bridge/function_ref.h"
+
+namespace fiber::bridge {
+namespace {
+
+struct InfoDeleter {
+  void operator()(MPI_Info* info) const {
+    if (*info != MPI_INFO_NULL) MPI_Info_free(info);
+    delete info;
+  }
+};
+using Info = std::unique_ptr<MPI_Info, InfoDeleter>;
+
+Info make_info(const SpawnOptions& options) {
+  Info info(new MPI_Info(MPI_INFO_NULL));
+  FIBER_MPI_CHECK(MPI_Info_create(info.get()));
+  if (!options.host.empty()) FIBER_MPI_CHECK(MPI_Info_set(*info, "host", options.host.c_str()));
+  if (!options.wdir.empty()) FIBER_MPI_CHECK(MPI_Info_set(*info, "wdir", options.wdir.c_str()));
+  if (options.oversubscribe) FIBER_MPI_CHECK(MPI_Info_set(*info, "map_by", ":OVERSUBSCRIBE"));
+  if (!options.env.empty()) {
+    std::string env;
+    for (const auto& [name, value] : options.env) {
+      if (name.empty() || name.find_first_of("=\n") != std::string::npos || value.find('\n') != std::string::npos) {
+        throw SpawnError("spawn: invalid environment entry '" + name + "'");
+      }
+      if (!env.empty()) env += '\n';
+      env += name + "=" + value;
+    }
+    FIBER_MPI_CHECK(MPI_Info_set(*info, "env", env.c_str()));
+  }
+  return info;
+}
+
+bool file_contains(const std::string& path, const char* needle) {
+  std::ifstream file(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  return bytes.find(needle) != std::string::npos;
+}
+
+}  // namespace
+
+void check_spawnable(const std::string& path) {
+  if (path.empty() || path.front() != '/') {
+    throw SpawnError("cannot spawn '" + path + "': the executable must be an absolute path");
+  }
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) {
+    throw SpawnError("cannot spawn '" + path + "': " + std::strerror(errno));
+  }
+  if (!S_ISREG(info.st_mode) || ::access(path.c_str(), X_OK) != 0) {
+    throw SpawnError("cannot spawn '" + path + "': not an executable file");
+  }
+  if (build_id_of_file(path) != ModuleTable::instance().main_module_id() && !file_contains(path, kWorkerAbiMarker)) {
+    throw SpawnError("cannot spawn '" + path + "': it is not a program linked with fibermpi");
+  }
+}
+
+Communicator spawn(const SpawnOptions& options, int count) {
+  if (count <= 0) throw SpawnError("spawn: process count must be positive, got " + std::to_string(count));
+  const std::string executable = options.executable.empty() ? ModuleTable::executable_path() : options.executable;
+  check_spawnable(executable);
+  std::vector<char*> argv;
+  for (const auto& arg : options.args) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+  const Info info = make_info(options);
+  MPI_Comm intercomm = MPI_COMM_NULL;
+  std::vector<int> errors(static_cast<size_t>(count), MPI_SUCCESS);
+  const int code = MPI_Comm_spawn(executable.c_str(), argv.data(), count, *info, 0, MPI_COMM_SELF, &intercomm,
+                                  errors.data());
+  if (code != MPI_SUCCESS) {
+    throw SpawnError("MPI_Comm_spawn of " + std::to_string(count) + " x '" + executable + "' failed: " +
+                     MpiError("MPI_Comm_spawn", code).what());
+  }
+  return Communicator(intercomm);
+}
+
+}  // namespace fiber::bridge

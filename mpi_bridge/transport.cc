@@ -1,0 +1,91 @@
+#include "mpi_bridge/transport.h"
+
+#include <cstring>
+
+#include "mpi_bridge/error.h"
+
+namespace fiber::bridge {
+
+std::vector<std::byte> frame(const Envelope& envelope, std::span<const std::byte> payload) {
+  std::vector<std::byte> bytes(sizeof(Envelope) + payload.size());
+  std::memcpy(bytes.data(), &envelope, sizeof(Envelope));
+  if (!payload.empty()) std::memcpy(bytes.data() + sizeof(Envelope), payload.data(), payload.size());
+  return bytes;
+}
+
+bool try_receive(MPI_Comm comm, Received& out) {
+  int found = 0;
+  MPI_Message message = MPI_MESSAGE_NULL;
+  MPI_Status status;
+  FIBER_MPI_CHECK(MPI_Improbe(MPI_ANY_SOURCE, kRuntimeTag, comm, &found, &message, &status));
+  if (!found) return false;
+  int count = 0;
+  FIBER_MPI_CHECK(MPI_Get_count(&status, MPI_BYTE, &count));
+  std::vector<std::byte> bytes(static_cast<size_t>(count));
+  FIBER_MPI_CHECK(MPI_Mrecv(bytes.data(), count, MPI_BYTE, &message, MPI_STATUS_IGNORE));
+  out.source = status.MPI_SOURCE;
+  if (bytes.size() < sizeof(Envelope)) {
+    throw ProtocolError("runtime message of " + std::to_string(bytes.size()) + " bytes from rank " +
+                        std::to_string(out.source) + " is shorter than its envelope");
+  }
+  std::memcpy(&out.envelope, bytes.data(), sizeof(Envelope));
+  out.payload.assign(bytes.begin() + sizeof(Envelope), bytes.end());
+  return true;
+}
+
+Outbox::~Outbox() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  std::lock_guard lock(mutex_);
+  for (auto& pending : pending_) MPI_Request_free(&pending.request);
+}
+
+void Outbox::post(MPI_Comm comm, int dest, std::vector<std::byte> frame) {
+  if (frame.size() > static_cast<size_t>(INT32_MAX)) {
+    throw Error("message of " + std::to_string(frame.size()) + " bytes exceeds the 2 GiB limit of one MPI send");
+  }
+  Pending pending{MPI_REQUEST_NULL, comm, dest, std::move(frame)};
+  FIBER_MPI_CHECK(MPI_Isend(pending.buffer.data(), static_cast<int>(pending.buffer.size()), MPI_BYTE, dest,
+                            kRuntimeTag, comm, &pending.request));
+  std::lock_guard lock(mutex_);
+  pending_.push_back(std::move(pending));
+}
+
+size_t Outbox::progress() {
+  std::lock_guard lock(mutex_);
+  size_t done = 0;
+  for (size_t i = 0; i < pending_.size();) {
+    int complete = 0;
+    FIBER_MPI_CHECK(MPI_Test(&pending_[i].request, &complete, MPI_STATUS_IGNORE));
+    if (complete) {
+      pending_[i] = std::move(pending_.back());
+      pending_.pop_back();
+      ++done;
+    } else {
+      ++i;
+    }
+  }
+  return done;
+}
+
+bool Outbox::empty() {
+  std::lock_guard lock(mutex_);
+  return pending_.empty();
+}
+
+void Outbox::abandon(MPI_Comm comm, int dest) {
+  std::lock_guard lock(mutex_);
+  for (size_t i = 0; i < pending_.size();) {
+    if (pending_[i].comm == comm && pending_[i].dest == dest) {
+      MPI_Request_free(&pending_[i].request);
+      abandoned_.push_back(std::move(pending_[i].buffer));
+      pending_[i] = std::move(pending_.back());
+      pending_.pop_back();
+    } else {
+      ++i;
+    }
+  }
+}
+
+}  // namespace fiber::bridge

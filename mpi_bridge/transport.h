@@ -1,0 +1,70 @@
+// The message envelope and moving framed messages over MPI without blocking.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <span>
+#include <vector>
+
+namespace fiber::bridge {
+
+/// Fixed header at the front of every runtime message. The meaning of `kind`, `id` and `aux`
+/// belongs to the layer above.
+struct Envelope {
+  uint32_t kind = 0;
+  uint32_t flags = 0;
+  uint64_t id = 0;
+  uint64_t aux = 0;
+};
+
+/// One received message.
+struct Received {
+  Envelope envelope;
+  std::vector<std::byte> payload;
+  int source = 0;  ///< Rank of the sender in the communicator it came on.
+};
+
+/// The tag every runtime message uses; runtime traffic stays on communicators of its own.
+inline constexpr int kRuntimeTag = 7117;
+
+/// Builds the wire form: the envelope followed by the payload, sent as one MPI message.
+std::vector<std::byte> frame(const Envelope& envelope, std::span<const std::byte> payload);
+
+/// Receives one runtime message from any source on `comm` if one is waiting (MPI_Improbe +
+/// MPI_Mrecv, so a concurrent receiver cannot steal it). Throws ProtocolError on a message too
+/// short to hold an envelope.
+bool try_receive(MPI_Comm comm, Received& out);
+
+/// Sends in flight. post() starts a non-blocking send and keeps its buffer alive until MPI is
+/// done with it; progress() retires finished sends. Safe to use from several threads.
+class Outbox {
+ public:
+  Outbox() = default;
+  Outbox(const Outbox&) = delete;
+  Outbox& operator=(const Outbox&) = delete;
+  ~Outbox();
+
+  void post(MPI_Comm comm, int dest, std::vector<std::byte> frame);
+  /// Retires completed sends; returns how many completed.
+  size_t progress();
+  bool empty();
+  /// Abandons sends to a peer that is gone (they can never complete); the buffers are kept until
+  /// MPI is finalised because MPI may still read them.
+  void abandon(MPI_Comm comm, int dest);
+
+ private:
+  struct Pending {
+    MPI_Request request;
+    MPI_Comm comm;
+    int dest;
+    std::vector<std::byte> buffer;
+  };
+  std::mutex mutex_;
+  std::vector<Pending> pending_;
+  std::vector<std::vector<std::byte>> abandoned_;
+};
+
+}  // namespace fiber::bridge

@@ -1,0 +1,47 @@
+// The exceptions of the public API. All derive from fiber::Error.
+#pragma once
+
+#include <string>
+
+#include "mpi_bridge/error.h"
+
+namespace fiber {
+
+/// A wait with a timeout (get(timeout), join-style waits on results) ran out of time.
+class TimeoutError : public Error {
+ public:
+  explicit TimeoutError(const std::string& what) : Error(what) {}
+};
+
+/// Nothing more can arrive: a pipe or queue is empty and every process that could still write to
+/// it has ended or closed its end.
+class EOFError : public Error {
+ public:
+  explicit EOFError(const std::string& what) : Error(what) {}
+};
+
+/// A task raised an exception in another process; carries the original type name and message.
+class RemoteError : public Error {
+ public:
+  RemoteError(std::string type_name, std::string message);
+  const std::string& type_name() const noexcept { return type_name_; }
+  const std::string& message() const noexcept { return message_; }
+
+ private:
+  std::string type_name_;
+  std::string message_;
+};
+
+/// The process running a task died before it finished.
+class WorkerLost : public Error {
+ public:
+  explicit WorkerLost(const std::string& what) : Error(what) {}
+};
+
+/// The API was used before fiber::init, or in a process where it is not allowed.
+class UsageError : public Error {
+ public:
+  explicit UsageError(const std::string& what) : Error(what) {}
+};
+
+}  // namespace fiber

@@ -1,0 +1,38 @@
+// Starting and stopping the fibermpi runtime.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "mpi_bridge/spawn.h"
+
+namespace fiber {
+
+/// Settings of the runtime, given to init().
+struct Config {
+  /// How spawned processes start: executable (default: this program), host, wdir, env,
+  /// oversubscription (default on, so 8 processes run on 2 cores).
+  bridge::SpawnOptions spawn;
+  /// How often the master checks that the workers on its host are still alive.
+  std::chrono::milliseconds liveness_interval{20};
+};
+
+/// Starts the runtime: initialises MPI (or adopts the program's MPI_THREAD_MULTIPLE one) and
+/// detects how the program was launched. In the master it returns; in a worker process (spawned,
+/// or a rank > 0 of an mpirun world) it serves tasks and exits, never returning. Call it first
+/// thing in main(). A second call throws fiber::UsageError.
+void init(int& argc, char**& argv, Config config = {});
+
+/// True between init() and shutdown().
+bool is_initialized();
+
+/// Ends the runtime in the master: joins running children (terminating daemonic ones), releases
+/// idle workers and finalises MPI if init() initialised it. Runs by itself at exit; calling it
+/// earlier is allowed, and later calls do nothing.
+void shutdown();
+
+/// Sets the program spawned for new processes (like multiprocessing.set_executable). It must be
+/// a program linked with fibermpi; a different build is refused at handshake.
+void set_executable(const std::string& path);
+
+}  // namespace fiber

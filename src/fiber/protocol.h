@@ -1,0 +1,37 @@
+// Message kinds of the runtime protocol between the master and its workers.
+#pragma once
+
+#include <cstdint>
+
+namespace fiber::detail {
+
+/// Bumped whenever a message layout changes; checked at handshake.
+inline constexpr uint32_t kProtocolVersion = 1;
+
+enum class Kind : uint32_t {
+  kHello = 1,    ///< worker -> master: {protocol, main module id, pid, host}
+  kWelcome,      ///< master -> worker: {master pid, master host, signal directory}
+  kRefuse,       ///< master -> worker: {reason}
+  kRun,          ///< master -> worker: id = process id; {name, invoker, fn, args}
+  kTerminate,    ///< master -> worker: raise SIGTERM (for workers on other hosts)
+  kExited,       ///< worker -> master: id = process id; {exit code, error text}
+  kShutdown,     ///< master -> worker: finalise and exit
+  kQueueCreate,  ///< worker -> master: id = request; aux = 1 for a pipe channel
+  kQueuePut,     ///< any -> master: aux = queue; payload = item
+  kQueueGet,     ///< worker -> master: id = request; aux = queue; {timeout us, -1 = none}
+  kQueuePoll,    ///< worker -> master: like kQueueGet but leaves the item
+  kQueueSize,    ///< worker -> master: id = request; aux = queue
+  kQueueClose,   ///< worker -> master: aux = queue; this process stops producing into it
+  kReply,        ///< master -> worker: id = request; flags = Outcome; payload = item or text
+};
+
+/// What a queue operation ended with.
+enum class Outcome : uint32_t {
+  kItem = 0,     ///< payload is the item (get) or nothing (poll: data ready)
+  kTimeout = 1,  ///< the deadline passed with nothing to take
+  kEof = 2,      ///< empty, and nobody who could still put into it is alive; payload = reason
+  kValue = 3,    ///< a number answer (size): aux holds it
+  kError = 4,    ///< the request was invalid; payload = reason
+};
+
+}  // namespace fiber::detail

@@ -1,0 +1,35 @@
+#include "fiber/queue_ref.h"
+
+#include "fiber/errors.h"
+#include "fiber/runtime.h"
+
+namespace fiber::detail {
+
+QueueRef QueueRef::create(bool pipe_channel) { return QueueRef(Runtime::instance().queue_create(pipe_channel)); }
+
+void QueueRef::put(std::vector<std::byte> item) const { Runtime::instance().queue_put(id_, std::move(item)); }
+
+std::vector<std::byte> QueueRef::get(std::optional<std::chrono::microseconds> timeout, const char* what) const {
+  QueueResult result = Runtime::instance().queue_wait(id_, true, timeout);
+  switch (result.outcome) {
+    case Outcome::kItem:
+      return std::move(result.item);
+    case Outcome::kTimeout:
+      throw TimeoutError(std::string(what) + ": nothing arrived within " + std::to_string(timeout ? timeout->count() : 0) +
+                         " us");
+    case Outcome::kEof:
+      throw EOFError(std::string(what) + ": " + result.reason);
+    default:
+      throw ProtocolError(std::string(what) + ": unexpected reply " + result.reason);
+  }
+}
+
+bool QueueRef::poll(std::optional<std::chrono::microseconds> timeout) const {
+  return Runtime::instance().queue_wait(id_, false, timeout).outcome != Outcome::kTimeout;
+}
+
+size_t QueueRef::size() const { return Runtime::instance().queue_size(id_); }
+
+void QueueRef::close_producer() const { Runtime::instance().queue_close(id_); }
+
+}  // namespace fiber::detail

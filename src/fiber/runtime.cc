@@ -1,0 +1,779 @@
+#include "fiber/runtime.h"
+
+#include <signal.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "fiber/errors.h"
+#include "mpi_bridge/backoff.h"
+#include "mpi_bridge/environment.h"
+#include "mpi_bridge/error.h"
+#include "mpi_bridge/function_ref.h"
+#include "mpi_bridge/serialization.h"
+
+namespace fiber::detail {
+
+[[noreturn]] void run_worker(Runtime& runtime);
+
+namespace {
+
+std::unique_ptr<Runtime> g_runtime;
+std::atomic<bool> g_running{false};
+
+bool pid_gone(int pid) { return pid > 0 && ::kill(pid, 0) == -1 && errno == ESRCH; }
+
+std::string describe(const ProcessState& process) {
+  return process.name + " (pid " + std::to_string(process.pid) + ")";
+}
+
+std::string describe_exit(const ProcessState& process, std::optional<int> code) {
+  if (!code) return describe(process) + " could not start";
+  if (*code < 0) return describe(process) + " was killed by signal " + std::to_string(-*code);
+  return describe(process) + " exited with code " + std::to_string(*code);
+}
+
+int read_signal_file(const std::string& dir, int pid) {
+  if (dir.empty()) return 0;
+  const std::string path = dir + "/" + std::to_string(pid);
+  std::ifstream file(path);
+  int signal = 0;
+  if (file >> signal) {
+    file.close();
+    std::filesystem::remove(path);
+    return signal;
+  }
+  return 0;
+}
+
+void shutdown_at_exit() {
+  if (g_runtime) g_runtime->shutdown();
+}
+
+}  // namespace
+
+Runtime& Runtime::instance() {
+  if (!g_running.load(std::memory_order_acquire)) {
+    throw UsageError("fibermpi is not running: call fiber::init(argc, argv) at the start of main()");
+  }
+  return *g_runtime;
+}
+
+bool Runtime::exists() { return g_running.load(std::memory_order_acquire); }
+
+void Runtime::start(int& argc, char**& argv, Config config) {
+  if (g_runtime) throw UsageError("fiber::init was called twice");
+  g_runtime.reset(new Runtime());
+  g_runtime->begin(argc, argv, std::move(config));
+}
+
+void Runtime::begin(int& argc, char**& argv, Config config) {
+  config_ = std::move(config);
+  bridge::Environment::initialize(&argc, &argv);
+  host_ = bridge::Environment::hostname();
+  const auto mode = bridge::Environment::launch_mode();
+  if (config_.spawn.executable.empty()) config_.spawn.executable = bridge::ModuleTable::executable_path();
+  config_.spawn.env.emplace_back("FIBER_WORKER", "1");
+  for (int i = 1; i < argc; ++i) config_.spawn.args.emplace_back(argv[i]);
+
+  auto link = std::make_unique<Link>();
+  if (mode == bridge::LaunchMode::kSpawned) {
+    master_ = false;
+    spawned_worker_ = true;
+    // The parent intercommunicator is MPI's own handle: used, never freed.
+    link->comm = bridge::Communicator::borrow(bridge::Environment::parent());
+    master_rank_ = 0;
+  } else if (mode == bridge::LaunchMode::kStaticWorld && bridge::Environment::world_size() > 1) {
+    link->comm = bridge::Communicator::duplicate(MPI_COMM_WORLD);
+    master_ = bridge::Environment::world_rank() == 0;
+    if (master_) {
+      link->live_slots = bridge::Environment::world_size() - 1;
+      slots_expected_ = link->live_slots;
+    }
+  } else {
+    link.reset();
+  }
+  if (link) {
+    master_link_ = link.get();
+    links_.push_back(std::move(link));
+  }
+
+  if (master_) {
+    char dir[] = "/tmp/fibermpi-XXXXXX";
+    if (::mkdtemp(dir)) signal_dir_ = dir;
+    if (bridge::Environment::recovery_disabled_under_launcher() && !std::getenv("FIBER_QUIET")) {
+      std::fprintf(stderr,
+                   "fibermpi: started by mpirun without --enable-recovery: a child process that is killed "
+                   "will abort the whole job (add --enable-recovery, or set FIBER_QUIET=1 to hide this)\n");
+    }
+  } else {
+    self_name_ = "Worker";
+  }
+  g_running.store(true, std::memory_order_release);
+  progress_thread_ = std::thread([this] { progress_loop(); });
+  if (master_) {
+    spawner_thread_ = std::thread([this] { spawner_loop(); });
+    std::atexit(shutdown_at_exit);
+    return;
+  }
+  run_worker(*this);
+}
+
+std::string Runtime::self_name() const {
+  std::lock_guard lock(mu_);
+  return self_name_;
+}
+
+void Runtime::set_current(uint64_t id, const std::string& name) {
+  std::lock_guard lock(mu_);
+  self_id_ = id;
+  if (!name.empty()) self_name_ = name;
+}
+
+void Runtime::set_executable(const std::string& path) {
+  bridge::check_spawnable(path);
+  std::lock_guard lock(mu_);
+  config_.spawn.executable = path;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Progress
+
+void Runtime::progress_loop() {
+  bridge::Backoff backoff;
+  while (!stop_progress_.load(std::memory_order_acquire)) {
+    bool active = false;
+    try {
+      active = poll_once();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "fibermpi: progress error: %s\n", e.what());
+    }
+    if (active) {
+      backoff.reset();
+    } else {
+      backoff.idle();
+    }
+  }
+}
+
+bool Runtime::poll_once() {
+  bool active = outbox_.progress() > 0;
+  if (has_incoming_links_.exchange(false)) {
+    std::lock_guard lock(mu_);
+    for (auto& link : incoming_links_) links_.push_back(std::move(link));
+    incoming_links_.clear();
+  }
+  for (auto& link : links_) {
+    if (!link->comm.valid()) continue;
+    for (int i = 0; i < 64; ++i) {
+      bridge::Received message;
+      try {
+        if (!bridge::try_receive(link->comm.get(), message)) break;
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "fibermpi: dropped a message: %s\n", e.what());
+        continue;
+      }
+      active = true;
+      handle(*link, message);
+    }
+  }
+  const auto now = Clock::now();
+  if (now >= next_liveness_check_) {
+    next_liveness_check_ = now + (master_ ? config_.liveness_interval : std::chrono::milliseconds(200));
+    if (master_) {
+      std::lock_guard lock(mu_);
+      check_liveness();
+      // Free communicators whose workers are all gone; only this thread touches links_.
+      std::erase_if(links_, [this](const std::unique_ptr<Link>& link) {
+        return link->spawned && link->live_slots <= 0 && link.get() != master_link_;
+      });
+    } else {
+      check_master_alive();
+    }
+  }
+  if (master_ && now.time_since_epoch().count() >= next_deadline_ns_.load(std::memory_order_relaxed)) {
+    std::lock_guard lock(mu_);
+    const auto next = hub_.expire(now);
+    next_deadline_ns_.store(next ? next->time_since_epoch().count() : INT64_MAX);
+    cv_.notify_all();
+  }
+  return active;
+}
+
+void Runtime::note_deadline(std::optional<Clock::time_point> deadline) {
+  if (!deadline) return;
+  const int64_t ns = deadline->time_since_epoch().count();
+  int64_t current = next_deadline_ns_.load();
+  while (ns < current && !next_deadline_ns_.compare_exchange_weak(current, ns)) {
+  }
+}
+
+void Runtime::handle(Link& link, bridge::Received& message) {
+  try {
+    if (master_) {
+      handle_master(link, message);
+    } else {
+      handle_worker(message);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fibermpi: ignored a bad message (kind %u) from rank %d: %s\n", message.envelope.kind,
+                 message.source, e.what());
+  }
+}
+
+void Runtime::send(MPI_Comm comm, int dest, Kind kind, uint64_t id, uint64_t aux, uint32_t flags,
+                   std::span<const std::byte> payload) {
+  bridge::Envelope envelope{static_cast<uint32_t>(kind), flags, id, aux};
+  outbox_.post(comm, dest, bridge::frame(envelope, payload));
+}
+
+void Runtime::send_master(Kind kind, uint64_t id, uint64_t aux, std::span<const std::byte> payload) {
+  send(master_link_->comm.get(), master_rank_, kind, id, aux, 0, payload);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Master: handshakes, processes, liveness
+
+Slot* Runtime::find_slot(MPI_Comm comm, int rank) {
+  auto it = slots_.find({comm, rank});
+  return it == slots_.end() ? nullptr : it->second.get();
+}
+
+uint64_t Runtime::requester_of(Slot* slot) const {
+  return slot && slot->process ? slot->process->id : UINT64_MAX;
+}
+
+void Runtime::handle_master(Link& link, bridge::Received& message) {
+  std::lock_guard lock(mu_);
+  const auto kind = static_cast<Kind>(message.envelope.kind);
+  const MPI_Comm comm = link.comm.get();
+  const int source = message.source;
+  Slot* slot = find_slot(comm, source);
+  const uint64_t request = message.envelope.id;
+  const uint64_t queue = message.envelope.aux;
+  auto reply = [this, comm, source, request](Outcome outcome, uint64_t aux, std::span<const std::byte> payload) {
+    send(comm, source, Kind::kReply, request, aux, static_cast<uint32_t>(outcome), payload);
+  };
+  auto reply_text = [&reply](Outcome outcome, const std::string& text) {
+    reply(outcome, 0, std::as_bytes(std::span(text.data(), text.size())));
+  };
+  switch (kind) {
+    case Kind::kHello:
+      on_hello(link, source, message.payload);
+      break;
+    case Kind::kExited:
+      if (!slot) throw ProtocolError("exit report from an unknown worker");
+      on_exited(*slot, message.envelope.id, message.payload);
+      break;
+    case Kind::kQueueCreate:
+      reply(Outcome::kValue, hub_.create(message.envelope.aux == 1), {});
+      break;
+    case Kind::kQueuePut:
+      hub_.put(queue, std::move(message.payload));
+      break;
+    case Kind::kQueueGet:
+    case Kind::kQueuePoll: {
+      const auto timeout_us = serial::from_bytes<int64_t>(message.payload);
+      std::optional<Clock::time_point> deadline;
+      if (timeout_us >= 0) deadline = Clock::now() + std::chrono::microseconds(timeout_us);
+      auto done = [this, comm, source, request](Outcome outcome, Bytes item, const std::string& reason) {
+        if (outcome == Outcome::kEof) item.assign(reinterpret_cast<const std::byte*>(reason.data()),
+                                                  reinterpret_cast<const std::byte*>(reason.data() + reason.size()));
+        send(comm, source, Kind::kReply, request, 0, static_cast<uint32_t>(outcome), item);
+      };
+      if (!hub_.exists(queue)) {
+        reply_text(Outcome::kError, "unknown queue id " + std::to_string(queue));
+      } else if (kind == Kind::kQueueGet) {
+        hub_.get(queue, requester_of(slot), deadline, std::move(done));
+      } else {
+        hub_.poll(queue, requester_of(slot), deadline, std::move(done));
+      }
+      note_deadline(deadline);
+      break;
+    }
+    case Kind::kQueueSize:
+      if (!hub_.exists(queue)) {
+        reply_text(Outcome::kError, "unknown queue id " + std::to_string(queue));
+      } else {
+        reply(Outcome::kValue, hub_.size(queue), {});
+      }
+      break;
+    case Kind::kQueueClose:
+      if (hub_.exists(queue) && slot && slot->process) {
+        hub_.close_producer(queue, slot->process->id, describe(*slot->process) + " closed its end");
+      }
+      break;
+    default:
+      throw ProtocolError("unexpected message kind " + std::to_string(message.envelope.kind));
+  }
+  cv_.notify_all();
+}
+
+void Runtime::on_hello(Link& link, int rank, const Bytes& payload) {
+  serial::Reader reader(payload);
+  const auto protocol = serial::read<uint32_t>(reader);
+  const auto module = serial::read<uint64_t>(reader);
+  const auto pid = serial::read<int>(reader);
+  const auto host = serial::read<std::string>(reader);
+  if (slots_expected_ > 0) --slots_expected_;
+  std::string refusal;
+  if (protocol != kProtocolVersion) {
+    refusal = "worker speaks fibermpi protocol " + std::to_string(protocol) + ", the master " +
+              std::to_string(kProtocolVersion);
+  } else if (module != bridge::ModuleTable::instance().main_module_id()) {
+    refusal = "worker pid " + std::to_string(pid) + " on " + host +
+              " runs a different binary than the master (build-id hash " + std::to_string(module) + " vs " +
+              std::to_string(bridge::ModuleTable::instance().main_module_id()) +
+              "): rebuild or redeploy so every process runs the same executable";
+  }
+  if (!refusal.empty()) {
+    send(link.comm.get(), rank, Kind::kRefuse, 0, 0, 0, serial::to_bytes(refusal));
+    --link.live_slots;
+    std::fprintf(stderr, "fibermpi: refused a worker: %s\n", refusal.c_str());
+    if (link.spawned) fail_pending(1, refusal);
+    return;
+  }
+  auto slot = std::make_unique<Slot>();
+  slot->link = &link;
+  slot->rank = rank;
+  slot->pid = pid;
+  slot->host = host;
+  slot->local = host == host_;
+  serial::Writer welcome;
+  serial::save(welcome, static_cast<int>(::getpid()));
+  serial::save(welcome, host_);
+  serial::save(welcome, signal_dir_);
+  send(link.comm.get(), rank, Kind::kWelcome, 0, 0, 0, welcome.buffer());
+  slots_[{link.comm.get(), rank}] = std::move(slot);
+  assign_idle_slots();
+}
+
+void Runtime::assign_idle_slots() {
+  if (stopping_) return;
+  for (auto& [key, slot] : slots_) {
+    if (pending_.empty()) break;
+    if (slot->state != Slot::State::kIdle) continue;
+    auto process = pending_.front();
+    pending_.pop_front();
+    slot->state = Slot::State::kBusy;
+    slot->process = process;
+    process->slot = slot.get();
+    process->pid = slot->pid;
+    process->host = slot->host;
+    process->status = ProcessStatus::kRunning;
+    serial::Writer run;
+    serial::save(run, process->name);
+    save_task(run, process->task);
+    send(slot->link->comm.get(), slot->rank, Kind::kRun, process->id, 0, 0, run.buffer());
+  }
+  cv_.notify_all();
+}
+
+void Runtime::on_exited(Slot& slot, uint64_t id, const Bytes& payload) {
+  serial::Reader reader(payload);
+  const auto code = serial::read<int>(reader);
+  if (slot.process && slot.process->id == id) {
+    auto process = slot.process;
+    end_process(process, code, describe_exit(*process, code));
+  }
+  slot.process.reset();
+  if (slot.link->spawned) {
+    retire(slot);
+  } else {
+    slot.state = Slot::State::kIdle;
+    assign_idle_slots();
+  }
+}
+
+void Runtime::end_process(const std::shared_ptr<ProcessState>& process, std::optional<int> code,
+                          const std::string& how) {
+  if (process->status == ProcessStatus::kEnded) return;
+  process->status = ProcessStatus::kEnded;
+  process->exitcode = code;
+  process->slot = nullptr;
+  children_.erase(process->id);
+  hub_.process_ended(process->id, how);
+  cv_.notify_all();
+}
+
+void Runtime::fail_pending(size_t count, const std::string& reason) {
+  for (size_t i = 0; i < count && !pending_.empty(); ++i) {
+    auto process = pending_.front();
+    pending_.pop_front();
+    process->start_error = std::make_exception_ptr(SpawnError(process->name + " could not start: " + reason));
+    end_process(process, std::nullopt, describe_exit(*process, std::nullopt));
+  }
+}
+
+void Runtime::retire(Slot& slot) {
+  if (slot.state == Slot::State::kGone) return;
+  slot.state = Slot::State::kGone;
+  --slot.link->live_slots;
+}
+
+void Runtime::check_liveness() {
+  const auto now = Clock::now();
+  for (auto& [key, slot] : slots_) {
+    if (slot->state == Slot::State::kGone || !slot->local) continue;
+    if (!pid_gone(slot->pid)) {
+      slot->missing_since.reset();
+      continue;
+    }
+    // Messages it sent just before dying may still be in transit: give them two rounds.
+    if (!slot->missing_since) {
+      slot->missing_since = now;
+    } else if (now - *slot->missing_since >= 2 * config_.liveness_interval) {
+      declare_dead(*slot);
+    }
+  }
+  std::erase_if(slots_, [](const auto& entry) { return entry.second->state == Slot::State::kGone; });
+}
+
+void Runtime::declare_dead(Slot& slot) {
+  outbox_.abandon(slot.link->comm.get(), slot.rank);
+  if (auto process = slot.process) {
+    int signal = read_signal_file(signal_dir_, slot.pid);
+    if (signal == 0) signal = process->signal_sent != 0 ? process->signal_sent : SIGKILL;
+    end_process(process, -signal, describe_exit(*process, -signal));
+  }
+  slot.process.reset();
+  retire(slot);
+}
+
+void Runtime::spawner_loop() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    spawn_cv_.wait(lock, [this] {
+      return stopping_ || static_cast<int>(pending_.size()) > slots_expected_;
+    });
+    if (stopping_) return;
+    const int count = static_cast<int>(pending_.size()) - slots_expected_;
+    slots_expected_ += count;
+    const bridge::SpawnOptions options = config_.spawn;
+    lock.unlock();
+    try {
+      auto link = std::make_unique<Link>();
+      link->comm = bridge::spawn(options, count);
+      link->spawned = true;
+      link->live_slots = count;
+      lock.lock();
+      incoming_links_.push_back(std::move(link));
+      has_incoming_links_.store(true);
+    } catch (const std::exception& e) {
+      lock.lock();
+      slots_expected_ -= count;
+      fail_pending(static_cast<size_t>(count), e.what());
+    }
+  }
+}
+
+uint64_t Runtime::next_process_id() {
+  std::lock_guard lock(mu_);
+  return next_process_id_++;
+}
+
+void Runtime::start_process(const std::shared_ptr<ProcessState>& process) {
+  std::lock_guard lock(mu_);
+  if (!master_) throw UsageError("a Process can only be started from the master process");
+  if (stopping_) throw UsageError("cannot start a Process: fibermpi is shutting down");
+  if (process->status != ProcessStatus::kCreated) throw UsageError(process->name + ": processes can only be started once");
+  process->status = ProcessStatus::kPending;
+  for (const uint64_t queue : process->task.produces) {
+    if (hub_.exists(queue)) hub_.add_producer(queue, process->id);
+  }
+  children_[process->id] = process;
+  pending_.push_back(process);
+  assign_idle_slots();
+  spawn_cv_.notify_one();
+}
+
+bool Runtime::wait_ended(const std::shared_ptr<ProcessState>& process, std::optional<Clock::time_point> deadline) {
+  std::unique_lock lock(mu_);
+  auto ended = [&] { return process->status == ProcessStatus::kEnded; };
+  if (!deadline) {
+    cv_.wait(lock, ended);
+    return true;
+  }
+  return cv_.wait_until(lock, *deadline, ended);
+}
+
+int Runtime::wait_pid(const std::shared_ptr<ProcessState>& process) {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return process->pid != 0 || process->status == ProcessStatus::kEnded; });
+  return process->pid;
+}
+
+void Runtime::terminate(const std::shared_ptr<ProcessState>& process) {
+  std::lock_guard lock(mu_);
+  if (process->status == ProcessStatus::kEnded || process->status == ProcessStatus::kCreated) return;
+  process->signal_sent = SIGTERM;
+  if (process->status == ProcessStatus::kPending) {
+    std::erase(pending_, process);
+    end_process(process, -SIGTERM, describe(*process) + " was terminated before it started");
+    return;
+  }
+  Slot* slot = process->slot;
+  if (!slot) return;
+  if (slot->local) {
+    ::kill(slot->pid, SIGTERM);
+  } else {
+    send(slot->link->comm.get(), slot->rank, Kind::kTerminate, process->id, 0, 0, {});
+  }
+}
+
+std::vector<std::shared_ptr<ProcessState>> Runtime::live_children() {
+  std::lock_guard lock(mu_);
+  std::vector<std::shared_ptr<ProcessState>> live;
+  for (auto& [id, process] : children_) live.push_back(process);
+  return live;
+}
+
+void Runtime::shutdown() {
+  if (!master_) return;
+  std::unique_lock lock(mu_);
+  if (shut_down_) return;
+  shut_down_ = true;
+  // Like Python: daemonic children are terminated, the others are waited for.
+  for (auto& [id, process] : std::map(children_)) {
+    if (!process->daemon) continue;
+    lock.unlock();
+    terminate(process);
+    lock.lock();
+  }
+  cv_.wait(lock, [this] { return children_.empty(); });
+  stopping_ = true;
+  spawn_cv_.notify_all();
+  lock.unlock();
+  if (spawner_thread_.joinable()) spawner_thread_.join();
+  lock.lock();
+  // Workers still starting up get their shutdown once they have said hello.
+  cv_.wait_for(lock, std::chrono::seconds(10), [this] { return slots_expected_ <= 0; });
+  for (auto& [key, slot] : slots_) {
+    if (slot->state == Slot::State::kIdle) {
+      send(slot->link->comm.get(), slot->rank, Kind::kShutdown, 0, 0, 0, {});
+      retire(*slot);
+    }
+  }
+  lock.unlock();
+  const auto give_up = Clock::now() + std::chrono::seconds(5);
+  while (!outbox_.empty() && Clock::now() < give_up) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  stop_progress_.store(true);
+  if (progress_thread_.joinable()) progress_thread_.join();
+  g_running.store(false, std::memory_order_release);
+  links_.clear();
+  incoming_links_.clear();
+  if (!signal_dir_.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(signal_dir_, ignored);
+  }
+  bridge::Environment::finalize();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Queues
+
+uint64_t Runtime::queue_create(bool pipe_channel) {
+  if (master_) {
+    std::lock_guard lock(mu_);
+    return hub_.create(pipe_channel);
+  }
+  return call_master(Kind::kQueueCreate, pipe_channel ? 1 : 0, {}).envelope.aux;
+}
+
+void Runtime::queue_put(uint64_t queue, Bytes item) {
+  if (master_) {
+    std::lock_guard lock(mu_);
+    hub_.put(queue, std::move(item));
+    return;
+  }
+  send_master(Kind::kQueuePut, 0, queue, item);
+}
+
+QueueResult Runtime::queue_wait(uint64_t queue, bool take, std::optional<std::chrono::microseconds> timeout) {
+  if (!master_) {
+    const int64_t timeout_us = timeout ? std::max<int64_t>(0, timeout->count()) : -1;
+    bridge::Received reply = call_master(take ? Kind::kQueueGet : Kind::kQueuePoll, queue, serial::to_bytes(timeout_us));
+    QueueResult result;
+    result.outcome = static_cast<Outcome>(reply.envelope.flags);
+    if (result.outcome == Outcome::kItem) {
+      result.item = std::move(reply.payload);
+    } else {
+      result.reason.assign(reinterpret_cast<const char*>(reply.payload.data()), reply.payload.size());
+    }
+    return result;
+  }
+  std::unique_lock lock(mu_);
+  auto result = std::make_shared<std::optional<QueueResult>>();
+  std::optional<Clock::time_point> deadline;
+  if (timeout) deadline = Clock::now() + *timeout;
+  auto done = [this, result](Outcome outcome, Bytes item, const std::string& reason) {
+    *result = QueueResult{outcome, std::move(item), reason};
+    cv_.notify_all();
+  };
+  if (take) {
+    hub_.get(queue, kMasterId, deadline, done);
+  } else {
+    hub_.poll(queue, kMasterId, deadline, done);
+  }
+  note_deadline(deadline);
+  cv_.wait(lock, [&] { return result->has_value(); });
+  return std::move(**result);
+}
+
+size_t Runtime::queue_size(uint64_t queue) {
+  if (master_) {
+    std::lock_guard lock(mu_);
+    return hub_.size(queue);
+  }
+  return call_master(Kind::kQueueSize, queue, {}).envelope.aux;
+}
+
+void Runtime::queue_close(uint64_t queue) {
+  if (master_) {
+    std::lock_guard lock(mu_);
+    hub_.close_producer(queue, kMasterId, "the master closed its end");
+    return;
+  }
+  send_master(Kind::kQueueClose, 0, queue, {});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Worker side
+
+void Runtime::handle_worker(bridge::Received& message) {
+  std::lock_guard lock(mu_);
+  switch (static_cast<Kind>(message.envelope.kind)) {
+    case Kind::kWelcome: {
+      serial::Reader reader(message.payload);
+      master_pid_ = serial::read<int>(reader);
+      master_local_ = serial::read<std::string>(reader) == host_;
+      signal_dir_ = serial::read<std::string>(reader);
+      handshake_ = Handshake::kAccepted;
+      break;
+    }
+    case Kind::kRefuse:
+      refusal_ = serial::from_bytes<std::string>(message.payload);
+      handshake_ = Handshake::kRefused;
+      break;
+    case Kind::kRun:
+    case Kind::kShutdown:
+      mailbox_.push_back(std::move(message));
+      break;
+    case Kind::kTerminate:
+      ::kill(::getpid(), SIGTERM);
+      break;
+    case Kind::kReply: {
+      auto it = replies_.find(message.envelope.id);
+      if (it == replies_.end()) throw ProtocolError("reply to an unknown request " + std::to_string(message.envelope.id));
+      it->second = std::move(message);
+      break;
+    }
+    default:
+      throw ProtocolError("unexpected message kind " + std::to_string(message.envelope.kind));
+  }
+  cv_.notify_all();
+}
+
+bridge::Received Runtime::call_master(Kind kind, uint64_t aux, std::span<const std::byte> payload) {
+  std::unique_lock lock(mu_);
+  const uint64_t request = next_request_++;
+  replies_.emplace(request, std::nullopt);
+  send_master(kind, request, aux, payload);
+  cv_.wait(lock, [&] { return replies_[request].has_value() || master_lost_; });
+  if (master_lost_) throw WorkerLost("the master process is gone");
+  bridge::Received reply = std::move(*replies_[request]);
+  replies_.erase(request);
+  if (static_cast<Outcome>(reply.envelope.flags) == Outcome::kError) {
+    throw Error(std::string(reinterpret_cast<const char*>(reply.payload.data()), reply.payload.size()));
+  }
+  return reply;
+}
+
+void Runtime::check_master_alive() {
+  int pid = 0;
+  {
+    std::lock_guard lock(mu_);
+    if (!master_local_) return;
+    pid = master_pid_;
+  }
+  if (pid_gone(pid)) {
+    // Nobody is left to report to; MPI cannot be finalised with a dead peer.
+    std::fprintf(stderr, "fibermpi worker %d: the master (pid %d) is gone, exiting\n", static_cast<int>(::getpid()), pid);
+    std::_Exit(1);
+  }
+}
+
+void Runtime::handshake() {
+  serial::Writer hello;
+  serial::save(hello, kProtocolVersion);
+  serial::save(hello, bridge::ModuleTable::instance().main_module_id());
+  serial::save(hello, static_cast<int>(::getpid()));
+  serial::save(hello, host_);
+  send_master(Kind::kHello, 0, 0, hello.buffer());
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [this] { return handshake_ != Handshake::kWaiting; });
+  if (handshake_ == Handshake::kRefused) {
+    std::fprintf(stderr, "fibermpi worker %d: refused by the master: %s\n", static_cast<int>(::getpid()),
+                 refusal_.c_str());
+    lock.unlock();
+    finish_worker(1);
+  }
+}
+
+Assignment Runtime::next_assignment() {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [this] { return !mailbox_.empty(); });
+  bridge::Received message = std::move(mailbox_.front());
+  mailbox_.pop_front();
+  Assignment assignment;
+  if (static_cast<Kind>(message.envelope.kind) == Kind::kShutdown) {
+    assignment.shutdown = true;
+    return assignment;
+  }
+  assignment.process_id = message.envelope.id;
+  serial::Reader reader(message.payload);
+  assignment.name = serial::read<std::string>(reader);
+  assignment.task = load_task(reader);
+  return assignment;
+}
+
+void Runtime::report_exit(uint64_t process_id, int code, const std::string& error) {
+  serial::Writer report;
+  serial::save(report, code);
+  serial::save(report, error);
+  send_master(Kind::kExited, process_id, 0, report.buffer());
+}
+
+void Runtime::finish_worker(int code) {
+  const auto give_up = Clock::now() + std::chrono::seconds(10);
+  while (!outbox_.empty() && Clock::now() < give_up) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  stop_progress_.store(true);
+  if (progress_thread_.joinable() && progress_thread_.get_id() != std::this_thread::get_id()) progress_thread_.join();
+  g_running.store(false, std::memory_order_release);
+  links_.clear();
+  bridge::Environment::finalize();
+  // Like a multiprocessing child: flush what the task printed, skip the program's destructors.
+  std::fflush(nullptr);
+  std::_Exit(code);
+}
+
+}  // namespace fiber::detail
+
+namespace fiber {
+
+void init(int& argc, char**& argv, Config config) { detail::Runtime::start(argc, argv, std::move(config)); }
+
+bool is_initialized() { return detail::Runtime::exists(); }
+
+void shutdown() {
+  if (detail::Runtime::exists()) detail::Runtime::instance().shutdown();
+}
+
+void set_executable(const std::string& path) { detail::Runtime::instance().set_executable(path); }
+
+}  // namespace fiber

@@ -1,0 +1,201 @@
+// The per-process engine behind the public API: owns the links to other processes, the thread
+// that moves messages, process bookkeeping in the master and the queue store. Internal.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "fiber/init.h"
+#include "fiber/invoke.h"
+#include "fiber/protocol.h"
+#include "fiber/queue_hub.h"
+#include "mpi_bridge/communicator.h"
+#include "mpi_bridge/transport.h"
+
+namespace fiber::detail {
+
+using Clock = std::chrono::steady_clock;
+using Bytes = std::vector<std::byte>;
+
+enum class ProcessStatus { kCreated, kPending, kRunning, kEnded };
+
+struct Slot;
+
+/// Everything the master knows about one fiber::Process. Guarded by the runtime's lock.
+struct ProcessState {
+  uint64_t id = 0;
+  std::string name;
+  TaskSpec task;
+  bool daemon = false;
+  ProcessStatus status = ProcessStatus::kCreated;
+  std::optional<int> exitcode;
+  int pid = 0;
+  std::string host;
+  std::exception_ptr start_error;  ///< Why it never ran (spawn or handshake failure).
+  int signal_sent = 0;
+  Slot* slot = nullptr;
+};
+
+/// A communicator to a group of workers: the static world, or one MPI_Comm_spawn call's children.
+struct Link {
+  bridge::Communicator comm;
+  bool spawned = false;
+  int live_slots = 0;
+};
+
+/// One worker process as the master sees it.
+struct Slot {
+  Link* link = nullptr;
+  int rank = 0;
+  int pid = 0;
+  std::string host;
+  bool local = false;  ///< Same host as the master: its pid can be checked.
+  enum class State { kIdle, kBusy, kGone } state = State::kIdle;
+  std::shared_ptr<ProcessState> process;
+  std::optional<Clock::time_point> missing_since;  ///< When its pid was first seen gone.
+};
+
+/// Result of a queue get or poll.
+struct QueueResult {
+  Outcome outcome = Outcome::kTimeout;
+  Bytes item;
+  std::string reason;
+};
+
+/// What a worker is told to do next.
+struct Assignment {
+  bool shutdown = false;
+  uint64_t process_id = 0;
+  std::string name;
+  TaskSpec task;
+};
+
+class Runtime {
+ public:
+  /// The runtime of this process; throws fiber::UsageError before fiber::init.
+  static Runtime& instance();
+  static bool exists();
+
+  static void start(int& argc, char**& argv, Config config);
+  void shutdown();
+
+  bool is_master() const noexcept { return master_; }
+  uint64_t self_id() const noexcept { return self_id_; }
+  std::string self_name() const;
+  std::unique_lock<std::mutex> lock() { return std::unique_lock(mu_); }
+  void set_executable(const std::string& path);
+
+  // Processes; master only.
+  uint64_t next_process_id();
+  void start_process(const std::shared_ptr<ProcessState>& process);
+  /// Waits until the process ends or the deadline passes; true when it ended.
+  bool wait_ended(const std::shared_ptr<ProcessState>& process, std::optional<Clock::time_point> deadline);
+  /// Waits until the process has a pid (or ended); returns it, 0 if it never ran.
+  int wait_pid(const std::shared_ptr<ProcessState>& process);
+  void terminate(const std::shared_ptr<ProcessState>& process);
+  std::vector<std::shared_ptr<ProcessState>> live_children();
+
+  // Queues; any process (workers ask the master).
+  uint64_t queue_create(bool pipe_channel);
+  void queue_put(uint64_t queue, Bytes item);
+  QueueResult queue_wait(uint64_t queue, bool take, std::optional<std::chrono::microseconds> timeout);
+  size_t queue_size(uint64_t queue);
+  void queue_close(uint64_t queue);
+
+  // Worker side.
+  void handshake();
+  Assignment next_assignment();
+  void report_exit(uint64_t process_id, int code, const std::string& error);
+  [[noreturn]] void finish_worker(int code);
+  bool spawned_worker() const noexcept { return spawned_worker_; }
+  const std::string& signal_directory() const noexcept { return signal_dir_; }
+  void set_current(uint64_t id, const std::string& name);
+
+ private:
+  Runtime() = default;
+  void begin(int& argc, char**& argv, Config config);
+
+  void progress_loop();
+  bool poll_once();
+  void handle(Link& link, bridge::Received& message);
+  void handle_master(Link& link, bridge::Received& message);
+  void handle_worker(bridge::Received& message);
+  void send(MPI_Comm comm, int dest, Kind kind, uint64_t id, uint64_t aux, uint32_t flags,
+            std::span<const std::byte> payload);
+  void send_master(Kind kind, uint64_t id, uint64_t aux, std::span<const std::byte> payload);
+  bridge::Received call_master(Kind kind, uint64_t aux, std::span<const std::byte> payload);
+  void note_deadline(std::optional<Clock::time_point> deadline);
+
+  // Master internals; called with mu_ held.
+  void on_hello(Link& link, int rank, const Bytes& payload);
+  void on_exited(Slot& slot, uint64_t id, const Bytes& payload);
+  void assign_idle_slots();
+  void end_process(const std::shared_ptr<ProcessState>& process, std::optional<int> code, const std::string& how);
+  void fail_pending(size_t count, const std::string& reason);
+  void retire(Slot& slot);
+  void check_liveness();
+  void declare_dead(Slot& slot);
+  uint64_t requester_of(Slot* slot) const;
+  Slot* find_slot(MPI_Comm comm, int rank);
+  void spawner_loop();
+  void check_master_alive();
+
+  Config config_;
+  bool master_ = true;
+  bool spawned_worker_ = false;
+  uint64_t self_id_ = kMasterId;
+  std::string self_name_ = "MainProcess";
+  std::string host_;
+  std::string signal_dir_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::condition_variable spawn_cv_;
+  bridge::Outbox outbox_;
+  std::thread progress_thread_;
+  std::thread spawner_thread_;
+  std::atomic<bool> stop_progress_{false};
+  bool stopping_ = false;
+  bool shut_down_ = false;
+
+  // Links are owned by the progress thread; new ones arrive through incoming_links_.
+  std::vector<std::unique_ptr<Link>> links_;
+  std::vector<std::unique_ptr<Link>> incoming_links_;
+  std::atomic<bool> has_incoming_links_{false};
+  Clock::time_point next_liveness_check_{};
+  std::atomic<int64_t> next_deadline_ns_{INT64_MAX};
+
+  // Master state.
+  QueueHub hub_;
+  uint64_t next_process_id_ = 1;
+  std::map<std::pair<MPI_Comm, int>, std::unique_ptr<Slot>> slots_;
+  std::deque<std::shared_ptr<ProcessState>> pending_;
+  std::map<uint64_t, std::shared_ptr<ProcessState>> children_;
+  int slots_expected_ = 0;
+
+  // Worker state.
+  Link* master_link_ = nullptr;
+  int master_rank_ = 0;
+  int master_pid_ = 0;
+  bool master_local_ = false;
+  enum class Handshake { kWaiting, kAccepted, kRefused } handshake_ = Handshake::kWaiting;
+  std::string refusal_;
+  std::deque<bridge::Received> mailbox_;
+  uint64_t next_request_ = 1;
+  std::unordered_map<uint64_t, std::optional<bridge::Received>> replies_;
+  bool master_lost_ = false;
+};
+
+}  // namespace fiber::detail
