@@ -79,8 +79,10 @@ bool in_code(const ModuleTable::Module& module, uintptr_t offset) {
 }  // namespace
 
 ModuleTable& ModuleTable::instance() {
-  static ModuleTable table;
-  return table;
+  // Never destroyed: the runtime still decodes and compares module ids in its exit handler,
+  // which can run after function-local statics are gone.
+  static ModuleTable* table = new ModuleTable();
+  return *table;
 }
 
 std::string ModuleTable::executable_path() {
@@ -157,11 +159,13 @@ uint64_t build_id_of_file(const std::string& path) {
   std::memcpy(&header, bytes.data(), sizeof header);
   if (std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 || header.e_ident[EI_CLASS] != ELFCLASS64) return 0;
   for (ElfW(Half) i = 0; i < header.e_phnum; ++i) {
+    const size_t size = bytes.size();
+    if (header.e_phoff > size) return 0;
     const size_t at = header.e_phoff + size_t{i} * header.e_phentsize;
-    if (at + sizeof(ElfW(Phdr)) > bytes.size()) return 0;
+    if (at < header.e_phoff || at > size || sizeof(ElfW(Phdr)) > size - at) return 0;
     ElfW(Phdr) segment;
     std::memcpy(&segment, bytes.data() + at, sizeof segment);
-    if (segment.p_type != PT_NOTE || segment.p_offset + segment.p_filesz > bytes.size()) continue;
+    if (segment.p_type != PT_NOTE || segment.p_offset > size || segment.p_filesz > size - segment.p_offset) continue;
     if (const uint64_t id = build_id_in_notes(bytes.data() + segment.p_offset, segment.p_filesz)) return id;
   }
   return 0;

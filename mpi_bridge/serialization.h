@@ -85,7 +85,9 @@ class Reader {
   size_t read_size(size_t min_element_size = 1) {
     uint64_t wire = 0;
     read_bytes(&wire, sizeof wire);
-    if (min_element_size > 0 && wire > remaining() / min_element_size) {
+    constexpr uint64_t kMaxEmptyElements = uint64_t{1} << 24;
+    if ((min_element_size > 0 && wire > remaining() / min_element_size) ||
+        (min_element_size == 0 && wire > kMaxEmptyElements)) {
       throw ProtocolError("corrupt message: a length of " + std::to_string(wire) +
                           " elements exceeds the " + std::to_string(remaining()) + " bytes left");
     }
@@ -226,6 +228,19 @@ void load(Reader& reader, T& value);
 
 namespace detail {
 
+/// Fewest bytes one encoded T can take; 0 for empty tuples and arrays, which makes a length
+/// prefix unverifiable, so such containers are capped at kMaxEmptyElements instead.
+template <class T>
+constexpr size_t min_encoded_size() {
+  if constexpr (is_specialization<T, std::tuple>) {
+    return std::tuple_size_v<T> == 0 ? 0 : 1;
+  } else if constexpr (is_std_array<T>) {
+    return std::tuple_size_v<T> == 0 ? 0 : 1;
+  } else {
+    return 1;
+  }
+}
+
 template <class Container>
 void save_elements(Writer& writer, const Container& container) {
   writer.write_size(container.size());
@@ -247,7 +262,7 @@ void load_variant_alternative(Reader& reader, Variant& variant, size_t index) {
     if (index == I) {
       std::variant_alternative_t<I, Variant> alternative{};
       load(reader, alternative);
-      variant = std::move(alternative);
+      variant.template emplace<I>(std::move(alternative));
       return;
     }
     load_variant_alternative<Variant, I + 1>(reader, variant, index);
@@ -259,7 +274,7 @@ void load_variant_alternative(Reader& reader, Variant& variant, size_t index) {
 template <class Map>
 void load_map(Reader& reader, Map& map) {
   map.clear();
-  const size_t count = reader.read_size();
+  const size_t count = reader.read_size(min_encoded_size<typename Map::key_type>());
   for (size_t i = 0; i < count; ++i) {
     typename Map::key_type key{};
     typename Map::mapped_type mapped{};
@@ -272,7 +287,7 @@ void load_map(Reader& reader, Map& map) {
 template <class Set>
 void load_set(Reader& reader, Set& set) {
   set.clear();
-  const size_t count = reader.read_size();
+  const size_t count = reader.read_size(min_encoded_size<typename Set::key_type>());
   for (size_t i = 0; i < count; ++i) {
     typename Set::key_type key{};
     load(reader, key);
@@ -351,7 +366,7 @@ void load(Reader& reader, T& value) {
       value.resize(count);
       reader.read_bytes(value.data(), count * sizeof(Element));
     } else {
-      const size_t count = reader.read_size();
+      const size_t count = reader.read_size(detail::min_encoded_size<typename T::value_type>());
       value.clear();
       for (size_t i = 0; i < count; ++i) {
         typename T::value_type element{};
@@ -392,7 +407,9 @@ void load(Reader& reader, T& value) {
     try {
       boost::archive::binary_iarchive archive(stream, boost::archive::no_header);
       archive >> value;
-    } catch (const boost::archive::archive_exception& e) {
+    } catch (const std::exception& e) {
+      // A corrupt length inside the archive surfaces as length_error or bad_alloc, not only as
+      // archive_exception; all of them mean the same thing here.
       throw ProtocolError(std::string("corrupt message: Boost.Serialization failed: ") + e.what());
     }
   }

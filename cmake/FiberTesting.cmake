@@ -1,0 +1,37 @@
+# Helpers to register tests that start real MPI processes. Every such test gets a timeout, because
+# a spawn or connect bug shows up as a hang, and runs as root the way CI does.
+
+set(FIBER_TEST_ENV
+  "OMPI_ALLOW_RUN_AS_ROOT=1"
+  "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"
+  "OMPI_MCA_rmaps_base_oversubscribe=1"
+  "FIBER_QUIET=1")
+
+# fiber_add_launch_tests(TARGET name LAUNCH mode... [TIMEOUT s] [LABELS l...] [ARGS a...])
+# registers one CTest entry per launch mode:
+#   singleton   ./prog
+#   mpirun1     mpirun --enable-recovery -n 1 ./prog
+#   mpirun4     mpirun --enable-recovery --oversubscribe -n 4 ./prog
+# FIBER_TEST_MODE tells the program which mode it runs in.
+function(fiber_add_launch_tests)
+  cmake_parse_arguments(ARG "" "TARGET;TIMEOUT" "LAUNCH;LABELS;ARGS" ${ARGN})
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 180)
+  endif()
+  foreach(mode IN LISTS ARG_LAUNCH)
+    if(mode STREQUAL "singleton")
+      set(command $<TARGET_FILE:${ARG_TARGET}> ${ARG_ARGS})
+    elseif(mode STREQUAL "mpirun1")
+      set(command ${MPIEXEC_EXECUTABLE} --enable-recovery -n 1 $<TARGET_FILE:${ARG_TARGET}> ${ARG_ARGS})
+    elseif(mode STREQUAL "mpirun4")
+      set(command ${MPIEXEC_EXECUTABLE} --enable-recovery --oversubscribe -n 4 $<TARGET_FILE:${ARG_TARGET}> ${ARG_ARGS})
+    else()
+      message(FATAL_ERROR "unknown launch mode ${mode}")
+    endif()
+    add_test(NAME ${ARG_TARGET}.${mode} COMMAND ${command})
+    set_tests_properties(${ARG_TARGET}.${mode} PROPERTIES
+      TIMEOUT ${ARG_TIMEOUT}
+      LABELS "${ARG_LABELS}"
+      ENVIRONMENT "${FIBER_TEST_ENV};FIBER_TEST_MODE=${mode}")
+  endforeach()
+endfunction()
