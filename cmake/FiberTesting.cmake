@@ -7,14 +7,14 @@ set(FIBER_TEST_ENV
   "OMPI_MCA_rmaps_base_oversubscribe=1"
   "FIBER_QUIET=1")
 
-# fiber_add_launch_tests(TARGET name LAUNCH mode... [TIMEOUT s] [LABELS l...] [ARGS a...])
+# fiber_add_launch_tests(TARGET name LAUNCH mode... [SUFFIX s] [TIMEOUT s] [LABELS l...] [ARGS a...])
 # registers one CTest entry per launch mode:
 #   singleton   ./prog
 #   mpirun1     mpirun --enable-recovery -n 1 ./prog
 #   mpirun4     mpirun --enable-recovery --oversubscribe -n 4 ./prog
 # FIBER_TEST_MODE tells the program which mode it runs in.
 function(fiber_add_launch_tests)
-  cmake_parse_arguments(ARG "" "TARGET;TIMEOUT" "LAUNCH;LABELS;ARGS" ${ARGN})
+  cmake_parse_arguments(ARG "" "TARGET;TIMEOUT;SUFFIX" "LAUNCH;LABELS;ARGS" ${ARGN})
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 180)
   endif()
@@ -28,8 +28,9 @@ function(fiber_add_launch_tests)
     else()
       message(FATAL_ERROR "unknown launch mode ${mode}")
     endif()
-    add_test(NAME ${ARG_TARGET}.${mode} COMMAND ${command})
-    set_tests_properties(${ARG_TARGET}.${mode} PROPERTIES
+    set(test_name ${ARG_TARGET}.${mode}${ARG_SUFFIX})
+    add_test(NAME ${test_name} COMMAND ${command})
+    set_tests_properties(${test_name} PROPERTIES
       TIMEOUT ${ARG_TIMEOUT}
       LABELS "${ARG_LABELS}"
       ENVIRONMENT "${FIBER_TEST_ENV};FIBER_TEST_MODE=${mode}")

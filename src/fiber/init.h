@@ -15,6 +15,9 @@ struct Config {
   bridge::SpawnOptions spawn;
   /// How often the master checks that the workers on its host are still alive.
   std::chrono::milliseconds liveness_interval{20};
+  /// An MPI_Comm_spawn still running after this long is declared stuck: the processes waiting
+  /// for it fail with fiber::SpawnError instead of waiting forever. FIBER_SPAWN_TIMEOUT_S overrides.
+  std::chrono::seconds spawn_timeout{120};
 };
 
 /// Starts the runtime: initialises MPI (or adopts the program's MPI_THREAD_MULTIPLE one) and

@@ -1,6 +1,7 @@
 #include "fiber/runtime.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -25,6 +26,15 @@ namespace {
 
 std::unique_ptr<Runtime> g_runtime;
 std::atomic<bool> g_running{false};
+
+// Sleeps of a few microseconds are otherwise stretched by the default 50 us timer slack.
+void precise_sleeps() {
+  static thread_local bool done = false;
+  if (!done) {
+    ::prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+    done = true;
+  }
+}
 
 bool pid_gone(int pid) { return pid > 0 && ::kill(pid, 0) == -1 && errno == ESRCH; }
 
@@ -74,6 +84,9 @@ void Runtime::start(int& argc, char**& argv, Config config) {
 
 void Runtime::begin(int& argc, char**& argv, Config config) {
   config_ = std::move(config);
+  if (const char* timeout = std::getenv("FIBER_SPAWN_TIMEOUT_S")) {
+    config_.spawn_timeout = std::chrono::seconds(std::max(1, std::atoi(timeout)));
+  }
   bridge::Environment::initialize(&argc, &argv);
   host_ = bridge::Environment::hostname();
   const auto mode = bridge::Environment::launch_mode();
@@ -145,10 +158,18 @@ void Runtime::set_executable(const std::string& path) {
 // Progress
 
 void Runtime::progress_loop() {
+  precise_sleeps();
   bridge::Backoff backoff;
   while (!stop_progress_.load(std::memory_order_acquire)) {
+    if (active_waiters_.load(std::memory_order_acquire) > 0) {
+      std::unique_lock lock(mu_);
+      progress_cv_.wait(lock, [this] { return active_waiters_.load() == 0 || stop_progress_.load(); });
+      backoff.reset();
+      continue;
+    }
     bool active = false;
     try {
+      std::lock_guard progress(progress_mu_);
       active = poll_once();
     } catch (const std::exception& e) {
       std::fprintf(stderr, "fibermpi: progress error: %s\n", e.what());
@@ -162,6 +183,12 @@ void Runtime::progress_loop() {
 }
 
 bool Runtime::poll_once() {
+  // Open MPI 4.1 can hang MPI_Comm_spawn when other threads drive MPI progress during it (seen
+  // as children stuck in MPI_Init), so traffic pauses while a spawn runs.
+  if (spawn_in_progress_.load(std::memory_order_acquire)) {
+    check_spawn_watchdog();
+    return false;
+  }
   bool active = outbox_.progress() > 0;
   if (has_incoming_links_.exchange(false)) {
     std::lock_guard lock(mu_);
@@ -203,6 +230,53 @@ bool Runtime::poll_once() {
     cv_.notify_all();
   }
   return active;
+}
+
+template <class Pred>
+bool Runtime::await(std::unique_lock<std::mutex>& lock, Pred pred, std::optional<Clock::time_point> deadline) {
+  // The waiting thread becomes this process's poller (the progress thread stands aside while
+  // anyone waits), so a reply is picked up by the thread that wants it: no hand-off, and never
+  // more than one thread per process spinning on a machine with few cores.
+  precise_sleeps();
+  active_waiters_.fetch_add(1);
+  bridge::Backoff backoff(bridge::Backoff::Policy{std::chrono::microseconds(300)});
+  bool satisfied = pred();
+  while (!satisfied) {
+    if (deadline && Clock::now() >= *deadline) break;
+    lock.unlock();
+    bool active = false;
+    bool polled = false;
+    {
+      std::unique_lock progress(progress_mu_, std::try_to_lock);
+      if (progress.owns_lock() && !stop_progress_.load()) {
+        polled = true;
+        try {
+          active = poll_once();
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "fibermpi: progress error: %s\n", e.what());
+        }
+      }
+    }
+    lock.lock();
+    satisfied = pred();
+    if (satisfied) break;
+    if (!polled) {
+      // Another thread is polling and will notify; spinning on mu_ here would starve it.
+      satisfied = cv_.wait_for(lock, std::chrono::microseconds(50), pred);
+      continue;
+    }
+    if (active) {
+      backoff.reset();
+      continue;
+    }
+    const auto sleep = backoff.next_sleep();
+    if (sleep.count() == 0) continue;
+    auto until = Clock::now() + sleep;
+    if (deadline && *deadline < until) until = *deadline;
+    satisfied = cv_.wait_until(lock, until, pred);
+  }
+  if (active_waiters_.fetch_sub(1) == 1) progress_cv_.notify_one();
+  return satisfied;
 }
 
 void Runtime::note_deadline(std::optional<Clock::time_point> deadline) {
@@ -377,12 +451,14 @@ void Runtime::assign_idle_slots() {
 void Runtime::on_exited(Slot& slot, uint64_t id, const Bytes& payload) {
   serial::Reader reader(payload);
   const auto code = serial::read<int>(reader);
+  serial::read<std::string>(reader);
+  const bool worker_leaves = serial::read<bool>(reader);
   if (slot.process && slot.process->id == id) {
     auto process = slot.process;
     end_process(process, code, describe_exit(*process, code));
   }
   slot.process.reset();
-  if (slot.link->spawned) {
+  if (slot.link->spawned || worker_leaves) {
     retire(slot);
   } else {
     slot.state = Slot::State::kIdle;
@@ -445,30 +521,59 @@ void Runtime::declare_dead(Slot& slot) {
   retire(slot);
 }
 
+void Runtime::check_spawn_watchdog() {
+  std::lock_guard lock(mu_);
+  if (!spawn_started_ || !spawn_stuck_.empty()) return;
+  if (Clock::now() - *spawn_started_ < config_.spawn_timeout) return;
+  spawn_stuck_ = "MPI_Comm_spawn of " + std::to_string(spawn_count_) + " processes has not completed after " +
+                 std::to_string(config_.spawn_timeout.count()) +
+                 " s; Open MPI's runtime is stuck, so no more processes can be spawned in this run";
+  std::fprintf(stderr, "fibermpi: %s\n", spawn_stuck_.c_str());
+  slots_expected_ -= spawn_count_;
+  fail_pending(pending_.size(), spawn_stuck_);
+  // Traffic of the workers already running must go on even though the spawn never returns.
+  spawn_in_progress_.store(false);
+}
+
 void Runtime::spawner_loop() {
   std::unique_lock lock(mu_);
   for (;;) {
     spawn_cv_.wait(lock, [this] {
-      return stopping_ || static_cast<int>(pending_.size()) > slots_expected_;
+      return stopping_ || (spawn_stuck_.empty() && static_cast<int>(pending_.size()) > slots_expected_);
     });
     if (stopping_) return;
     const int count = static_cast<int>(pending_.size()) - slots_expected_;
     slots_expected_ += count;
+    spawn_started_ = Clock::now();
+    spawn_count_ = count;
     const bridge::SpawnOptions options = config_.spawn;
     lock.unlock();
+    auto link = std::make_unique<Link>();
+    std::string error;
+    spawn_in_progress_.store(true);
     try {
-      auto link = std::make_unique<Link>();
       link->comm = bridge::spawn(options, count);
-      link->spawned = true;
-      link->live_slots = count;
-      lock.lock();
-      incoming_links_.push_back(std::move(link));
-      has_incoming_links_.store(true);
     } catch (const std::exception& e) {
-      lock.lock();
-      slots_expected_ -= count;
-      fail_pending(static_cast<size_t>(count), e.what());
+      error = e.what();
     }
+    spawn_in_progress_.store(false);
+    lock.lock();
+    spawn_started_.reset();
+    const bool watchdog_fired = !spawn_stuck_.empty();
+    if (watchdog_fired) {
+      // It was slow, not stuck: the watchdog's bookkeeping is undone and spawning resumes.
+      spawn_stuck_.clear();
+      if (error.empty()) slots_expected_ += count;
+    }
+    if (!error.empty()) {
+      if (!watchdog_fired) slots_expected_ -= count;
+      fail_pending(static_cast<size_t>(count), error);
+      continue;
+    }
+    link->spawned = true;
+    link->live_slots = count;
+    incoming_links_.push_back(std::move(link));
+    has_incoming_links_.store(true);
   }
 }
 
@@ -489,17 +594,13 @@ void Runtime::start_process(const std::shared_ptr<ProcessState>& process) {
   children_[process->id] = process;
   pending_.push_back(process);
   assign_idle_slots();
+  if (!spawn_stuck_.empty()) fail_pending(pending_.size(), spawn_stuck_);
   spawn_cv_.notify_one();
 }
 
 bool Runtime::wait_ended(const std::shared_ptr<ProcessState>& process, std::optional<Clock::time_point> deadline) {
   std::unique_lock lock(mu_);
-  auto ended = [&] { return process->status == ProcessStatus::kEnded; };
-  if (!deadline) {
-    cv_.wait(lock, ended);
-    return true;
-  }
-  return cv_.wait_until(lock, *deadline, ended);
+  return await(lock, [&] { return process->status == ProcessStatus::kEnded; }, deadline);
 }
 
 int Runtime::wait_pid(const std::shared_ptr<ProcessState>& process) {
@@ -548,7 +649,21 @@ void Runtime::shutdown() {
   cv_.wait(lock, [this] { return children_.empty(); });
   stopping_ = true;
   spawn_cv_.notify_all();
+  const bool spawn_stuck = !spawn_stuck_.empty() && spawn_started_.has_value();
   lock.unlock();
+  if (spawn_stuck) {
+    // The spawner is inside an MPI_Comm_spawn that will not return, and MPI_Finalize would wait
+    // for it too: leave both to the process exit.
+    spawner_thread_.detach();
+    {
+      std::lock_guard guard(mu_);
+      stop_progress_.store(true);
+    }
+    progress_cv_.notify_all();
+    if (progress_thread_.joinable()) progress_thread_.join();
+    g_running.store(false, std::memory_order_release);
+    return;
+  }
   if (spawner_thread_.joinable()) spawner_thread_.join();
   lock.lock();
   // Workers still starting up get their shutdown once they have said hello.
@@ -562,7 +677,11 @@ void Runtime::shutdown() {
   lock.unlock();
   const auto give_up = Clock::now() + std::chrono::seconds(5);
   while (!outbox_.empty() && Clock::now() < give_up) std::this_thread::sleep_for(std::chrono::microseconds(200));
-  stop_progress_.store(true);
+  {
+    std::lock_guard guard(mu_);
+    stop_progress_.store(true);
+  }
+  progress_cv_.notify_all();
   if (progress_thread_.joinable()) progress_thread_.join();
   g_running.store(false, std::memory_order_release);
   links_.clear();
@@ -621,7 +740,7 @@ QueueResult Runtime::queue_wait(uint64_t queue, bool take, std::optional<std::ch
     hub_.poll(queue, kMasterId, deadline, done);
   }
   note_deadline(deadline);
-  cv_.wait(lock, [&] { return result->has_value(); });
+  await(lock, [&] { return result->has_value(); });
   return std::move(**result);
 }
 
@@ -684,7 +803,7 @@ bridge::Received Runtime::call_master(Kind kind, uint64_t aux, std::span<const s
   const uint64_t request = next_request_++;
   replies_.emplace(request, std::nullopt);
   send_master(kind, request, aux, payload);
-  cv_.wait(lock, [&] { return replies_[request].has_value() || master_lost_; });
+  await(lock, [&] { return replies_[request].has_value() || master_lost_; });
   if (master_lost_) throw WorkerLost("the master process is gone");
   bridge::Received reply = std::move(*replies_[request]);
   replies_.erase(request);
@@ -727,7 +846,7 @@ void Runtime::handshake() {
 
 Assignment Runtime::next_assignment() {
   std::unique_lock lock(mu_);
-  cv_.wait(lock, [this] { return !mailbox_.empty(); });
+  await(lock, [this] { return !mailbox_.empty(); });
   bridge::Received message = std::move(mailbox_.front());
   mailbox_.pop_front();
   Assignment assignment;
@@ -742,17 +861,22 @@ Assignment Runtime::next_assignment() {
   return assignment;
 }
 
-void Runtime::report_exit(uint64_t process_id, int code, const std::string& error) {
+void Runtime::report_exit(uint64_t process_id, int code, const std::string& error, bool worker_leaves) {
   serial::Writer report;
   serial::save(report, code);
   serial::save(report, error);
+  serial::save(report, worker_leaves);
   send_master(Kind::kExited, process_id, 0, report.buffer());
 }
 
 void Runtime::finish_worker(int code) {
   const auto give_up = Clock::now() + std::chrono::seconds(10);
   while (!outbox_.empty() && Clock::now() < give_up) std::this_thread::sleep_for(std::chrono::microseconds(100));
-  stop_progress_.store(true);
+  {
+    std::lock_guard guard(mu_);
+    stop_progress_.store(true);
+  }
+  progress_cv_.notify_all();
   if (progress_thread_.joinable() && progress_thread_.get_id() != std::this_thread::get_id()) progress_thread_.join();
   g_running.store(false, std::memory_order_release);
   links_.clear();

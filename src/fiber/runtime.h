@@ -117,7 +117,9 @@ class Runtime {
   // Worker side.
   void handshake();
   Assignment next_assignment();
-  void report_exit(uint64_t process_id, int code, const std::string& error);
+  /// Tells the master a process ended; `worker_leaves` when this worker process ends with it
+  /// (spawned workers, or a task that called std::exit), so it gets no further work.
+  void report_exit(uint64_t process_id, int code, const std::string& error, bool worker_leaves);
   [[noreturn]] void finish_worker(int code);
   bool spawned_worker() const noexcept { return spawned_worker_; }
   const std::string& signal_directory() const noexcept { return signal_dir_; }
@@ -129,6 +131,11 @@ class Runtime {
 
   void progress_loop();
   bool poll_once();
+  /// Waits until `pred` holds (true) or the deadline passes (false). While traffic flows the
+  /// waiting thread polls MPI itself, saving a thread hand-off per message; once quiet it sleeps
+  /// until the progress thread signals. `lock` holds mu_.
+  template <class Pred>
+  bool await(std::unique_lock<std::mutex>& lock, Pred pred, std::optional<Clock::time_point> deadline = {});
   void handle(Link& link, bridge::Received& message);
   void handle_master(Link& link, bridge::Received& message);
   void handle_worker(bridge::Received& message);
@@ -150,6 +157,7 @@ class Runtime {
   uint64_t requester_of(Slot* slot) const;
   Slot* find_slot(MPI_Comm comm, int rank);
   void spawner_loop();
+  void check_spawn_watchdog();
   void check_master_alive();
 
   Config config_;
@@ -161,12 +169,16 @@ class Runtime {
   std::string signal_dir_;
 
   mutable std::mutex mu_;
+  std::mutex progress_mu_;  ///< Held by whichever thread runs poll_once.
   std::condition_variable cv_;
   std::condition_variable spawn_cv_;
+  std::condition_variable progress_cv_;  ///< Wakes the progress thread when the last waiter leaves.
   bridge::Outbox outbox_;
   std::thread progress_thread_;
   std::thread spawner_thread_;
   std::atomic<bool> stop_progress_{false};
+  std::atomic<int> active_waiters_{0};
+  std::atomic<bool> spawn_in_progress_{false};
   bool stopping_ = false;
   bool shut_down_ = false;
 
@@ -184,6 +196,9 @@ class Runtime {
   std::deque<std::shared_ptr<ProcessState>> pending_;
   std::map<uint64_t, std::shared_ptr<ProcessState>> children_;
   int slots_expected_ = 0;
+  std::optional<Clock::time_point> spawn_started_;
+  int spawn_count_ = 0;
+  std::string spawn_stuck_;  ///< Why spawning is impossible for the rest of the run, once it is.
 
   // Worker state.
   Link* master_link_ = nullptr;

@@ -65,7 +65,7 @@ void report_exit_from_task(int status, void*) {
   const uint64_t id = g_running_process;
   g_running_process = 0;
   std::fflush(nullptr);
-  g_worker_runtime->report_exit(id, status, "called exit(" + std::to_string(status) + ")");
+  g_worker_runtime->report_exit(id, status, "called exit(" + std::to_string(status) + ")", true);
   g_worker_runtime->finish_worker(0);
 }
 
@@ -116,7 +116,7 @@ void run_task(const TaskSpec& task, serial::Writer* result) {
     const int code = execute(assignment);
     g_running_process = 0;
     std::fflush(nullptr);
-    runtime.report_exit(assignment.process_id, code, {});
+    runtime.report_exit(assignment.process_id, code, {}, runtime.spawned_worker());
     if (runtime.spawned_worker()) runtime.finish_worker(0);
   }
 }
