@@ -5,7 +5,8 @@ set(FIBER_TEST_ENV
   "OMPI_ALLOW_RUN_AS_ROOT=1"
   "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"
   "OMPI_MCA_rmaps_base_oversubscribe=1"
-  "FIBER_QUIET=1")
+  "FIBER_QUIET=1"
+  "FIBER_SPAWN_TIMEOUT_S=60")
 
 # fiber_add_launch_tests(TARGET name LAUNCH mode... [SUFFIX s] [TIMEOUT s] [LABELS l...] [ARGS a...])
 # registers one CTest entry per launch mode:

@@ -38,7 +38,8 @@ class Backoff {
     const auto quiet = Clock::now() - idle_since_;
     if (quiet < policy_.spin) return std::chrono::microseconds(0);
     if (quiet >= policy_.deep_after) return policy_.deep_sleep;
-    sleep_ = sleep_.count() == 0 ? std::chrono::microseconds(10) : std::min(sleep_ * 2, policy_.max_sleep);
+    sleep_ = sleep_.count() == 0 ? std::chrono::microseconds(10)
+                                 : std::min(sleep_ * 2, policy_.max_sleep);
     return sleep_;
   }
 

@@ -64,7 +64,8 @@ void Communicator::reset() noexcept {
   if (comm_ == MPI_COMM_NULL) return;
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (owned_ && !finalized && comm_ != MPI_COMM_WORLD && comm_ != MPI_COMM_SELF) MPI_Comm_free(&comm_);
+  if (owned_ && !finalized && comm_ != MPI_COMM_WORLD && comm_ != MPI_COMM_SELF)
+    MPI_Comm_free(&comm_);
   comm_ = MPI_COMM_NULL;
 }
 

@@ -23,11 +23,16 @@ bool started_by_launcher() {
 
 const char* thread_level_name(int level) {
   switch (level) {
-    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
-    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
-    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
-    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
-    default: return "an unknown thread level";
+    case MPI_THREAD_SINGLE:
+      return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED:
+      return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED:
+      return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE:
+      return "MPI_THREAD_MULTIPLE";
+    default:
+      return "an unknown thread level";
   }
 }
 
@@ -52,9 +57,10 @@ void Environment::initialize(int* argc, char*** argv) {
     FIBER_MPI_CHECK(MPI_Query_thread(&provided));
   }
   if (provided < MPI_THREAD_MULTIPLE) {
-    throw Error(std::string("fiber::init: fibermpi needs MPI_THREAD_MULTIPLE but MPI provides ") +
-                thread_level_name(provided) +
-                (g_owns_mpi ? "" : "; initialise MPI with MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...)"));
+    throw Error(
+        std::string("fiber::init: fibermpi needs MPI_THREAD_MULTIPLE but MPI provides ") +
+        thread_level_name(provided) +
+        (g_owns_mpi ? "" : "; initialise MPI with MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...)"));
   }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);

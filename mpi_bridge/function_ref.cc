@@ -53,15 +53,17 @@ uint64_t fallback_id(const std::string& path) {
 int collect_module(dl_phdr_info* info, size_t, void* out) {
   auto* modules = static_cast<std::vector<ModuleTable::Module>*>(out);
   ModuleTable::Module module;
-  module.path = (info->dlpi_name && info->dlpi_name[0]) ? info->dlpi_name : ModuleTable::executable_path();
+  module.path =
+      (info->dlpi_name && info->dlpi_name[0]) ? info->dlpi_name : ModuleTable::executable_path();
   module.base = info->dlpi_addr;
   for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& segment = info->dlpi_phdr[i];
     if (segment.p_type == PT_LOAD && (segment.p_flags & PF_X)) {
       module.code_ranges.emplace_back(segment.p_vaddr, segment.p_vaddr + segment.p_memsz);
     } else if (segment.p_type == PT_NOTE && module.id == 0) {
-      module.id = build_id_in_notes(reinterpret_cast<const unsigned char*>(info->dlpi_addr + segment.p_vaddr),
-                                    segment.p_memsz);
+      module.id = build_id_in_notes(
+          reinterpret_cast<const unsigned char*>(info->dlpi_addr + segment.p_vaddr),
+          segment.p_memsz);
     }
   }
   if (module.id == 0) module.id = fallback_id(module.path);
@@ -134,12 +136,13 @@ void* ModuleTable::decode(const FunctionRef& ref) {
     module = find_by_id_locked(ref.module_id);
   }
   if (!module) {
-    throw ProtocolError("function reference names module " + std::to_string(ref.module_id) +
-                        ", which is not loaded in this process: the processes run different binaries");
+    throw ProtocolError(
+        "function reference names module " + std::to_string(ref.module_id) +
+        ", which is not loaded in this process: the processes run different binaries");
   }
   if (!in_code(*module, ref.offset)) {
-    throw ProtocolError("function reference offset " + std::to_string(ref.offset) + " is not code in " +
-                        module->path);
+    throw ProtocolError("function reference offset " + std::to_string(ref.offset) +
+                        " is not code in " + module->path);
   }
   return reinterpret_cast<void*>(module->base + ref.offset);
 }
@@ -153,11 +156,13 @@ uint64_t ModuleTable::main_module_id() {
 uint64_t build_id_of_file(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) return 0;
-  std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(file)),
+                                   std::istreambuf_iterator<char>());
   if (bytes.size() < sizeof(ElfW(Ehdr))) return 0;
   ElfW(Ehdr) header;
   std::memcpy(&header, bytes.data(), sizeof header);
-  if (std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 || header.e_ident[EI_CLASS] != ELFCLASS64) return 0;
+  if (std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 || header.e_ident[EI_CLASS] != ELFCLASS64)
+    return 0;
   for (ElfW(Half) i = 0; i < header.e_phnum; ++i) {
     const size_t size = bytes.size();
     if (header.e_phoff > size) return 0;
@@ -165,8 +170,11 @@ uint64_t build_id_of_file(const std::string& path) {
     if (at < header.e_phoff || at > size || sizeof(ElfW(Phdr)) > size - at) return 0;
     ElfW(Phdr) segment;
     std::memcpy(&segment, bytes.data() + at, sizeof segment);
-    if (segment.p_type != PT_NOTE || segment.p_offset > size || segment.p_filesz > size - segment.p_offset) continue;
-    if (const uint64_t id = build_id_in_notes(bytes.data() + segment.p_offset, segment.p_filesz)) return id;
+    if (segment.p_type != PT_NOTE || segment.p_offset > size ||
+        segment.p_filesz > size - segment.p_offset)
+      continue;
+    if (const uint64_t id = build_id_in_notes(bytes.data() + segment.p_offset, segment.p_filesz))
+      return id;
   }
   return 0;
 }

@@ -26,7 +26,8 @@ class ModuleTable {
     std::string path;
     uint64_t id = 0;
     uintptr_t base = 0;
-    std::vector<std::pair<uintptr_t, uintptr_t>> code_ranges;  ///< [begin, end) offsets, executable.
+    std::vector<std::pair<uintptr_t, uintptr_t>>
+        code_ranges;  ///< [begin, end) offsets, executable.
   };
 
   /// The table of this process.

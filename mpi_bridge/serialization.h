@@ -67,7 +67,8 @@ class Writer {
 /// a short or corrupt buffer instead of reading past its end.
 class Reader {
  public:
-  explicit Reader(std::span<const std::byte> bytes) : next_(bytes.data()), end_(bytes.data() + bytes.size()) {}
+  explicit Reader(std::span<const std::byte> bytes)
+      : next_(bytes.data()), end_(bytes.data() + bytes.size()) {}
 
   void read_bytes(void* out, size_t size) {
     require(size);
@@ -138,7 +139,7 @@ concept Memcpyable = std::is_trivially_copyable_v<T> && !std::is_pointer_v<T> &&
 
 template <class T>
 concept SequenceContainer = is_specialization<T, std::vector> || is_specialization<T, std::list> ||
-                            is_specialization<T, std::deque> || is_specialization<T, std::basic_string>;
+    is_specialization<T, std::deque> || is_specialization<T, std::basic_string>;
 
 template <class T>
 concept AssociativeContainer =
@@ -148,17 +149,16 @@ concept AssociativeContainer =
     is_specialization<T, std::unordered_set> || is_specialization<T, std::unordered_multiset>;
 
 template <class T>
-concept BoostSerializable =
-    std::is_class_v<T> && std::is_default_constructible_v<T> &&
-    (enable_boost_serialization<T> ||
-     requires(T& value, boost::archive::binary_oarchive& out, boost::archive::binary_iarchive& in) {
-       value.serialize(out, 0u);
-       value.serialize(in, 0u);
-     } ||
-     requires(T& value, boost::archive::binary_oarchive& out, boost::archive::binary_iarchive& in) {
-       serialize(out, value, 0u);
-       serialize(in, value, 0u);
-     });
+concept BoostSerializable = std::is_class_v<T> && std::is_default_constructible_v<T> &&(
+    enable_boost_serialization<T> ||
+    requires(T & value, boost::archive::binary_oarchive& out, boost::archive::binary_iarchive& in) {
+      value.serialize(out, 0u);
+      value.serialize(in, 0u);
+    } ||
+    requires(T & value, boost::archive::binary_oarchive& out, boost::archive::binary_iarchive& in) {
+      serialize(out, value, 0u);
+      serialize(in, value, 0u);
+    });
 
 }  // namespace detail
 
@@ -170,8 +170,8 @@ template <class T>
 inline constexpr bool serializable_v = is_serializable<std::remove_cvref_t<T>>::value;
 
 template <class T>
-struct is_serializable
-    : std::bool_constant<detail::WireHandle<T> || detail::Memcpyable<T> || detail::BoostSerializable<T>> {};
+struct is_serializable : std::bool_constant<detail::WireHandle<T> || detail::Memcpyable<T> ||
+                                            detail::BoostSerializable<T>> {};
 template <class T, class A>
 struct is_serializable<std::vector<T, A>> : std::bool_constant<serializable_v<T>> {};
 template <class T, class A>
@@ -179,13 +179,16 @@ struct is_serializable<std::list<T, A>> : std::bool_constant<serializable_v<T>> 
 template <class T, class A>
 struct is_serializable<std::deque<T, A>> : std::bool_constant<serializable_v<T>> {};
 template <class C, class Tr, class A>
-struct is_serializable<std::basic_string<C, Tr, A>> : std::bool_constant<std::is_trivially_copyable_v<C>> {};
+struct is_serializable<std::basic_string<C, Tr, A>>
+    : std::bool_constant<std::is_trivially_copyable_v<C>> {};
 template <class T, size_t N>
 struct is_serializable<std::array<T, N>> : std::bool_constant<serializable_v<T>> {};
 template <class K, class V, class... R>
-struct is_serializable<std::map<K, V, R...>> : std::bool_constant<serializable_v<K> && serializable_v<V>> {};
+struct is_serializable<std::map<K, V, R...>>
+    : std::bool_constant<serializable_v<K> && serializable_v<V>> {};
 template <class K, class V, class... R>
-struct is_serializable<std::multimap<K, V, R...>> : std::bool_constant<serializable_v<K> && serializable_v<V>> {};
+struct is_serializable<std::multimap<K, V, R...>>
+    : std::bool_constant<serializable_v<K> && serializable_v<V>> {};
 template <class K, class V, class... R>
 struct is_serializable<std::unordered_map<K, V, R...>>
     : std::bool_constant<serializable_v<K> && serializable_v<V>> {};
@@ -201,14 +204,16 @@ struct is_serializable<std::unordered_set<K, R...>> : std::bool_constant<seriali
 template <class K, class... R>
 struct is_serializable<std::unordered_multiset<K, R...>> : std::bool_constant<serializable_v<K>> {};
 template <class A, class B>
-struct is_serializable<std::pair<A, B>> : std::bool_constant<serializable_v<A> && serializable_v<B>> {};
+struct is_serializable<std::pair<A, B>>
+    : std::bool_constant<serializable_v<A> && serializable_v<B>> {};
 template <class... Ts>
 struct is_serializable<std::tuple<Ts...>> : std::bool_constant<(serializable_v<Ts> && ...)> {};
 template <class T>
 struct is_serializable<std::optional<T>> : std::bool_constant<serializable_v<T>> {};
 template <class... Ts>
 struct is_serializable<std::variant<Ts...>>
-    : std::bool_constant<(serializable_v<Ts> && ...) && (std::is_default_constructible_v<Ts> && ...)> {};
+    : std::bool_constant<(serializable_v<Ts> && ...) &&
+                         (std::is_default_constructible_v<Ts> && ...)> {};
 
 /// Compile-time gate with the message users see when they pass something that cannot travel.
 template <class T>
@@ -267,7 +272,8 @@ void load_variant_alternative(Reader& reader, Variant& variant, size_t index) {
     }
     load_variant_alternative<Variant, I + 1>(reader, variant, index);
   } else {
-    throw ProtocolError("corrupt message: variant index " + std::to_string(index) + " out of range");
+    throw ProtocolError("corrupt message: variant index " + std::to_string(index) +
+                        " out of range");
   }
 }
 
@@ -307,8 +313,9 @@ void save(Writer& writer, const T& value) {
     writer.write_bytes(&value, sizeof(T));
   } else if constexpr (detail::SequenceContainer<T>) {
     using Element = typename T::value_type;
-    if constexpr ((detail::is_specialization<T, std::vector> || detail::is_specialization<T, std::basic_string>) &&
-                  detail::Memcpyable<Element> && !std::is_same_v<Element, bool>) {
+    if constexpr ((detail::is_specialization<T, std::vector> ||
+                   detail::is_specialization<T, std::basic_string>)&&detail::Memcpyable<Element> &&
+                  !std::is_same_v<Element, bool>) {
       writer.write_size(value.size());
       writer.write_bytes(value.data(), value.size() * sizeof(Element));
     } else {
@@ -360,8 +367,9 @@ void load(Reader& reader, T& value) {
     reader.read_bytes(&value, sizeof(T));
   } else if constexpr (detail::SequenceContainer<T>) {
     using Element = typename T::value_type;
-    if constexpr ((detail::is_specialization<T, std::vector> || detail::is_specialization<T, std::basic_string>) &&
-                  detail::Memcpyable<Element> && !std::is_same_v<Element, bool>) {
+    if constexpr ((detail::is_specialization<T, std::vector> ||
+                   detail::is_specialization<T, std::basic_string>)&&detail::Memcpyable<Element> &&
+                  !std::is_same_v<Element, bool>) {
       const size_t count = reader.read_size(sizeof(Element));
       value.resize(count);
       reader.read_bytes(value.data(), count * sizeof(Element));
@@ -403,7 +411,8 @@ void load(Reader& reader, T& value) {
   } else {
     const size_t size = reader.read_size();
     const auto bytes = reader.read_span(size);
-    std::istringstream stream(std::string(reinterpret_cast<const char*>(bytes.data()), size), std::ios::binary);
+    std::istringstream stream(std::string(reinterpret_cast<const char*>(bytes.data()), size),
+                              std::ios::binary);
     try {
       boost::archive::binary_iarchive archive(stream, boost::archive::no_header);
       archive >> value;
@@ -437,7 +446,8 @@ T from_bytes(std::span<const std::byte> bytes) {
   Reader reader(bytes);
   T value = read<T>(reader);
   if (!reader.at_end()) {
-    throw ProtocolError("corrupt message: " + std::to_string(reader.remaining()) + " bytes left over after decoding");
+    throw ProtocolError("corrupt message: " + std::to_string(reader.remaining()) +
+                        " bytes left over after decoding");
   }
   return value;
 }

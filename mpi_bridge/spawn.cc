@@ -33,7 +33,8 @@ Info make_info(const SpawnOptions& options) {
   if (!options.env.empty()) {
     std::string env;
     for (const auto& [name, value] : options.env) {
-      if (name.empty() || name.find_first_of("=\n") != std::string::npos || value.find('\n') != std::string::npos) {
+      if (name.empty() || name.find_first_of("=\n") != std::string::npos ||
+          value.find('\n') != std::string::npos) {
         throw SpawnError("spawn: invalid environment entry '" + name + "'");
       }
       if (!env.empty()) env += '\n';
@@ -63,14 +64,17 @@ void check_spawnable(const std::string& path) {
   if (!S_ISREG(info.st_mode) || ::access(path.c_str(), X_OK) != 0) {
     throw SpawnError("cannot spawn '" + path + "': not an executable file");
   }
-  if (build_id_of_file(path) != ModuleTable::instance().main_module_id() && !file_contains(path, kWorkerAbiMarker)) {
+  if (build_id_of_file(path) != ModuleTable::instance().main_module_id() &&
+      !file_contains(path, kWorkerAbiMarker)) {
     throw SpawnError("cannot spawn '" + path + "': it is not a program linked with fibermpi");
   }
 }
 
 Communicator spawn(const SpawnOptions& options, int count) {
-  if (count <= 0) throw SpawnError("spawn: process count must be positive, got " + std::to_string(count));
-  const std::string executable = options.executable.empty() ? ModuleTable::executable_path() : options.executable;
+  if (count <= 0)
+    throw SpawnError("spawn: process count must be positive, got " + std::to_string(count));
+  const std::string executable =
+      options.executable.empty() ? ModuleTable::executable_path() : options.executable;
   check_spawnable(executable);
   std::vector<char*> argv;
   for (const auto& arg : options.args) argv.push_back(const_cast<char*>(arg.c_str()));
@@ -78,11 +82,11 @@ Communicator spawn(const SpawnOptions& options, int count) {
   const Info info = make_info(options);
   MPI_Comm intercomm = MPI_COMM_NULL;
   std::vector<int> errors(static_cast<size_t>(count), MPI_SUCCESS);
-  const int code = MPI_Comm_spawn(executable.c_str(), argv.data(), count, *info, 0, MPI_COMM_SELF, &intercomm,
-                                  errors.data());
+  const int code = MPI_Comm_spawn(executable.c_str(), argv.data(), count, *info, 0, MPI_COMM_SELF,
+                                  &intercomm, errors.data());
   if (code != MPI_SUCCESS) {
-    throw SpawnError("MPI_Comm_spawn of " + std::to_string(count) + " x '" + executable + "' failed: " +
-                     MpiError("MPI_Comm_spawn", code).what());
+    throw SpawnError("MPI_Comm_spawn of " + std::to_string(count) + " x '" + executable +
+                     "' failed: " + MpiError("MPI_Comm_spawn", code).what());
   }
   return Communicator(intercomm);
 }

@@ -9,7 +9,8 @@ namespace fiber::bridge {
 std::vector<std::byte> frame(const Envelope& envelope, std::span<const std::byte> payload) {
   std::vector<std::byte> bytes(sizeof(Envelope) + payload.size());
   std::memcpy(bytes.data(), &envelope, sizeof(Envelope));
-  if (!payload.empty()) std::memcpy(bytes.data() + sizeof(Envelope), payload.data(), payload.size());
+  if (!payload.empty())
+    std::memcpy(bytes.data() + sizeof(Envelope), payload.data(), payload.size());
   return bytes;
 }
 
@@ -43,17 +44,36 @@ Outbox::~Outbox() {
 
 void Outbox::post(MPI_Comm comm, int dest, std::vector<std::byte> frame) {
   if (frame.size() > static_cast<size_t>(INT32_MAX)) {
-    throw Error("message of " + std::to_string(frame.size()) + " bytes exceeds the 2 GiB limit of one MPI send");
+    throw Error("message of " + std::to_string(frame.size()) +
+                " bytes exceeds the 2 GiB limit of one MPI send");
   }
   Pending pending{MPI_REQUEST_NULL, comm, dest, std::move(frame)};
-  FIBER_MPI_CHECK(MPI_Isend(pending.buffer.data(), static_cast<int>(pending.buffer.size()), MPI_BYTE, dest,
-                            kRuntimeTag, comm, &pending.request));
   std::lock_guard lock(mutex_);
+  // Sends queued earlier go first so that messages to one peer keep their order.
+  if (held_ || !queued_.empty()) {
+    queued_.push_back(std::move(pending));
+    return;
+  }
+  FIBER_MPI_CHECK(MPI_Isend(pending.buffer.data(), static_cast<int>(pending.buffer.size()),
+                            MPI_BYTE, dest, kRuntimeTag, comm, &pending.request));
   pending_.push_back(std::move(pending));
+}
+
+void Outbox::hold(bool held) {
+  std::lock_guard lock(mutex_);
+  held_ = held;
 }
 
 size_t Outbox::progress() {
   std::lock_guard lock(mutex_);
+  if (!held_) {
+    for (auto& queued : queued_) {
+      FIBER_MPI_CHECK(MPI_Isend(queued.buffer.data(), static_cast<int>(queued.buffer.size()),
+                                MPI_BYTE, queued.dest, kRuntimeTag, queued.comm, &queued.request));
+      pending_.push_back(std::move(queued));
+    }
+    queued_.clear();
+  }
   size_t done = 0;
   for (size_t i = 0; i < pending_.size();) {
     int complete = 0;
@@ -71,11 +91,14 @@ size_t Outbox::progress() {
 
 bool Outbox::empty() {
   std::lock_guard lock(mutex_);
-  return pending_.empty();
+  return pending_.empty() && queued_.empty();
 }
 
 void Outbox::abandon(MPI_Comm comm, int dest) {
   std::lock_guard lock(mutex_);
+  std::erase_if(queued_, [comm, dest](const Pending& queued) {
+    return queued.comm == comm && queued.dest == dest;
+  });
   for (size_t i = 0; i < pending_.size();) {
     if (pending_[i].comm == comm && pending_[i].dest == dest) {
       MPI_Request_free(&pending_[i].request);

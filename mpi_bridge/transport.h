@@ -47,8 +47,13 @@ class Outbox {
   Outbox& operator=(const Outbox&) = delete;
   ~Outbox();
 
+  /// Starts the send, or queues it while the outbox is held.
   void post(MPI_Comm comm, int dest, std::vector<std::byte> frame);
-  /// Retires completed sends; returns how many completed.
+  /// While held, post() only queues: no MPI call is made (Open MPI 4.1 can hang an MPI_Comm_spawn
+  /// when other threads call into MPI meanwhile). Releasing does not start the queued sends;
+  /// the next progress() does.
+  void hold(bool held);
+  /// Starts queued sends (unless held) and retires completed ones; returns how many completed.
   size_t progress();
   bool empty();
   /// Abandons sends to a peer that is gone (they can never complete); the buffers are kept until
@@ -64,6 +69,8 @@ class Outbox {
   };
   std::mutex mutex_;
   std::vector<Pending> pending_;
+  std::vector<Pending> queued_;
+  bool held_ = false;
   std::vector<std::vector<std::byte>> abandoned_;
 };
 

@@ -21,5 +21,6 @@ int main(int argc, char** argv) {
   for (auto& p : ps) p.start();
   for (int i = 0; i < 8; ++i) std::cout << q.get() << "\n";
   for (auto& p : ps) p.join();
-  for (auto& p : ps) std::cout << p.name() << " pid " << p.pid() << " exitcode " << *p.exitcode() << "\n";
+  for (auto& p : ps)
+    std::cout << p.name() << " pid " << p.pid() << " exitcode " << *p.exitcode() << "\n";
 }

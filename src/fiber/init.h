@@ -16,7 +16,8 @@ struct Config {
   /// How often the master checks that the workers on its host are still alive.
   std::chrono::milliseconds liveness_interval{20};
   /// An MPI_Comm_spawn still running after this long is declared stuck: the processes waiting
-  /// for it fail with fiber::SpawnError instead of waiting forever. FIBER_SPAWN_TIMEOUT_S overrides.
+  /// for it fail with fiber::SpawnError instead of waiting forever. FIBER_SPAWN_TIMEOUT_S
+  /// overrides.
   std::chrono::seconds spawn_timeout{120};
 };
 

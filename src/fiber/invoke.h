@@ -68,10 +68,13 @@ concept FunctionPointer = std::is_pointer_v<F> && std::is_function_v<std::remove
 /// A class the worker can make for itself: empty and default-constructible (a captureless lambda
 /// or a stateless function object).
 template <class F>
-concept StatelessCallable = std::is_class_v<F> && std::is_empty_v<F> && std::is_default_constructible_v<F>;
+concept StatelessCallable =
+    std::is_class_v<F> && std::is_empty_v<F> && std::is_default_constructible_v<F>;
 
 template <class F>
-concept HasSingleCallOperator = requires { &F::operator(); };
+concept HasSingleCallOperator = requires {
+  &F::operator();
+};
 
 /// The decayed argument tuple a callable is invoked with: its declared parameters when they can be
 /// seen, otherwise (generic lambdas) the argument types given.
@@ -84,7 +87,7 @@ struct ArgumentsOf<F, Given...> {
   using type = typename FunctionTraits<F>::Args;
 };
 template <StatelessCallable F, class... Given>
-  requires HasSingleCallOperator<F>
+requires HasSingleCallOperator<F>
 struct ArgumentsOf<F, Given...> {
   using type = typename FunctionTraits<decltype(&F::operator())>::Args;
 };
@@ -121,9 +124,10 @@ void invoke_entry(void* fn, serial::Reader& reader, serial::Writer* result) {
 template <class Fn, class... Args>
 TaskSpec make_task(Fn&& fn, Args&&... args) {
   using F = std::decay_t<Fn>;
-  static_assert(FunctionPointer<F> || StatelessCallable<F>,
-                "fibermpi: only free functions, captureless lambdas and stateless function objects can "
-                "run in another process (code travels by reference); pass captured values as arguments");
+  static_assert(
+      FunctionPointer<F> || StatelessCallable<F>,
+      "fibermpi: only free functions, captureless lambdas and stateless function objects can "
+      "run in another process (code travels by reference); pass captured values as arguments");
   using ArgsTuple = typename ArgumentsOf<F, Args...>::type;
   static_assert(std::tuple_size_v<ArgsTuple> == sizeof...(Args),
                 "fibermpi: wrong number of arguments for this function");

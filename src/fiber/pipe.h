@@ -30,7 +30,8 @@ class Connection {
   /// Sends one item to the other end. Throws fiber::Error on a closed or receive-only end.
   void send(const T& item) const {
     check_open("send");
-    if (!send_.valid()) throw Error("Connection::send: this end of a one-way pipe can only receive");
+    if (!send_.valid())
+      throw Error("Connection::send: this end of a one-way pipe can only receive");
     send_.put(serial::to_bytes(item));
   }
 
@@ -44,8 +45,8 @@ class Connection {
   template <class Rep, class Period>
   T recv(std::chrono::duration<Rep, Period> timeout) const {
     check_receivable("recv");
-    return serial::from_bytes<T>(
-        recv_.get(std::chrono::duration_cast<std::chrono::microseconds>(timeout), "Connection::recv"));
+    return serial::from_bytes<T>(recv_.get(
+        std::chrono::duration_cast<std::chrono::microseconds>(timeout), "Connection::recv"));
   }
 
   /// True when recv() would not block (an item is waiting, or the other end is gone); waits up to
@@ -91,7 +92,9 @@ class Connection {
   }
   void check_receivable(const char* what) const {
     check_open(what);
-    if (!recv_.valid()) throw Error(std::string("Connection::") + what + ": this end of a one-way pipe can only send");
+    if (!recv_.valid())
+      throw Error(std::string("Connection::") + what +
+                  ": this end of a one-way pipe can only send");
   }
 
   detail::QueueRef recv_;
@@ -104,7 +107,7 @@ class Connection {
 template <class T>
 std::pair<Connection<T>, Connection<T>> Pipe(bool duplex) {
   serial::require_serializable<T>();
-  const auto forward = detail::QueueRef::create(true);   // second -> first
+  const auto forward = detail::QueueRef::create(true);  // second -> first
   if (!duplex) return {Connection<T>(forward, {}), Connection<T>({}, forward)};
   const auto backward = detail::QueueRef::create(true);  // first -> second
   return {Connection<T>(forward, backward), Connection<T>(backward, forward)};

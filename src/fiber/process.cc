@@ -31,7 +31,9 @@ void require_started(const detail::ProcessState& state, const char* what) {
 
 }  // namespace
 
-bool Process::is_self() const { return state_->id == detail::kMasterId || state_->id == runtime().self_id(); }
+bool Process::is_self() const {
+  return state_->id == detail::kMasterId || state_->id == runtime().self_id();
+}
 
 void Process::start() {
   if (is_self()) throw UsageError("cannot start " + state_->name + ": it is the current process");
@@ -69,7 +71,8 @@ void Process::terminate() {
 bool Process::is_alive() const {
   if (is_self()) return true;
   auto lock = runtime().lock();
-  return state_->status == detail::ProcessStatus::kPending || state_->status == detail::ProcessStatus::kRunning;
+  return state_->status == detail::ProcessStatus::kPending ||
+         state_->status == detail::ProcessStatus::kRunning;
 }
 
 std::optional<int> Process::exitcode() const {

@@ -27,7 +27,8 @@ class Process {
  public:
   template <class Fn, class... Args>
   explicit Process(Fn&& fn, Args&&... args)
-      : state_(detail::make_process_state(detail::make_task(std::forward<Fn>(fn), std::forward<Args>(args)...))) {}
+      : state_(detail::make_process_state(
+            detail::make_task(std::forward<Fn>(fn), std::forward<Args>(args)...))) {}
 
   /// Starts it. Returns at once; placement happens in the background. Throws fiber::UsageError
   /// when called twice or from a worker process.

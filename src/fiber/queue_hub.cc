@@ -33,7 +33,8 @@ bool QueueHub::exhausted_for(const Queue& queue, uint64_t requester) const {
 }
 
 std::string QueueHub::eof_reason(uint64_t id, const Queue& queue) const {
-  std::string reason = std::string(queue.pipe_channel ? "pipe" : "queue") + " " + std::to_string(id) +
+  std::string reason = std::string(queue.pipe_channel ? "pipe" : "queue") + " " +
+                       std::to_string(id) +
                        " is empty and no process that could write to it is alive";
   if (!queue.last_ended.empty()) reason += " (" + queue.last_ended + ")";
   return reason;
@@ -80,11 +81,13 @@ void QueueHub::wait(uint64_t queue_id, Waiter waiter) {
   }
 }
 
-void QueueHub::get(uint64_t queue, uint64_t requester, std::optional<Clock::time_point> deadline, Completion done) {
+void QueueHub::get(uint64_t queue, uint64_t requester, std::optional<Clock::time_point> deadline,
+                   Completion done) {
   wait(queue, Waiter{requester, true, deadline, std::move(done)});
 }
 
-void QueueHub::poll(uint64_t queue, uint64_t requester, std::optional<Clock::time_point> deadline, Completion done) {
+void QueueHub::poll(uint64_t queue, uint64_t requester, std::optional<Clock::time_point> deadline,
+                    Completion done) {
   wait(queue, Waiter{requester, false, deadline, std::move(done)});
 }
 
@@ -113,6 +116,8 @@ void QueueHub::close_producer(uint64_t queue_id, uint64_t process, const std::st
 
 void QueueHub::process_ended(uint64_t process, const std::string& how) {
   for (auto& [id, queue] : queues_) {
+    std::erase_if(queue.waiters,
+                  [process](const Waiter& waiter) { return waiter.requester == process; });
     if (queue.producers.erase(process) == 0) continue;
     queue.last_ended = how;
     serve(id, queue);

@@ -35,16 +35,19 @@ class QueueHub {
 
   void put(uint64_t queue, Bytes item);
   /// Takes the oldest item for `requester`, now or when one arrives. `deadline` empty = no limit.
-  void get(uint64_t queue, uint64_t requester, std::optional<Clock::time_point> deadline, Completion done);
+  void get(uint64_t queue, uint64_t requester, std::optional<Clock::time_point> deadline,
+           Completion done);
   /// Reports kItem when an item is ready to take (or kEof), kTimeout at the deadline.
-  void poll(uint64_t queue, uint64_t requester, std::optional<Clock::time_point> deadline, Completion done);
+  void poll(uint64_t queue, uint64_t requester, std::optional<Clock::time_point> deadline,
+            Completion done);
   size_t size(uint64_t queue) const;
 
   /// `process` was given a handle that can put into `queue`.
   void add_producer(uint64_t queue, uint64_t process);
   /// `process` closed its writing end of `queue` (the master closing its own end included).
   void close_producer(uint64_t queue, uint64_t process, const std::string& how);
-  /// `process` has ended; waiters that can now never be served get kEof.
+  /// `process` has ended: its own pending gets and polls are dropped (nobody is left to answer),
+  /// and waiters that can now never be served get kEof.
   void process_ended(uint64_t process, const std::string& how);
 
   /// Completes waiters whose deadline passed; returns the next deadline, if any.

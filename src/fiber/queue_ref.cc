@@ -5,18 +5,23 @@
 
 namespace fiber::detail {
 
-QueueRef QueueRef::create(bool pipe_channel) { return QueueRef(Runtime::instance().queue_create(pipe_channel)); }
+QueueRef QueueRef::create(bool pipe_channel) {
+  return QueueRef(Runtime::instance().queue_create(pipe_channel));
+}
 
-void QueueRef::put(std::vector<std::byte> item) const { Runtime::instance().queue_put(id_, std::move(item)); }
+void QueueRef::put(std::vector<std::byte> item) const {
+  Runtime::instance().queue_put(id_, std::move(item));
+}
 
-std::vector<std::byte> QueueRef::get(std::optional<std::chrono::microseconds> timeout, const char* what) const {
+std::vector<std::byte> QueueRef::get(std::optional<std::chrono::microseconds> timeout,
+                                     const char* what) const {
   QueueResult result = Runtime::instance().queue_wait(id_, true, timeout);
   switch (result.outcome) {
     case Outcome::kItem:
       return std::move(result.item);
     case Outcome::kTimeout:
-      throw TimeoutError(std::string(what) + ": nothing arrived within " + std::to_string(timeout ? timeout->count() : 0) +
-                         " us");
+      throw TimeoutError(std::string(what) + ": nothing arrived within " +
+                         std::to_string(timeout ? timeout->count() : 0) + " us");
     case Outcome::kEof:
       throw EOFError(std::string(what) + ": " + result.reason);
     default:

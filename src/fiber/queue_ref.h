@@ -27,7 +27,8 @@ class QueueRef {
   void put(std::vector<std::byte> item) const;
   /// Takes the next item; throws TimeoutError when `timeout` passes first and EOFError when no
   /// live process can put into the queue any more. `what` names the caller in those messages.
-  std::vector<std::byte> get(std::optional<std::chrono::microseconds> timeout, const char* what) const;
+  std::vector<std::byte> get(std::optional<std::chrono::microseconds> timeout,
+                             const char* what) const;
   /// True when an item (or EOF) is ready within `timeout`.
   bool poll(std::optional<std::chrono::microseconds> timeout) const;
   size_t size() const;

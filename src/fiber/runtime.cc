@@ -24,7 +24,9 @@ namespace fiber::detail {
 
 namespace {
 
-std::unique_ptr<Runtime> g_runtime;
+// Never destroyed: the exit handler, a detached spawner stuck in MPI and late signal handlers may
+// all still reach it while static destructors run.
+Runtime* g_runtime = nullptr;
 std::atomic<bool> g_running{false};
 
 // Sleeps of a few microseconds are otherwise stretched by the default 50 us timer slack.
@@ -69,7 +71,8 @@ void shutdown_at_exit() {
 
 Runtime& Runtime::instance() {
   if (!g_running.load(std::memory_order_acquire)) {
-    throw UsageError("fibermpi is not running: call fiber::init(argc, argv) at the start of main()");
+    throw UsageError(
+        "fibermpi is not running: call fiber::init(argc, argv) at the start of main()");
   }
   return *g_runtime;
 }
@@ -78,7 +81,7 @@ bool Runtime::exists() { return g_running.load(std::memory_order_acquire); }
 
 void Runtime::start(int& argc, char**& argv, Config config) {
   if (g_runtime) throw UsageError("fiber::init was called twice");
-  g_runtime.reset(new Runtime());
+  g_runtime = new Runtime();
   g_runtime->begin(argc, argv, std::move(config));
 }
 
@@ -90,7 +93,8 @@ void Runtime::begin(int& argc, char**& argv, Config config) {
   bridge::Environment::initialize(&argc, &argv);
   host_ = bridge::Environment::hostname();
   const auto mode = bridge::Environment::launch_mode();
-  if (config_.spawn.executable.empty()) config_.spawn.executable = bridge::ModuleTable::executable_path();
+  if (config_.spawn.executable.empty())
+    config_.spawn.executable = bridge::ModuleTable::executable_path();
   config_.spawn.env.emplace_back("FIBER_WORKER", "1");
   for (int i = 1; i < argc; ++i) config_.spawn.args.emplace_back(argv[i]);
 
@@ -106,6 +110,8 @@ void Runtime::begin(int& argc, char**& argv, Config config) {
     master_ = bridge::Environment::world_rank() == 0;
     if (master_) {
       link->live_slots = bridge::Environment::world_size() - 1;
+      link->expected_hellos = link->live_slots;
+      link->created = Clock::now();
       slots_expected_ = link->live_slots;
     }
   } else {
@@ -120,9 +126,10 @@ void Runtime::begin(int& argc, char**& argv, Config config) {
     char dir[] = "/tmp/fibermpi-XXXXXX";
     if (::mkdtemp(dir)) signal_dir_ = dir;
     if (bridge::Environment::recovery_disabled_under_launcher() && !std::getenv("FIBER_QUIET")) {
-      std::fprintf(stderr,
-                   "fibermpi: started by mpirun without --enable-recovery: a child process that is killed "
-                   "will abort the whole job (add --enable-recovery, or set FIBER_QUIET=1 to hide this)\n");
+      std::fprintf(
+          stderr,
+          "fibermpi: started by mpirun without --enable-recovery: a child process that is killed "
+          "will abort the whole job (add --enable-recovery, or set FIBER_QUIET=1 to hide this)\n");
     }
   } else {
     self_name_ = "Worker";
@@ -163,7 +170,8 @@ void Runtime::progress_loop() {
   while (!stop_progress_.load(std::memory_order_acquire)) {
     if (active_waiters_.load(std::memory_order_acquire) > 0) {
       std::unique_lock lock(mu_);
-      progress_cv_.wait(lock, [this] { return active_waiters_.load() == 0 || stop_progress_.load(); });
+      progress_cv_.wait(lock,
+                        [this] { return active_waiters_.load() == 0 || stop_progress_.load(); });
       backoff.reset();
       continue;
     }
@@ -187,6 +195,7 @@ bool Runtime::poll_once() {
   // as children stuck in MPI_Init), so traffic pauses while a spawn runs.
   if (spawn_in_progress_.load(std::memory_order_acquire)) {
     check_spawn_watchdog();
+    expire_deadlines(Clock::now());
     return false;
   }
   bool active = outbox_.progress() > 0;
@@ -202,8 +211,8 @@ bool Runtime::poll_once() {
       try {
         if (!bridge::try_receive(link->comm.get(), message)) break;
       } catch (const std::exception& e) {
-        std::fprintf(stderr, "fibermpi: dropped a message: %s\n", e.what());
-        continue;
+        std::fprintf(stderr, "fibermpi: receive failed: %s\n", e.what());
+        break;
       }
       active = true;
       handle(*link, message);
@@ -211,7 +220,8 @@ bool Runtime::poll_once() {
   }
   const auto now = Clock::now();
   if (now >= next_liveness_check_) {
-    next_liveness_check_ = now + (master_ ? config_.liveness_interval : std::chrono::milliseconds(200));
+    next_liveness_check_ =
+        now + (master_ ? config_.liveness_interval : std::chrono::milliseconds(200));
     if (master_) {
       std::lock_guard lock(mu_);
       check_liveness();
@@ -223,22 +233,34 @@ bool Runtime::poll_once() {
       check_master_alive();
     }
   }
-  if (master_ && now.time_since_epoch().count() >= next_deadline_ns_.load(std::memory_order_relaxed)) {
-    std::lock_guard lock(mu_);
-    const auto next = hub_.expire(now);
-    next_deadline_ns_.store(next ? next->time_since_epoch().count() : INT64_MAX);
-    cv_.notify_all();
-  }
+  expire_deadlines(now);
   return active;
 }
 
+void Runtime::expire_deadlines(Clock::time_point now) {
+  if (!master_ ||
+      now.time_since_epoch().count() < next_deadline_ns_.load(std::memory_order_relaxed))
+    return;
+  std::lock_guard lock(mu_);
+  const auto next = hub_.expire(now);
+  next_deadline_ns_.store(next ? next->time_since_epoch().count() : INT64_MAX);
+  cv_.notify_all();
+}
+
 template <class Pred>
-bool Runtime::await(std::unique_lock<std::mutex>& lock, Pred pred, std::optional<Clock::time_point> deadline) {
+bool Runtime::await(std::unique_lock<std::mutex>& lock, Pred pred,
+                    std::optional<Clock::time_point> deadline) {
   // The waiting thread becomes this process's poller (the progress thread stands aside while
   // anyone waits), so a reply is picked up by the thread that wants it: no hand-off, and never
   // more than one thread per process spinning on a machine with few cores.
   precise_sleeps();
-  active_waiters_.fetch_add(1);
+  struct WaiterGuard {
+    Runtime& runtime;
+    explicit WaiterGuard(Runtime& r) : runtime(r) { runtime.active_waiters_.fetch_add(1); }
+    ~WaiterGuard() {
+      if (runtime.active_waiters_.fetch_sub(1) == 1) runtime.progress_cv_.notify_one();
+    }
+  } guard(*this);
   bridge::Backoff backoff(bridge::Backoff::Policy{std::chrono::microseconds(300)});
   bool satisfied = pred();
   while (!satisfied) {
@@ -275,7 +297,6 @@ bool Runtime::await(std::unique_lock<std::mutex>& lock, Pred pred, std::optional
     if (deadline && *deadline < until) until = *deadline;
     satisfied = cv_.wait_until(lock, until, pred);
   }
-  if (active_waiters_.fetch_sub(1) == 1) progress_cv_.notify_one();
   return satisfied;
 }
 
@@ -295,8 +316,8 @@ void Runtime::handle(Link& link, bridge::Received& message) {
       handle_worker(message);
     }
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "fibermpi: ignored a bad message (kind %u) from rank %d: %s\n", message.envelope.kind,
-                 message.source, e.what());
+    std::fprintf(stderr, "fibermpi: ignored a bad message (kind %u) from rank %d: %s\n",
+                 message.envelope.kind, message.source, e.what());
   }
 }
 
@@ -306,7 +327,8 @@ void Runtime::send(MPI_Comm comm, int dest, Kind kind, uint64_t id, uint64_t aux
   outbox_.post(comm, dest, bridge::frame(envelope, payload));
 }
 
-void Runtime::send_master(Kind kind, uint64_t id, uint64_t aux, std::span<const std::byte> payload) {
+void Runtime::send_master(Kind kind, uint64_t id, uint64_t aux,
+                          std::span<const std::byte> payload) {
   send(master_link_->comm.get(), master_rank_, kind, id, aux, 0, payload);
 }
 
@@ -330,7 +352,8 @@ void Runtime::handle_master(Link& link, bridge::Received& message) {
   Slot* slot = find_slot(comm, source);
   const uint64_t request = message.envelope.id;
   const uint64_t queue = message.envelope.aux;
-  auto reply = [this, comm, source, request](Outcome outcome, uint64_t aux, std::span<const std::byte> payload) {
+  auto reply = [this, comm, source, request](Outcome outcome, uint64_t aux,
+                                             std::span<const std::byte> payload) {
     send(comm, source, Kind::kReply, request, aux, static_cast<uint32_t>(outcome), payload);
   };
   auto reply_text = [&reply](Outcome outcome, const std::string& text) {
@@ -355,10 +378,17 @@ void Runtime::handle_master(Link& link, bridge::Received& message) {
       const auto timeout_us = serial::from_bytes<int64_t>(message.payload);
       std::optional<Clock::time_point> deadline;
       if (timeout_us >= 0) deadline = Clock::now() + std::chrono::microseconds(timeout_us);
-      auto done = [this, comm, source, request](Outcome outcome, Bytes item, const std::string& reason) {
-        if (outcome == Outcome::kEof) item.assign(reinterpret_cast<const std::byte*>(reason.data()),
-                                                  reinterpret_cast<const std::byte*>(reason.data() + reason.size()));
-        send(comm, source, Kind::kReply, request, 0, static_cast<uint32_t>(outcome), item);
+      auto done = [this, comm, source, request](Outcome outcome, Bytes item,
+                                                const std::string& reason) {
+        if (outcome == Outcome::kEof)
+          item.assign(reinterpret_cast<const std::byte*>(reason.data()),
+                      reinterpret_cast<const std::byte*>(reason.data() + reason.size()));
+        // A completion runs inside hub bookkeeping, which must not be cut short by a throw.
+        try {
+          send(comm, source, Kind::kReply, request, 0, static_cast<uint32_t>(outcome), item);
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "fibermpi: could not answer rank %d: %s\n", source, e.what());
+        }
       };
       if (!hub_.exists(queue)) {
         reply_text(Outcome::kError, "unknown queue id " + std::to_string(queue));
@@ -395,14 +425,15 @@ void Runtime::on_hello(Link& link, int rank, const Bytes& payload) {
   const auto pid = serial::read<int>(reader);
   const auto host = serial::read<std::string>(reader);
   if (slots_expected_ > 0) --slots_expected_;
+  ++link.hellos;
   std::string refusal;
   if (protocol != kProtocolVersion) {
     refusal = "worker speaks fibermpi protocol " + std::to_string(protocol) + ", the master " +
               std::to_string(kProtocolVersion);
   } else if (module != bridge::ModuleTable::instance().main_module_id()) {
     refusal = "worker pid " + std::to_string(pid) + " on " + host +
-              " runs a different binary than the master (build-id hash " + std::to_string(module) + " vs " +
-              std::to_string(bridge::ModuleTable::instance().main_module_id()) +
+              " runs a different binary than the master (build-id hash " + std::to_string(module) +
+              " vs " + std::to_string(bridge::ModuleTable::instance().main_module_id()) +
               "): rebuild or redeploy so every process runs the same executable";
   }
   if (!refusal.empty()) {
@@ -481,7 +512,8 @@ void Runtime::fail_pending(size_t count, const std::string& reason) {
   for (size_t i = 0; i < count && !pending_.empty(); ++i) {
     auto process = pending_.front();
     pending_.pop_front();
-    process->start_error = std::make_exception_ptr(SpawnError(process->name + " could not start: " + reason));
+    process->start_error =
+        std::make_exception_ptr(SpawnError(process->name + " could not start: " + reason));
     end_process(process, std::nullopt, describe_exit(*process, std::nullopt));
   }
 }
@@ -494,6 +526,19 @@ void Runtime::retire(Slot& slot) {
 
 void Runtime::check_liveness() {
   const auto now = Clock::now();
+  for (auto& link : links_) {
+    const int missing = link->expected_hellos - link->hellos;
+    if (missing <= 0 || now - link->created < config_.spawn_timeout) continue;
+    // Workers that died before saying hello have no slot to watch; stop waiting for them so
+    // replacements get spawned.
+    std::fprintf(stderr,
+                 "fibermpi: %d worker(s) never reported after starting; giving up on them\n",
+                 missing);
+    link->hellos = link->expected_hellos;
+    link->live_slots -= missing;
+    slots_expected_ = std::max(0, slots_expected_ - missing);
+    spawn_cv_.notify_one();
+  }
   for (auto& [key, slot] : slots_) {
     if (slot->state == Slot::State::kGone || !slot->local) continue;
     if (!pid_gone(slot->pid)) {
@@ -507,7 +552,8 @@ void Runtime::check_liveness() {
       declare_dead(*slot);
     }
   }
-  std::erase_if(slots_, [](const auto& entry) { return entry.second->state == Slot::State::kGone; });
+  std::erase_if(slots_,
+                [](const auto& entry) { return entry.second->state == Slot::State::kGone; });
 }
 
 void Runtime::declare_dead(Slot& slot) {
@@ -525,7 +571,8 @@ void Runtime::check_spawn_watchdog() {
   std::lock_guard lock(mu_);
   if (!spawn_started_ || !spawn_stuck_.empty()) return;
   if (Clock::now() - *spawn_started_ < config_.spawn_timeout) return;
-  spawn_stuck_ = "MPI_Comm_spawn of " + std::to_string(spawn_count_) + " processes has not completed after " +
+  spawn_stuck_ = "MPI_Comm_spawn of " + std::to_string(spawn_count_) +
+                 " processes has not completed after " +
                  std::to_string(config_.spawn_timeout.count()) +
                  " s; Open MPI's runtime is stuck, so no more processes can be spawned in this run";
   std::fprintf(stderr, "fibermpi: %s\n", spawn_stuck_.c_str());
@@ -533,13 +580,15 @@ void Runtime::check_spawn_watchdog() {
   fail_pending(pending_.size(), spawn_stuck_);
   // Traffic of the workers already running must go on even though the spawn never returns.
   spawn_in_progress_.store(false);
+  outbox_.hold(false);
 }
 
 void Runtime::spawner_loop() {
   std::unique_lock lock(mu_);
   for (;;) {
     spawn_cv_.wait(lock, [this] {
-      return stopping_ || (spawn_stuck_.empty() && static_cast<int>(pending_.size()) > slots_expected_);
+      return stopping_ ||
+             (spawn_stuck_.empty() && static_cast<int>(pending_.size()) > slots_expected_);
     });
     if (stopping_) return;
     const int count = static_cast<int>(pending_.size()) - slots_expected_;
@@ -550,13 +599,17 @@ void Runtime::spawner_loop() {
     lock.unlock();
     auto link = std::make_unique<Link>();
     std::string error;
+    outbox_.hold(true);
     spawn_in_progress_.store(true);
     try {
       link->comm = bridge::spawn(options, count);
+      link->expected_hellos = count;
+      link->created = Clock::now();
     } catch (const std::exception& e) {
       error = e.what();
     }
     spawn_in_progress_.store(false);
+    outbox_.hold(false);
     lock.lock();
     spawn_started_.reset();
     const bool watchdog_fired = !spawn_stuck_.empty();
@@ -567,7 +620,11 @@ void Runtime::spawner_loop() {
     }
     if (!error.empty()) {
       if (!watchdog_fired) slots_expected_ -= count;
-      fail_pending(static_cast<size_t>(count), error);
+      try {
+        fail_pending(static_cast<size_t>(count), error);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "fibermpi: %s\n", e.what());
+      }
       continue;
     }
     link->spawned = true;
@@ -586,7 +643,8 @@ void Runtime::start_process(const std::shared_ptr<ProcessState>& process) {
   std::lock_guard lock(mu_);
   if (!master_) throw UsageError("a Process can only be started from the master process");
   if (stopping_) throw UsageError("cannot start a Process: fibermpi is shutting down");
-  if (process->status != ProcessStatus::kCreated) throw UsageError(process->name + ": processes can only be started once");
+  if (process->status != ProcessStatus::kCreated)
+    throw UsageError(process->name + ": processes can only be started once");
   process->status = ProcessStatus::kPending;
   for (const uint64_t queue : process->task.produces) {
     if (hub_.exists(queue)) hub_.add_producer(queue, process->id);
@@ -598,9 +656,11 @@ void Runtime::start_process(const std::shared_ptr<ProcessState>& process) {
   spawn_cv_.notify_one();
 }
 
-bool Runtime::wait_ended(const std::shared_ptr<ProcessState>& process, std::optional<Clock::time_point> deadline) {
+bool Runtime::wait_ended(const std::shared_ptr<ProcessState>& process,
+                         std::optional<Clock::time_point> deadline) {
   std::unique_lock lock(mu_);
-  return await(lock, [&] { return process->status == ProcessStatus::kEnded; }, deadline);
+  return await(
+      lock, [&] { return process->status == ProcessStatus::kEnded; }, deadline);
 }
 
 int Runtime::wait_pid(const std::shared_ptr<ProcessState>& process) {
@@ -611,7 +671,8 @@ int Runtime::wait_pid(const std::shared_ptr<ProcessState>& process) {
 
 void Runtime::terminate(const std::shared_ptr<ProcessState>& process) {
   std::lock_guard lock(mu_);
-  if (process->status == ProcessStatus::kEnded || process->status == ProcessStatus::kCreated) return;
+  if (process->status == ProcessStatus::kEnded || process->status == ProcessStatus::kCreated)
+    return;
   process->signal_sent = SIGTERM;
   if (process->status == ProcessStatus::kPending) {
     std::erase(pending_, process);
@@ -643,7 +704,12 @@ void Runtime::shutdown() {
   for (auto& [id, process] : std::map(children_)) {
     if (!process->daemon) continue;
     lock.unlock();
-    terminate(process);
+    try {
+      terminate(process);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "fibermpi: could not terminate %s: %s\n", process->name.c_str(),
+                   e.what());
+    }
     lock.lock();
   }
   cv_.wait(lock, [this] { return children_.empty(); });
@@ -676,13 +742,15 @@ void Runtime::shutdown() {
   }
   lock.unlock();
   const auto give_up = Clock::now() + std::chrono::seconds(5);
-  while (!outbox_.empty() && Clock::now() < give_up) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  while (!outbox_.empty() && Clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
   {
     std::lock_guard guard(mu_);
     stop_progress_.store(true);
   }
   progress_cv_.notify_all();
   if (progress_thread_.joinable()) progress_thread_.join();
+  std::lock_guard no_poller(progress_mu_);  // a user thread may still be inside poll_once
   g_running.store(false, std::memory_order_release);
   links_.clear();
   incoming_links_.clear();
@@ -713,16 +781,19 @@ void Runtime::queue_put(uint64_t queue, Bytes item) {
   send_master(Kind::kQueuePut, 0, queue, item);
 }
 
-QueueResult Runtime::queue_wait(uint64_t queue, bool take, std::optional<std::chrono::microseconds> timeout) {
+QueueResult Runtime::queue_wait(uint64_t queue, bool take,
+                                std::optional<std::chrono::microseconds> timeout) {
   if (!master_) {
     const int64_t timeout_us = timeout ? std::max<int64_t>(0, timeout->count()) : -1;
-    bridge::Received reply = call_master(take ? Kind::kQueueGet : Kind::kQueuePoll, queue, serial::to_bytes(timeout_us));
+    bridge::Received reply =
+        call_master(take ? Kind::kQueueGet : Kind::kQueuePoll, queue, serial::to_bytes(timeout_us));
     QueueResult result;
     result.outcome = static_cast<Outcome>(reply.envelope.flags);
     if (result.outcome == Outcome::kItem) {
       result.item = std::move(reply.payload);
     } else {
-      result.reason.assign(reinterpret_cast<const char*>(reply.payload.data()), reply.payload.size());
+      result.reason.assign(reinterpret_cast<const char*>(reply.payload.data()),
+                           reply.payload.size());
     }
     return result;
   }
@@ -788,7 +859,8 @@ void Runtime::handle_worker(bridge::Received& message) {
       break;
     case Kind::kReply: {
       auto it = replies_.find(message.envelope.id);
-      if (it == replies_.end()) throw ProtocolError("reply to an unknown request " + std::to_string(message.envelope.id));
+      if (it == replies_.end())
+        throw ProtocolError("reply to an unknown request " + std::to_string(message.envelope.id));
       it->second = std::move(message);
       break;
     }
@@ -808,7 +880,8 @@ bridge::Received Runtime::call_master(Kind kind, uint64_t aux, std::span<const s
   bridge::Received reply = std::move(*replies_[request]);
   replies_.erase(request);
   if (static_cast<Outcome>(reply.envelope.flags) == Outcome::kError) {
-    throw Error(std::string(reinterpret_cast<const char*>(reply.payload.data()), reply.payload.size()));
+    throw Error(
+        std::string(reinterpret_cast<const char*>(reply.payload.data()), reply.payload.size()));
   }
   return reply;
 }
@@ -822,7 +895,8 @@ void Runtime::check_master_alive() {
   }
   if (pid_gone(pid)) {
     // Nobody is left to report to; MPI cannot be finalised with a dead peer.
-    std::fprintf(stderr, "fibermpi worker %d: the master (pid %d) is gone, exiting\n", static_cast<int>(::getpid()), pid);
+    std::fprintf(stderr, "fibermpi worker %d: the master (pid %d) is gone, exiting\n",
+                 static_cast<int>(::getpid()), pid);
     std::_Exit(1);
   }
 }
@@ -837,8 +911,8 @@ void Runtime::handshake() {
   std::unique_lock lock(mu_);
   cv_.wait(lock, [this] { return handshake_ != Handshake::kWaiting; });
   if (handshake_ == Handshake::kRefused) {
-    std::fprintf(stderr, "fibermpi worker %d: refused by the master: %s\n", static_cast<int>(::getpid()),
-                 refusal_.c_str());
+    std::fprintf(stderr, "fibermpi worker %d: refused by the master: %s\n",
+                 static_cast<int>(::getpid()), refusal_.c_str());
     lock.unlock();
     finish_worker(1);
   }
@@ -861,7 +935,8 @@ Assignment Runtime::next_assignment() {
   return assignment;
 }
 
-void Runtime::report_exit(uint64_t process_id, int code, const std::string& error, bool worker_leaves) {
+void Runtime::report_exit(uint64_t process_id, int code, const std::string& error,
+                          bool worker_leaves) {
   serial::Writer report;
   serial::save(report, code);
   serial::save(report, error);
@@ -871,13 +946,19 @@ void Runtime::report_exit(uint64_t process_id, int code, const std::string& erro
 
 void Runtime::finish_worker(int code) {
   const auto give_up = Clock::now() + std::chrono::seconds(10);
-  while (!outbox_.empty() && Clock::now() < give_up) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  while (!outbox_.empty() && Clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
   {
     std::lock_guard guard(mu_);
     stop_progress_.store(true);
   }
   progress_cv_.notify_all();
-  if (progress_thread_.joinable() && progress_thread_.get_id() != std::this_thread::get_id()) progress_thread_.join();
+  if (progress_thread_.joinable() && progress_thread_.get_id() != std::this_thread::get_id())
+    progress_thread_.join();
+  std::unique_lock no_poller(progress_mu_, std::defer_lock);
+  // A user thread blocked in a get may be polling; wait for it briefly, but never forever.
+  for (int i = 0; i < 1000 && !no_poller.try_lock(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   g_running.store(false, std::memory_order_release);
   links_.clear();
   bridge::Environment::finalize();
@@ -890,7 +971,9 @@ void Runtime::finish_worker(int code) {
 
 namespace fiber {
 
-void init(int& argc, char**& argv, Config config) { detail::Runtime::start(argc, argv, std::move(config)); }
+void init(int& argc, char**& argv, Config config) {
+  detail::Runtime::start(argc, argv, std::move(config));
+}
 
 bool is_initialized() { return detail::Runtime::exists(); }
 

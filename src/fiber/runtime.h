@@ -53,6 +53,9 @@ struct Link {
   bridge::Communicator comm;
   bool spawned = false;
   int live_slots = 0;
+  int expected_hellos = 0;  ///< Workers started on it; each must say hello within spawn_timeout.
+  int hellos = 0;
+  std::chrono::steady_clock::time_point created;
 };
 
 /// One worker process as the master sees it.
@@ -101,7 +104,8 @@ class Runtime {
   uint64_t next_process_id();
   void start_process(const std::shared_ptr<ProcessState>& process);
   /// Waits until the process ends or the deadline passes; true when it ended.
-  bool wait_ended(const std::shared_ptr<ProcessState>& process, std::optional<Clock::time_point> deadline);
+  bool wait_ended(const std::shared_ptr<ProcessState>& process,
+                  std::optional<Clock::time_point> deadline);
   /// Waits until the process has a pid (or ended); returns it, 0 if it never ran.
   int wait_pid(const std::shared_ptr<ProcessState>& process);
   void terminate(const std::shared_ptr<ProcessState>& process);
@@ -110,7 +114,8 @@ class Runtime {
   // Queues; any process (workers ask the master).
   uint64_t queue_create(bool pipe_channel);
   void queue_put(uint64_t queue, Bytes item);
-  QueueResult queue_wait(uint64_t queue, bool take, std::optional<std::chrono::microseconds> timeout);
+  QueueResult queue_wait(uint64_t queue, bool take,
+                         std::optional<std::chrono::microseconds> timeout);
   size_t queue_size(uint64_t queue);
   void queue_close(uint64_t queue);
 
@@ -135,7 +140,8 @@ class Runtime {
   /// waiting thread polls MPI itself, saving a thread hand-off per message; once quiet it sleeps
   /// until the progress thread signals. `lock` holds mu_.
   template <class Pred>
-  bool await(std::unique_lock<std::mutex>& lock, Pred pred, std::optional<Clock::time_point> deadline = {});
+  bool await(std::unique_lock<std::mutex>& lock, Pred pred,
+             std::optional<Clock::time_point> deadline = {});
   void handle(Link& link, bridge::Received& message);
   void handle_master(Link& link, bridge::Received& message);
   void handle_worker(bridge::Received& message);
@@ -144,12 +150,14 @@ class Runtime {
   void send_master(Kind kind, uint64_t id, uint64_t aux, std::span<const std::byte> payload);
   bridge::Received call_master(Kind kind, uint64_t aux, std::span<const std::byte> payload);
   void note_deadline(std::optional<Clock::time_point> deadline);
+  void expire_deadlines(Clock::time_point now);
 
   // Master internals; called with mu_ held.
   void on_hello(Link& link, int rank, const Bytes& payload);
   void on_exited(Slot& slot, uint64_t id, const Bytes& payload);
   void assign_idle_slots();
-  void end_process(const std::shared_ptr<ProcessState>& process, std::optional<int> code, const std::string& how);
+  void end_process(const std::shared_ptr<ProcessState>& process, std::optional<int> code,
+                   const std::string& how);
   void fail_pending(size_t count, const std::string& reason);
   void retire(Slot& slot);
   void check_liveness();

@@ -1,4 +1,5 @@
-// fiber::SimpleQueue<T>: a FIFO shared by any number of processes, like multiprocessing.SimpleQueue.
+// fiber::SimpleQueue<T>: a FIFO shared by any number of processes, like
+// multiprocessing.SimpleQueue.
 #pragma once
 
 #include <chrono>
@@ -29,8 +30,8 @@ class SimpleQueue {
   /// Takes the oldest item; throws fiber::TimeoutError if none arrives within `timeout`.
   template <class Rep, class Period>
   T get(std::chrono::duration<Rep, Period> timeout) const {
-    return serial::from_bytes<T>(
-        ref_.get(std::chrono::duration_cast<std::chrono::microseconds>(timeout), "SimpleQueue::get"));
+    return serial::from_bytes<T>(ref_.get(
+        std::chrono::duration_cast<std::chrono::microseconds>(timeout), "SimpleQueue::get"));
   }
 
   /// True when no item is waiting (a snapshot: other processes may put at any time).
@@ -41,7 +42,9 @@ class SimpleQueue {
     detail::HandleCollector::note_producer(ref_.id());
     serial::save(writer, ref_.id());
   }
-  static SimpleQueue fiber_load(serial::Reader& reader) { return SimpleQueue(detail::QueueRef(serial::read<uint64_t>(reader))); }
+  static SimpleQueue fiber_load(serial::Reader& reader) {
+    return SimpleQueue(detail::QueueRef(serial::read<uint64_t>(reader)));
+  }
 
  private:
   explicit SimpleQueue(detail::QueueRef ref) : ref_(ref) {}

@@ -25,6 +25,15 @@ char g_signal_path[4096] = {};
 // Records which signal is killing this process where the master can read it, then dies of it.
 // Only async-signal-safe calls here.
 void report_fatal_signal(int signal) {
+  if (signal == SIGTERM && g_running_process == 0) {
+    // A terminate() that raced with the end of its process: this worker is idle and lives on.
+    struct sigaction again {};
+    again.sa_handler = report_fatal_signal;
+    again.sa_flags = SA_RESETHAND;
+    sigemptyset(&again.sa_mask);
+    ::sigaction(SIGTERM, &again, nullptr);
+    return;
+  }
   if (g_running_process != 0 && g_signal_path[0] != '\0') {
     const int fd = ::open(g_signal_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     if (fd >= 0) {
@@ -48,13 +57,14 @@ void report_fatal_signal(int signal) {
 
 void install_signal_reporting(const std::string& directory) {
   if (directory.empty()) return;
-  std::snprintf(g_signal_path, sizeof g_signal_path, "%s/%d", directory.c_str(), static_cast<int>(::getpid()));
+  std::snprintf(g_signal_path, sizeof g_signal_path, "%s/%d", directory.c_str(),
+                static_cast<int>(::getpid()));
   struct sigaction action {};
   action.sa_handler = report_fatal_signal;
   action.sa_flags = SA_RESETHAND;
   sigemptyset(&action.sa_mask);
-  for (int signal : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1,
-                     SIGUSR2, SIGALRM}) {
+  for (int signal : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGHUP, SIGQUIT,
+                     SIGUSR1, SIGUSR2, SIGALRM}) {
     ::sigaction(signal, &action, nullptr);
   }
 }
@@ -74,11 +84,11 @@ int execute(const Assignment& assignment) {
     run_task(assignment.task, nullptr);
     return 0;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s (pid %d): uncaught %s: %s\n", assignment.name.c_str(), static_cast<int>(::getpid()),
-                 current_exception_type_name().c_str(), e.what());
+    std::fprintf(stderr, "%s (pid %d): uncaught %s: %s\n", assignment.name.c_str(),
+                 static_cast<int>(::getpid()), current_exception_type_name().c_str(), e.what());
   } catch (...) {
-    std::fprintf(stderr, "%s (pid %d): uncaught %s\n", assignment.name.c_str(), static_cast<int>(::getpid()),
-                 current_exception_type_name().c_str());
+    std::fprintf(stderr, "%s (pid %d): uncaught %s\n", assignment.name.c_str(),
+                 static_cast<int>(::getpid()), current_exception_type_name().c_str());
   }
   std::fflush(stderr);
   return 1;
@@ -90,8 +100,8 @@ std::string current_exception_type_name() {
   const std::type_info* type = abi::__cxa_current_exception_type();
   if (!type) return "unknown exception";
   int status = 0;
-  std::unique_ptr<char, decltype(&std::free)> demangled(abi::__cxa_demangle(type->name(), nullptr, nullptr, &status),
-                                                        &std::free);
+  std::unique_ptr<char, decltype(&std::free)> demangled(
+      abi::__cxa_demangle(type->name(), nullptr, nullptr, &status), &std::free);
   return status == 0 && demangled ? demangled.get() : type->name();
 }
 

@@ -27,7 +27,8 @@ double median(std::vector<double> values) {
 
 double percentile(std::vector<double> values, double p) {
   std::sort(values.begin(), values.end());
-  return values[std::min(values.size() - 1, static_cast<size_t>(p * static_cast<double>(values.size())))];
+  return values[std::min(values.size() - 1,
+                         static_cast<size_t>(p * static_cast<double>(values.size())))];
 }
 
 // utime + stime of a process in seconds, from /proc.
@@ -80,8 +81,10 @@ int main(int argc, char** argv) {
       samples.push_back(seconds(Clock::now() - start));
       for (auto& p : processes) p.join();
     }
-    std::printf("{\"bench\":\"start_processes\",\"impl\":\"fibermpi\",\"processes\":%d,\"median_s\":%.4f}\n", count,
-                median(samples));
+    std::printf(
+        "{\"bench\":\"start_processes\",\"impl\":\"fibermpi\",\"processes\":%d,\"median_s\":%.4f}"
+        "\n",
+        count, median(samples));
   }
 
   {
@@ -101,8 +104,9 @@ int main(int argc, char** argv) {
     }
     to_child.put(-1);
     child.join();
-    std::printf("{\"bench\":\"queue_round_trip\",\"impl\":\"fibermpi\",\"p50_us\":%.1f,\"p99_us\":%.1f}\n",
-                median(rtts), percentile(rtts, 0.99));
+    std::printf(
+        "{\"bench\":\"queue_round_trip\",\"impl\":\"fibermpi\",\"p50_us\":%.1f,\"p99_us\":%.1f}\n",
+        median(rtts), percentile(rtts, 0.99));
   }
 
   {
@@ -124,7 +128,9 @@ int main(int argc, char** argv) {
     const double own_cpu = own_cpu_seconds() - own_before;
     never.put(0);
     child.join();
-    std::printf("{\"bench\":\"idle_cpu\",\"impl\":\"fibermpi\",\"blocked_child_pct\":%.2f,\"blocked_master_pct\":%.2f}\n",
-                100.0 * child_cpu / elapsed, 100.0 * own_cpu / elapsed);
+    std::printf(
+        "{\"bench\":\"idle_cpu\",\"impl\":\"fibermpi\",\"blocked_child_pct\":%.2f,\"blocked_master_"
+        "pct\":%.2f}\n",
+        100.0 * child_cpu / elapsed, 100.0 * own_cpu / elapsed);
   }
 }

@@ -30,22 +30,31 @@ int main(int argc, char** argv) {
   MPI_Comm child;
   const auto spawn_start = std::chrono::steady_clock::now();
   MPI_Comm_spawn(argv[0], MPI_ARGV_NULL, 1, info, 0, MPI_COMM_SELF, &child, MPI_ERRCODES_IGNORE);
-  const double spawn_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - spawn_start).count();
+  const double spawn_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - spawn_start).count();
   std::vector<double> rtts;
   for (int i = -100; i < round_trips; ++i) {
     int value = i < 0 ? 0 : i;
     const auto start = std::chrono::steady_clock::now();
     MPI_Send(&value, 1, MPI_INT, 0, 0, child);
     MPI_Recv(&value, 1, MPI_INT, 0, 0, child, MPI_STATUS_IGNORE);
-    if (i >= 0) rtts.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+    if (i >= 0)
+      rtts.push_back(
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+              .count());
   }
   int stop = -1;
   MPI_Send(&stop, 1, MPI_INT, 0, 0, child);
   MPI_Recv(&stop, 1, MPI_INT, 0, 0, child, MPI_STATUS_IGNORE);
   std::sort(rtts.begin(), rtts.end());
-  std::printf("{\"bench\":\"start_processes\",\"impl\":\"raw MPI_Comm_spawn\",\"processes\":1,\"median_s\":%.4f}\n", spawn_s);
-  std::printf("{\"bench\":\"queue_round_trip\",\"impl\":\"raw MPI ping-pong\",\"p50_us\":%.1f,\"p99_us\":%.1f}\n",
-              rtts[rtts.size() / 2], rtts[rtts.size() * 99 / 100]);
+  std::printf(
+      "{\"bench\":\"start_processes\",\"impl\":\"raw "
+      "MPI_Comm_spawn\",\"processes\":1,\"median_s\":%.4f}\n",
+      spawn_s);
+  std::printf(
+      "{\"bench\":\"queue_round_trip\",\"impl\":\"raw MPI "
+      "ping-pong\",\"p50_us\":%.1f,\"p99_us\":%.1f}\n",
+      rtts[rtts.size() / 2], rtts[rtts.size() * 99 / 100]);
   MPI_Comm_disconnect(&child);
   MPI_Finalize();
   return 0;

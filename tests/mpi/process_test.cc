@@ -193,7 +193,8 @@ TEST(Spawn, MissingExecutableIsAClearError) {
     fiber::set_executable("/bin/true");
     FAIL() << "expected SpawnError";
   } catch (const fiber::SpawnError& e) {
-    EXPECT_NE(std::string(e.what()).find("not a program linked with fibermpi"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not a program linked with fibermpi"), std::string::npos)
+        << e.what();
   }
 }
 

@@ -26,7 +26,8 @@ void produce_range(int producer, fiber::SimpleQueue<int> items) {
   for (int i = 0; i < kItemsPerProducer; ++i) items.put(producer * kItemsPerProducer + i);
 }
 
-void consume_until_stop(fiber::SimpleQueue<int> items, fiber::SimpleQueue<std::vector<int>> results) {
+void consume_until_stop(fiber::SimpleQueue<int> items,
+                        fiber::SimpleQueue<std::vector<int>> results) {
   std::vector<int> taken;
   for (int item = items.get(); item != kStop; item = items.get()) taken.push_back(item);
   results.put(taken);
@@ -64,7 +65,8 @@ TEST(SimpleQueue, FourProducersTwoConsumersEveryItemExactlyOnce) {
   for (auto& c : consumers) c.join();
   std::sort(all.begin(), all.end());
   ASSERT_EQ(all.size(), static_cast<size_t>(kProducers * kItemsPerProducer));
-  for (int i = 0; i < kProducers * kItemsPerProducer; ++i) ASSERT_EQ(all[static_cast<size_t>(i)], i);
+  for (int i = 0; i < kProducers * kItemsPerProducer; ++i)
+    ASSERT_EQ(all[static_cast<size_t>(i)], i);
   EXPECT_TRUE(items.empty());
 }
 
@@ -105,7 +107,8 @@ TEST(SimpleQueue, GetWithTimeoutAndEmpty) {
   EXPECT_EQ(q.get(0ms), "x");
 }
 
-void get_with_timeout_in_child(fiber::SimpleQueue<int> never, fiber::SimpleQueue<std::string> report) {
+void get_with_timeout_in_child(fiber::SimpleQueue<int> never,
+                               fiber::SimpleQueue<std::string> report) {
   try {
     never.get(100ms);
     report.put("no timeout");
@@ -244,7 +247,7 @@ struct Trajectory {
   int seed = 0;
   template <class Archive>
   void serialize(Archive& archive, unsigned) {
-    archive & rewards & policy & seed;
+    archive& rewards& policy& seed;
   }
 };
 

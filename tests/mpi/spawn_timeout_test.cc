@@ -23,7 +23,8 @@ TEST(SpawnWatchdog, StuckSpawnFailsWithAClearError) {
     p.join();
     FAIL() << "expected SpawnError";
   } catch (const fiber::SpawnError& e) {
-    EXPECT_NE(std::string(e.what()).find("has not completed after 2 s"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("has not completed after 2 s"), std::string::npos)
+        << e.what();
   }
   EXPECT_LT(fiber::testing::seconds_since(start), 8.0);
   EXPECT_FALSE(p.is_alive());
