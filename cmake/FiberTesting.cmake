@@ -6,7 +6,7 @@ set(FIBER_TEST_ENV
   "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"
   "OMPI_MCA_rmaps_base_oversubscribe=1"
   "FIBER_QUIET=1"
-  "FIBER_SPAWN_TIMEOUT_S=60")
+  "FIBER_SPAWN_TIMEOUT_S=30")
 
 # fiber_add_launch_tests(TARGET name LAUNCH mode... [SUFFIX s] [TIMEOUT s] [LABELS l...] [ARGS a...])
 # registers one CTest entry per launch mode:

@@ -19,6 +19,9 @@ struct Config {
   /// for it fail with fiber::SpawnError instead of waiting forever. FIBER_SPAWN_TIMEOUT_S
   /// overrides.
   std::chrono::seconds spawn_timeout{120};
+  /// Most processes started by one MPI_Comm_spawn call; more pending starts take several calls.
+  /// Large single spawns are where Open MPI 4.1 most often gets stuck on small machines.
+  int max_spawn_batch = 8;
 };
 
 /// Starts the runtime: initialises MPI (or adopts the program's MPI_THREAD_MULTIPLE one) and

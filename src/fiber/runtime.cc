@@ -591,7 +591,8 @@ void Runtime::spawner_loop() {
              (spawn_stuck_.empty() && static_cast<int>(pending_.size()) > slots_expected_);
     });
     if (stopping_) return;
-    const int count = static_cast<int>(pending_.size()) - slots_expected_;
+    const int count = std::min(static_cast<int>(pending_.size()) - slots_expected_,
+                               std::max(1, config_.max_spawn_batch));
     slots_expected_ += count;
     spawn_started_ = Clock::now();
     spawn_count_ = count;
@@ -914,7 +915,8 @@ void Runtime::handshake() {
     std::fprintf(stderr, "fibermpi worker %d: refused by the master: %s\n",
                  static_cast<int>(::getpid()), refusal_.c_str());
     lock.unlock();
-    finish_worker(1);
+    // Exit status 0: Open MPI treats a non-zero one as a failure of the whole job.
+    finish_worker(0);
   }
 }
 
