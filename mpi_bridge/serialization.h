@@ -47,6 +47,7 @@ namespace fiber::serial {
 class Writer {
  public:
   void write_bytes(const void* data, size_t size) {
+    if (size == 0) return;
     const auto* bytes = static_cast<const std::byte*>(data);
     buffer_.insert(buffer_.end(), bytes, bytes + size);
   }
@@ -71,6 +72,7 @@ class Reader {
       : next_(bytes.data()), end_(bytes.data() + bytes.size()) {}
 
   void read_bytes(void* out, size_t size) {
+    if (size == 0) return;  // `out` may be the null data() of an empty container
     require(size);
     std::memcpy(out, next_, size);
     next_ += size;

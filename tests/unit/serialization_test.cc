@@ -357,6 +357,11 @@ TEST(SerializationTest, CorruptBoostPayloadThrows) {
 // Regression: a corrupt length inside the Boost archive used to escape as std::length_error or
 // std::bad_alloc instead of ProtocolError.
 TEST(SerializationTest, CorruptLengthInsideBoostPayloadThrowsProtocolError) {
+#if defined(__SANITIZE_ADDRESS__)
+  // Boost sizes the string before reading it; under ASan a throwing operator new that cannot
+  // allocate aborts the run instead of throwing bad_alloc, so this case only runs without it.
+  GTEST_SKIP() << "huge allocations abort under AddressSanitizer";
+#endif
   const MemberSerialize value{std::string(77, 'm'), {4, 5}, 2.0};
   const auto bytes = to_bytes(value);
   ASSERT_EQ(from_bytes<MemberSerialize>(bytes), value);
