@@ -484,10 +484,12 @@ void Runtime::on_exited(Slot& slot, uint64_t id, const Bytes& payload) {
   const auto code = serial::read<int>(reader);
   serial::read<std::string>(reader);
   const bool worker_leaves = serial::read<bool>(reader);
-  if (slot.process && slot.process->id == id) {
-    auto process = slot.process;
-    end_process(process, code, describe_exit(*process, code));
+  if (!slot.process || slot.process->id != id) {
+    throw ProtocolError("worker pid " + std::to_string(slot.pid) + " reported the end of process " +
+                        std::to_string(id) + ", which it was not running");
   }
+  auto process = slot.process;
+  end_process(process, code, describe_exit(*process, code));
   slot.process.reset();
   if (slot.link->spawned || worker_leaves) {
     retire(slot);
