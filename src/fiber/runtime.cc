@@ -5,6 +5,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -491,6 +492,7 @@ void Runtime::on_exited(Slot& slot, uint64_t id, const Bytes& payload) {
   auto process = slot.process;
   end_process(process, code, describe_exit(*process, code));
   slot.process.reset();
+  if (slot.link->spawned && slot.local) finishing_pids_.push_back(slot.pid);
   if (slot.link->spawned || worker_leaves) {
     retire(slot);
   } else {
@@ -596,9 +598,21 @@ void Runtime::spawner_loop() {
     const int count = std::min(static_cast<int>(pending_.size()) - slots_expected_,
                                std::max(1, config_.max_spawn_batch));
     slots_expected_ += count;
+    const bridge::SpawnOptions options = config_.spawn;
+    std::vector<int> finishing = std::move(finishing_pids_);
+    finishing_pids_.clear();
+    lock.unlock();
+    // Open MPI 4.1's PMIx server sometimes never answers a new child's PMIx_Init when it
+    // arrives while earlier children are still finalizing; let those leave first (bounded).
+    const auto give_up = Clock::now() + std::chrono::seconds(2);
+    while (
+        std::any_of(finishing.begin(), finishing.end(), [](int pid) { return !pid_gone(pid); }) &&
+        Clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    lock.lock();
     spawn_started_ = Clock::now();
     spawn_count_ = count;
-    const bridge::SpawnOptions options = config_.spawn;
     lock.unlock();
     auto link = std::make_unique<Link>();
     std::string error;

@@ -204,6 +204,8 @@ class Runtime {
   std::deque<std::shared_ptr<ProcessState>> pending_;
   std::map<uint64_t, std::shared_ptr<ProcessState>> children_;
   int slots_expected_ = 0;
+  std::vector<int>
+      finishing_pids_;  ///< Local spawned workers that reported their end and are exiting.
   std::optional<Clock::time_point> spawn_started_;
   int spawn_count_ = 0;
   std::string spawn_stuck_;  ///< Why spawning is impossible for the rest of the run, once it is.
