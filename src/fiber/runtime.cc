@@ -738,12 +738,7 @@ void Runtime::shutdown() {
     // The spawner is inside an MPI_Comm_spawn that will not return, and MPI_Finalize would wait
     // for it too: leave both to the process exit.
     spawner_thread_.detach();
-    {
-      std::lock_guard guard(mu_);
-      stop_progress_.store(true);
-    }
-    progress_cv_.notify_all();
-    if (progress_thread_.joinable()) progress_thread_.join();
+    stop_progress_thread();
     g_running.store(false, std::memory_order_release);
     return;
   }
@@ -758,16 +753,8 @@ void Runtime::shutdown() {
     }
   }
   lock.unlock();
-  const auto give_up = Clock::now() + std::chrono::seconds(5);
-  while (!outbox_.empty() && Clock::now() < give_up)
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  {
-    std::lock_guard guard(mu_);
-    stop_progress_.store(true);
-  }
-  progress_cv_.notify_all();
-  if (progress_thread_.joinable()) progress_thread_.join();
-  std::lock_guard no_poller(progress_mu_);  // a user thread may still be inside poll_once
+  drain_outbox(std::chrono::seconds(5));
+  stop_progress_thread();
   g_running.store(false, std::memory_order_release);
   links_.clear();
   incoming_links_.clear();
@@ -892,8 +879,7 @@ bridge::Received Runtime::call_master(Kind kind, uint64_t aux, std::span<const s
   const uint64_t request = next_request_++;
   replies_.emplace(request, std::nullopt);
   send_master(kind, request, aux, payload);
-  await(lock, [&] { return replies_[request].has_value() || master_lost_; });
-  if (master_lost_) throw WorkerLost("the master process is gone");
+  await(lock, [&] { return replies_[request].has_value(); });
   bridge::Received reply = std::move(*replies_[request]);
   replies_.erase(request);
   if (static_cast<Outcome>(reply.envelope.flags) == Outcome::kError) {
@@ -962,21 +948,30 @@ void Runtime::report_exit(uint64_t process_id, int code, const std::string& erro
   send_master(Kind::kExited, process_id, 0, report.buffer());
 }
 
-void Runtime::finish_worker(int code) {
-  const auto give_up = Clock::now() + std::chrono::seconds(10);
+void Runtime::drain_outbox(std::chrono::seconds limit) {
+  const auto give_up = Clock::now() + limit;
   while (!outbox_.empty() && Clock::now() < give_up)
     std::this_thread::sleep_for(std::chrono::microseconds(100));
+}
+
+void Runtime::stop_progress_thread() {
   {
     std::lock_guard guard(mu_);
     stop_progress_.store(true);
   }
   progress_cv_.notify_all();
-  if (progress_thread_.joinable() && progress_thread_.get_id() != std::this_thread::get_id())
+  if (progress_thread_.joinable() && progress_thread_.get_id() != std::this_thread::get_id()) {
     progress_thread_.join();
+  }
+  // A user thread blocked in a get may still be inside poll_once; wait for it, but not forever.
   std::unique_lock no_poller(progress_mu_, std::defer_lock);
-  // A user thread blocked in a get may be polling; wait for it briefly, but never forever.
   for (int i = 0; i < 1000 && !no_poller.try_lock(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+void Runtime::finish_worker(int code) {
+  drain_outbox(std::chrono::seconds(10));
+  stop_progress_thread();
   g_running.store(false, std::memory_order_release);
   links_.clear();
   bridge::Environment::finalize();

@@ -167,6 +167,10 @@ class Runtime {
   void spawner_loop();
   void check_spawn_watchdog();
   void check_master_alive();
+  /// Waits (at most `limit`) for queued and in-flight sends to complete.
+  void drain_outbox(std::chrono::seconds limit);
+  /// Stops the progress thread and waits until no thread polls MPI any more.
+  void stop_progress_thread();
 
   Config config_;
   bool master_ = true;
@@ -220,7 +224,6 @@ class Runtime {
   std::deque<bridge::Received> mailbox_;
   uint64_t next_request_ = 1;
   std::unordered_map<uint64_t, std::optional<bridge::Received>> replies_;
-  bool master_lost_ = false;
 };
 
 }  // namespace fiber::detail
