@@ -38,6 +38,12 @@ class WorkerLost : public Error {
   explicit WorkerLost(const std::string& what) : Error(what) {}
 };
 
+/// The pool was terminated before the task finished.
+class TerminatedError : public Error {
+ public:
+  explicit TerminatedError(const std::string& what) : Error(what) {}
+};
+
 /// The API was used before fiber::init, or in a process where it is not allowed.
 class UsageError : public Error {
  public:

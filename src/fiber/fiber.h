@@ -1,8 +1,9 @@
-// fibermpi: Python multiprocessing's programming model (Process, SimpleQueue, Pipe) on MPI.
+// fibermpi: Python multiprocessing's programming model (Process, Pool, SimpleQueue, Pipe) on MPI.
 #pragma once
 
 #include "fiber/errors.h"
 #include "fiber/init.h"
 #include "fiber/pipe.h"
+#include "fiber/pool.h"
 #include "fiber/process.h"
 #include "fiber/simple_queue.h"

@@ -120,6 +120,23 @@ void invoke_entry(void* fn, serial::Reader& reader, serial::Writer* result) {
   }
 }
 
+/// The references a worker needs to call `fn` with an ArgsTuple: the invoker, and the function
+/// itself unless the callable is a stateless class the worker makes for itself.
+template <class F, class ArgsTuple>
+std::pair<bridge::FunctionRef, bridge::FunctionRef> encode_callable(const F& fn) {
+  static_assert(
+      FunctionPointer<F> || StatelessCallable<F>,
+      "fibermpi: only free functions, captureless lambdas and stateless function objects can "
+      "run in another process (code travels by reference); pass captured values as arguments");
+  auto& modules = bridge::ModuleTable::instance();
+  bridge::FunctionRef invoker =
+      modules.encode(reinterpret_cast<const void*>(&invoke_entry<F, ArgsTuple>));
+  bridge::FunctionRef function;
+  if constexpr (FunctionPointer<F>) function = modules.encode(reinterpret_cast<const void*>(fn));
+  else static_cast<void>(fn);
+  return {invoker, function};
+}
+
 /// Builds the TaskSpec for `fn(args...)`. Rejects at compile time what cannot travel.
 template <class Fn, class... Args>
 TaskSpec make_task(Fn&& fn, Args&&... args) {
@@ -135,10 +152,8 @@ TaskSpec make_task(Fn&& fn, Args&&... args) {
                 "fibermpi: the arguments do not convert to the function's parameter types");
   serial::require_serializable<ArgsTuple>();
 
-  auto& modules = bridge::ModuleTable::instance();
   TaskSpec task;
-  task.invoker = modules.encode(reinterpret_cast<const void*>(&invoke_entry<F, ArgsTuple>));
-  if constexpr (FunctionPointer<F>) task.fn = modules.encode(reinterpret_cast<const void*>(fn));
+  std::tie(task.invoker, task.fn) = encode_callable<F, ArgsTuple>(fn);
   HandleCollector collector;
   task.args = serial::to_bytes(ArgsTuple(std::forward<Args>(args)...));
   task.produces = collector.take();

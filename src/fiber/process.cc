@@ -10,11 +10,8 @@ namespace detail {
 
 std::shared_ptr<ProcessState> make_process_state(TaskSpec task) {
   auto& runtime = Runtime::instance();
-  auto state = std::make_shared<ProcessState>();
-  state->id = runtime.next_process_id();
-  state->name = "Process-" + std::to_string(state->id);
-  state->task = std::move(task);
-  return state;
+  auto lock = runtime.lock();
+  return runtime.new_process_locked(std::move(task), "Process");
 }
 
 }  // namespace detail

@@ -6,7 +6,7 @@
 namespace fiber::detail {
 
 /// Bumped whenever a message layout changes; checked at handshake.
-inline constexpr uint32_t kProtocolVersion = 1;
+inline constexpr uint32_t kProtocolVersion = 2;
 
 enum class Kind : uint32_t {
   kHello = 1,    ///< worker -> master: {protocol, main module id, pid, host}
@@ -23,6 +23,18 @@ enum class Kind : uint32_t {
   kQueueSize,    ///< worker -> master: id = request; aux = queue
   kQueueClose,   ///< worker -> master: aux = queue; this process stops producing into it
   kReply,        ///< master -> worker: id = request; flags = Outcome; payload = item or text
+  kPoolReady,    ///< worker -> master: aux = pool; flags = 1 when the initializer threw
+                 ///< ({type, message}); the pool worker takes tasks from now on
+  kPoolTask,     ///< master -> worker: id = task; aux = pool; {invoker, fn, count, args...}
+  kPoolResult,   ///< worker -> master: id = task; aux = pool; flags = PoolOutcome;
+                 ///< {compute ns, results...} or {type, message}
+  kPoolStop,     ///< master -> worker: aux = pool; leave the pool once nothing is left to run
+};
+
+/// How a pool task ended.
+enum class PoolOutcome : uint32_t {
+  kResults = 0,  ///< payload: compute time, then the encoded results of every item
+  kRaised = 1,   ///< payload: the exception's type name and message
 };
 
 /// What a queue operation ended with.

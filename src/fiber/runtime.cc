@@ -408,6 +408,18 @@ void Runtime::handle_master(Link& link, bridge::Received& message) {
         reply(Outcome::kValue, hub_.size(queue), {});
       }
       break;
+    case Kind::kPoolReady:
+    case Kind::kPoolResult: {
+      auto pool = pools_.find(message.envelope.aux);
+      if (!slot || !slot->process || pool == pools_.end()) break;  // a pool already gone
+      if (kind == Kind::kPoolReady) {
+        pool->second->on_worker_ready(*slot->process, message.envelope.flags != 0, message.payload);
+      } else {
+        pool->second->on_result(*slot->process, message.envelope.id, message.envelope.flags,
+                                std::move(message.payload));
+      }
+      break;
+    }
     case Kind::kQueueClose:
       if (hub_.exists(queue) && slot && slot->process) {
         hub_.close_producer(queue, slot->process->id, describe(*slot->process) + " closed its end");
@@ -509,6 +521,10 @@ void Runtime::end_process(const std::shared_ptr<ProcessState>& process, std::opt
   process->slot = nullptr;
   children_.erase(process->id);
   hub_.process_ended(process->id, how);
+  if (process->pool != 0) {
+    if (auto pool = pools_.find(process->pool); pool != pools_.end())
+      pool->second->on_worker_ended(process);
+  }
   cv_.notify_all();
 }
 
@@ -651,13 +667,27 @@ void Runtime::spawner_loop() {
   }
 }
 
-uint64_t Runtime::next_process_id() {
-  std::lock_guard lock(mu_);
-  return next_process_id_++;
+std::shared_ptr<ProcessState> Runtime::new_process_locked(TaskSpec task,
+                                                         const std::string& name_prefix) {
+  auto state = std::make_shared<ProcessState>();
+  state->id = next_process_id_++;
+  state->name = name_prefix + "-" + std::to_string(state->id);
+  state->task = std::move(task);
+  return state;
+}
+
+bool Runtime::wait_until(const std::function<bool()>& pred,
+                         std::optional<Clock::time_point> deadline) {
+  std::unique_lock lock(mu_);
+  return await(lock, pred, deadline);
 }
 
 void Runtime::start_process(const std::shared_ptr<ProcessState>& process) {
   std::lock_guard lock(mu_);
+  start_process_locked(process);
+}
+
+void Runtime::start_process_locked(const std::shared_ptr<ProcessState>& process) {
   if (!master_) throw UsageError("a Process can only be started from the master process");
   if (stopping_) throw UsageError("cannot start a Process: fibermpi is shutting down");
   if (process->status != ProcessStatus::kCreated)
@@ -688,6 +718,32 @@ int Runtime::wait_pid(const std::shared_ptr<ProcessState>& process) {
 
 void Runtime::terminate(const std::shared_ptr<ProcessState>& process) {
   std::lock_guard lock(mu_);
+  terminate_locked(process);
+}
+
+void Runtime::send_to_process_locked(const ProcessState& process, Kind kind, uint64_t id,
+                                     uint64_t aux, std::span<const std::byte> payload) {
+  const Slot* slot = process.slot;
+  if (!slot || slot->state == Slot::State::kGone) return;
+  send(slot->link->comm.get(), slot->rank, kind, id, aux, 0, payload);
+}
+
+std::shared_ptr<PoolCore> Runtime::create_pool(PoolSettings settings) {
+  std::lock_guard lock(mu_);
+  if (!master_) throw UsageError("a Pool can only be created in the master process");
+  if (stopping_ || shut_down_) throw UsageError("cannot create a Pool: fibermpi is shutting down");
+  auto pool = std::make_shared<PoolCore>(*this, next_pool_id_++, std::move(settings));
+  pools_[pool->id()] = pool;
+  pool->start_workers_locked();
+  return pool;
+}
+
+void Runtime::release_pool(uint64_t id) {
+  std::lock_guard lock(mu_);
+  pools_.erase(id);
+}
+
+void Runtime::terminate_locked(const std::shared_ptr<ProcessState>& process) {
   if (process->status == ProcessStatus::kEnded || process->status == ProcessStatus::kCreated)
     return;
   process->signal_sent = SIGTERM;
@@ -717,6 +773,8 @@ void Runtime::shutdown() {
   std::unique_lock lock(mu_);
   if (shut_down_) return;
   shut_down_ = true;
+  // Pools still alive at exit stop now (like Python's pools at interpreter exit).
+  for (auto& [id, pool] : std::unordered_map(pools_)) pool->terminate_locked();
   // Like Python: daemonic children are terminated, the others are waited for.
   for (auto& [id, process] : std::map(children_)) {
     if (!process->daemon) continue;
@@ -858,6 +916,10 @@ void Runtime::handle_worker(bridge::Received& message) {
     case Kind::kShutdown:
       mailbox_.push_back(std::move(message));
       break;
+    case Kind::kPoolTask:
+    case Kind::kPoolStop:
+      pool_inbox_.push_back(std::move(message));
+      break;
     case Kind::kTerminate:
       ::kill(::getpid(), SIGTERM);
       break;
@@ -937,6 +999,19 @@ Assignment Runtime::next_assignment() {
   assignment.name = serial::read<std::string>(reader);
   assignment.task = load_task(reader);
   return assignment;
+}
+
+void Runtime::send_to_master(Kind kind, uint64_t id, uint64_t aux, uint32_t flags,
+                             std::span<const std::byte> payload) {
+  send(master_link_->comm.get(), master_rank_, kind, id, aux, flags, payload);
+}
+
+bridge::Received Runtime::next_pool_message() {
+  std::unique_lock lock(mu_);
+  await(lock, [this] { return !pool_inbox_.empty(); });
+  bridge::Received message = std::move(pool_inbox_.front());
+  pool_inbox_.pop_front();
+  return message;
 }
 
 void Runtime::report_exit(uint64_t process_id, int code, const std::string& error,

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -19,6 +20,7 @@
 
 #include "fiber/init.h"
 #include "fiber/invoke.h"
+#include "fiber/pool_core.h"
 #include "fiber/protocol.h"
 #include "fiber/queue_hub.h"
 #include "mpi_bridge/communicator.h"
@@ -46,6 +48,7 @@ struct ProcessState {
   std::exception_ptr start_error;  ///< Why it never ran (spawn or handshake failure).
   int signal_sent = 0;
   Slot* slot = nullptr;
+  uint64_t pool = 0;  ///< The pool it serves as a worker, 0 for a plain Process.
 };
 
 /// A communicator to a group of workers: the static world, or one MPI_Comm_spawn call's children.
@@ -100,9 +103,24 @@ class Runtime {
   std::unique_lock<std::mutex> lock() { return std::unique_lock(mu_); }
   void set_executable(const std::string& path);
 
-  // Processes; master only.
-  uint64_t next_process_id();
+  /// Waits until `pred` (evaluated with the lock held) is true, or the deadline passes: false.
+  /// The waiting thread polls MPI itself while traffic flows.
+  bool wait_until(const std::function<bool()>& pred,
+                  std::optional<Clock::time_point> deadline = std::nullopt);
+
+  // Processes; master only. The _locked forms expect lock() to be held.
+  std::shared_ptr<ProcessState> new_process_locked(TaskSpec task, const std::string& name_prefix);
   void start_process(const std::shared_ptr<ProcessState>& process);
+  void start_process_locked(const std::shared_ptr<ProcessState>& process);
+  void terminate_locked(const std::shared_ptr<ProcessState>& process);
+  /// Sends to the worker running `process`; dropped when it is not running anywhere.
+  void send_to_process_locked(const ProcessState& process, Kind kind, uint64_t id, uint64_t aux,
+                              std::span<const std::byte> payload);
+
+  // Pools; master only.
+  std::shared_ptr<PoolCore> create_pool(PoolSettings settings);
+  /// Forgets a pool whose workers have all left.
+  void release_pool(uint64_t id);
   /// Waits until the process ends or the deadline passes; true when it ended.
   bool wait_ended(const std::shared_ptr<ProcessState>& process,
                   std::optional<Clock::time_point> deadline);
@@ -126,6 +144,10 @@ class Runtime {
   /// (spawned workers, or a task that called std::exit), so it gets no further work.
   void report_exit(uint64_t process_id, int code, const std::string& error, bool worker_leaves);
   [[noreturn]] void finish_worker(int code);
+  void send_to_master(Kind kind, uint64_t id, uint64_t aux, uint32_t flags,
+                      std::span<const std::byte> payload);
+  /// The next kPoolTask or kPoolStop for the pool this worker serves.
+  bridge::Received next_pool_message();
   bool spawned_worker() const noexcept { return spawned_worker_; }
   const std::string& signal_directory() const noexcept { return signal_dir_; }
   void set_current(uint64_t id, const std::string& name);
@@ -203,6 +225,8 @@ class Runtime {
 
   // Master state.
   QueueHub hub_;
+  std::unordered_map<uint64_t, std::shared_ptr<PoolCore>> pools_;
+  uint64_t next_pool_id_ = 1;
   uint64_t next_process_id_ = 1;
   std::map<std::pair<MPI_Comm, int>, std::unique_ptr<Slot>> slots_;
   std::deque<std::shared_ptr<ProcessState>> pending_;
@@ -222,6 +246,7 @@ class Runtime {
   enum class Handshake { kWaiting, kAccepted, kRefused } handshake_ = Handshake::kWaiting;
   std::string refusal_;
   std::deque<bridge::Received> mailbox_;
+  std::deque<bridge::Received> pool_inbox_;
   uint64_t next_request_ = 1;
   std::unordered_map<uint64_t, std::optional<bridge::Received>> replies_;
 };

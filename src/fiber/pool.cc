@@ -1,0 +1,162 @@
+#include "fiber/pool.h"
+
+#include <hwloc.h>
+
+#include <cstdio>
+#include <thread>
+
+#include "fiber/errors.h"
+#include "fiber/runtime.h"
+
+namespace fiber {
+namespace detail {
+
+bool wait_for_job(const std::function<bool()>& done,
+                  std::optional<SteadyClock::time_point> deadline) {
+  return Runtime::instance().wait_until(done, deadline);
+}
+
+void when_ready(const std::shared_ptr<Job>& job, std::function<void()> callback) {
+  {
+    auto lock = Runtime::instance().lock();
+    if (!job->ready()) {
+      job->on_ready.push_back(std::move(callback));
+      return;
+    }
+  }
+  callback();
+}
+
+void throw_timeout(std::chrono::nanoseconds timeout) {
+  throw TimeoutError("no result within " +
+                     std::to_string(std::chrono::duration<double>(timeout).count()) + " s");
+}
+
+}  // namespace detail
+
+int usable_physical_cores() {
+  hwloc_topology_t topology = nullptr;
+  int cores = 0;
+  if (hwloc_topology_init(&topology) == 0) {
+    // The loaded topology is restricted to the CPUs this process may use (cgroups, binding).
+    if (hwloc_topology_load(topology) == 0) {
+      cores = hwloc_get_nbobjs_by_type(topology, HWLOC_OBJ_CORE);
+    }
+    hwloc_topology_destroy(topology);
+  }
+  if (cores <= 0) cores = static_cast<int>(std::thread::hardware_concurrency());
+  return std::max(1, cores);
+}
+
+detail::PoolSettings Pool::settings_from(Options options) {
+  if (options.processes < 0)
+    throw UsageError("Pool: processes must be at least 1 (or 0 for one per physical core), got " +
+                     std::to_string(options.processes));
+  if (options.tasks_in_flight_per_worker < 1)
+    throw UsageError("Pool: tasks_in_flight_per_worker must be at least 1, got " +
+                     std::to_string(options.tasks_in_flight_per_worker));
+  if (options.max_task_retries < 0)
+    throw UsageError("Pool: max_task_retries cannot be negative, got " +
+                     std::to_string(options.max_task_retries));
+  detail::PoolSettings settings;
+  settings.processes = options.processes > 0 ? options.processes : usable_physical_cores();
+  if (options.initializer) settings.initializer = options.initializer->task_;
+  settings.maxtasksperchild = options.maxtasksperchild;
+  settings.tasks_in_flight_per_worker = options.tasks_in_flight_per_worker;
+  settings.max_task_retries = options.max_task_retries;
+  return settings;
+}
+
+namespace {
+Pool::Options options_of(int processes, std::optional<Initializer> init,
+                         uint64_t maxtasksperchild) {
+  Pool::Options options;
+  options.processes = processes;
+  options.initializer = std::move(init);
+  options.maxtasksperchild = maxtasksperchild;
+  return options;
+}
+}  // namespace
+
+Pool::Pool(int processes) : Pool(options_of(processes, std::nullopt, 0)) {}
+
+Pool::Pool(int processes, Initializer init, uint64_t maxtasksperchild)
+    : Pool(options_of(processes, std::move(init), maxtasksperchild)) {}
+
+Pool::Pool(Options options)
+    : core_(detail::Runtime::instance().create_pool(settings_from(std::move(options)))) {}
+
+Pool& Pool::operator=(Pool&& other) noexcept {
+  if (this != &other) {
+    release();
+    core_ = std::move(other.core_);
+  }
+  return *this;
+}
+
+Pool::~Pool() { release(); }
+
+void Pool::release() {
+  if (!core_) return;
+  try {
+    close();
+    join();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fibermpi: ending a Pool: %s\n", e.what());
+  }
+  core_->stop_callbacks();
+  if (detail::Runtime::exists()) detail::Runtime::instance().release_pool(core_->id());
+  core_.reset();
+}
+
+int Pool::size() const { return core_ ? core_->size() : 0; }
+
+namespace {
+detail::PoolCore& require(const std::shared_ptr<detail::PoolCore>& core) {
+  if (!core) throw UsageError("this Pool was moved from");
+  return *core;
+}
+}  // namespace
+
+void Pool::wait_ready() {
+  auto& core = require(core_);
+  detail::wait_for_job(
+      [&core] {
+        return core.ready_workers_locked() >= core.size() || !core.broken_locked().empty() ||
+               !core.running_locked();
+      },
+      {});
+  auto lock = detail::Runtime::instance().lock();
+  if (!core.broken_locked().empty()) throw Error("the Pool cannot run tasks: " + core.broken_locked());
+  if (!core.running_locked()) throw UsageError("wait_ready() on a closed or terminated Pool");
+}
+
+void Pool::submit_job(const std::shared_ptr<detail::Job>& job, std::vector<detail::Bytes> chunks) {
+  auto& core = require(core_);
+  auto lock = detail::Runtime::instance().lock();
+  core.submit_locked(job, std::move(chunks));
+}
+
+void Pool::close() {
+  auto& core = require(core_);
+  auto lock = detail::Runtime::instance().lock();
+  core.close_locked();
+}
+
+void Pool::terminate() {
+  auto& core = require(core_);
+  auto lock = detail::Runtime::instance().lock();
+  core.terminate_locked();
+}
+
+void Pool::join() {
+  auto& core = require(core_);
+  {
+    auto lock = detail::Runtime::instance().lock();
+    if (core.running_locked())
+      throw UsageError("Pool::join() needs close() or terminate() first");
+  }
+  detail::wait_for_job([&core] { return core.finished_locked(); }, {});
+}
+
+}  // namespace fiber

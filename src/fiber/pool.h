@@ -1,0 +1,293 @@
+// fiber::Pool: a pool of worker processes, like multiprocessing.Pool.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstring>
+#include <cstdint>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <ranges>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "fiber/async_result.h"
+#include "fiber/invoke.h"
+#include "fiber/pool_core.h"
+
+namespace fiber {
+
+/// A function and its arguments that every pool worker runs once when it starts (Python's
+/// initializer + initargs). Make one with fiber::initializer(fn, args...).
+class Initializer {
+ public:
+  template <class Fn, class... Args>
+  explicit Initializer(Fn&& fn, Args&&... args)
+      : task_(detail::make_task(std::forward<Fn>(fn), std::forward<Args>(args)...)) {}
+
+ private:
+  friend class Pool;
+  detail::TaskSpec task_;
+};
+
+/// Builds the Initializer `fn(args...)`.
+template <class Fn, class... Args>
+Initializer initializer(Fn&& fn, Args&&... args) {
+  return Initializer(std::forward<Fn>(fn), std::forward<Args>(args)...);
+}
+
+/// Usable physical cores of this machine (hwloc; respects the process's CPU binding): the default
+/// Pool size.
+int usable_physical_cores();
+
+/// A pool of worker processes that run functions on inputs, like Python's multiprocessing.Pool.
+/// Under mpirun the idle ranks of the static world become its first workers, the rest are
+/// spawned. Functions travel by reference (free functions, captureless lambdas, stateless
+/// function objects); arguments and results are serialized.
+///
+/// Tasks go straight to the workers, several in flight per worker; a task that throws makes its
+/// result throw fiber::RemoteError (type name and message) and the worker goes on. A worker that
+/// dies has its tasks run again elsewhere (at most Options::max_task_retries times, then
+/// fiber::WorkerLost) and is replaced. The destructor closes the pool and waits for every
+/// submitted task (Python's close() + join()); call terminate() to stop at once instead.
+class Pool {
+ public:
+  struct Options {
+    /// Worker processes; 0 means usable_physical_cores().
+    int processes = 0;
+    /// Run once in every worker before its first task.
+    std::optional<Initializer> initializer;
+    /// A worker is replaced by a fresh process after this many tasks (chunks); 0 = never.
+    uint64_t maxtasksperchild = 0;
+    /// Chunks sent ahead to a worker while it runs one (hides the round trip for short tasks;
+    /// long tasks are never queued behind each other).
+    int tasks_in_flight_per_worker = 2;
+    /// A task whose worker dies is run again at most this many times, then fails with WorkerLost.
+    int max_task_retries = 3;
+  };
+
+  /// `processes` workers (0: usable physical cores).
+  explicit Pool(int processes = 0);
+  Pool(int processes, Initializer init, uint64_t maxtasksperchild = 0);
+  explicit Pool(Options options);
+  Pool(Pool&&) noexcept = default;
+  Pool& operator=(Pool&& other) noexcept;
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+  ~Pool();
+
+  /// Number of worker processes.
+  int size() const;
+  /// Waits until every worker is ready to take tasks (started and initialised).
+  void wait_ready();
+
+  /// fn(x) for every x, in order (Python's map). `chunksize` inputs travel per task; 0 picks
+  /// len / (4 * size), rounded up, like Python.
+  template <class Fn, std::ranges::forward_range Inputs>
+  auto map(Fn&& fn, const Inputs& inputs, size_t chunksize = 0) {
+    return map_async(std::forward<Fn>(fn), inputs, chunksize).get();
+  }
+  template <class Fn, std::ranges::forward_range Inputs>
+  auto map_async(Fn&& fn, const Inputs& inputs, size_t chunksize = 0) {
+    using Spec = MapSpec<std::decay_t<Fn>, std::ranges::range_value_t<Inputs>, false>;
+    return collect<Spec>(submit<Spec>(fn, inputs, default_chunksize(inputs, chunksize)));
+  }
+  /// fn(args...) for every tuple of arguments, in order (Python's starmap).
+  template <class Fn, std::ranges::forward_range Inputs>
+  auto starmap(Fn&& fn, const Inputs& inputs, size_t chunksize = 0) {
+    return starmap_async(std::forward<Fn>(fn), inputs, chunksize).get();
+  }
+  template <class Fn, std::ranges::forward_range Inputs>
+  auto starmap_async(Fn&& fn, const Inputs& inputs, size_t chunksize = 0) {
+    using Spec = MapSpec<std::decay_t<Fn>, std::ranges::range_value_t<Inputs>, true>;
+    return collect<Spec>(submit<Spec>(fn, inputs, default_chunksize(inputs, chunksize)));
+  }
+  /// Results of fn(x) in input order, each available as soon as it and those before it are done.
+  /// `chunksize` defaults to 1, like Python's.
+  template <class Fn, std::ranges::forward_range Inputs>
+  auto imap(Fn&& fn, const Inputs& inputs, size_t chunksize = 1) {
+    using Spec = MapSpec<std::decay_t<Fn>, std::ranges::range_value_t<Inputs>, false>;
+    return stream<Spec>(submit<Spec>(fn, inputs, chunksize), true);
+  }
+  /// Results of fn(x) in the order they complete.
+  template <class Fn, std::ranges::forward_range Inputs>
+  auto imap_unordered(Fn&& fn, const Inputs& inputs, size_t chunksize = 1) {
+    using Spec = MapSpec<std::decay_t<Fn>, std::ranges::range_value_t<Inputs>, false>;
+    return stream<Spec>(submit<Spec>(fn, inputs, chunksize), false);
+  }
+  /// fn(args...) in a worker; waits for the result (Python's apply).
+  template <class Fn, class... Args>
+  auto apply(Fn&& fn, Args&&... args) {
+    return apply_async(std::forward<Fn>(fn), std::forward<Args>(args)...).get();
+  }
+  /// fn(args...) in a worker; returns at once.
+  template <class Fn, class... Args>
+  auto apply_async(Fn&& fn, Args&&... args) {
+    using F = std::decay_t<Fn>;
+    using ArgsTuple = typename detail::ArgumentsOf<F, Args...>::type;
+    static_assert(std::tuple_size_v<ArgsTuple> == sizeof...(Args),
+                  "fibermpi: wrong number of arguments for this function");
+    static_assert(std::is_constructible_v<ArgsTuple, Args&&...>,
+                  "fibermpi: the arguments do not convert to the function's parameter types");
+    using R = typename detail::ResultOf<Invocable<F>, ArgsTuple>::type;
+    check_result<R>();
+    serial::require_serializable<ArgsTuple>();
+    auto job = std::make_shared<detail::Job>();
+    job->chunk_sizes = {1};
+    serial::Writer writer;
+    writer.write_bytes(header<F, ArgsTuple>(fn).data(), kHeaderSize);
+    const uint32_t one = 1;
+    writer.write_bytes(&one, sizeof one);
+    serial::save(writer, ArgsTuple(std::forward<Args>(args)...));
+    std::vector<detail::Bytes> chunks;
+    chunks.push_back(writer.take());
+    submit_job(job, std::move(chunks));
+    return AsyncResult<R>(job, [](const detail::Job& done) {
+      std::vector<detail::ValueOf<R>> values;
+      detail::decode_chunk<R>(*done.chunks[0], 1, values);
+      return std::move(values[0]);
+    });
+  }
+
+  /// No more submissions; the workers leave once every submitted task is done.
+  void close();
+  /// Waits until every worker has left; call close() or terminate() first.
+  void join();
+  /// Stops now: outstanding results fail with fiber::TerminatedError, workers running a task are
+  /// killed (SIGTERM), idle ones leave.
+  void terminate();
+
+ private:
+  template <class F>
+  using Invocable = std::conditional_t<detail::FunctionPointer<F>, F, F&>;
+
+  /// The argument tuple, result type and conversion of one input for map (Star = false: the
+  /// input is the single argument) or starmap (Star = true: the input is a tuple of arguments).
+  template <class F, class Item, bool Star>
+  struct MapSpec;
+  template <class F, class Item>
+  struct MapSpec<F, Item, false> {
+    using Function = F;
+    using ArgsTuple = typename detail::ArgumentsOf<F, Item>::type;
+    static_assert(std::tuple_size_v<ArgsTuple> == 1,
+                  "fibermpi: map/imap call a function of exactly one argument; use starmap for "
+                  "functions of several");
+    static_assert(std::is_constructible_v<ArgsTuple, const Item&>,
+                  "fibermpi: the inputs do not convert to the function's parameter type");
+    using Result = typename detail::ResultOf<Invocable<F>, ArgsTuple>::type;
+    static ArgsTuple arguments(const Item& item) { return ArgsTuple(item); }
+  };
+  template <class F, class Item>
+  struct MapSpec<F, Item, true> {
+    using Function = F;
+    template <class... E>
+    static typename detail::ArgumentsOf<F, E...>::type arguments_of(std::tuple<E...>*);
+    template <class A, class B>
+    static typename detail::ArgumentsOf<F, A, B>::type arguments_of(std::pair<A, B>*);
+    using ArgsTuple = decltype(arguments_of(static_cast<Item*>(nullptr)));
+    static_assert(std::tuple_size_v<ArgsTuple> == std::tuple_size_v<Item>,
+                  "fibermpi: starmap: each input tuple must hold exactly as many values as the "
+                  "function has parameters");
+    using Result = typename detail::ResultOf<Invocable<F>, ArgsTuple>::type;
+    static ArgsTuple arguments(const Item& item) {
+      return std::apply([](const auto&... values) { return ArgsTuple(values...); }, item);
+    }
+  };
+
+  static constexpr size_t kHeaderSize = 4 * sizeof(uint64_t);
+
+  template <class R>
+  static constexpr void check_result() {
+    if constexpr (!std::is_void_v<R>) {
+      static_assert(!std::is_reference_v<R>,
+                    "fibermpi: a pool task cannot return a reference; return a value");
+      serial::require_serializable<R>();
+    }
+  }
+
+  template <class F, class ArgsTuple>
+  static std::array<std::byte, kHeaderSize> header(const F& fn) {
+    const auto [invoker, function] = detail::encode_callable<F, ArgsTuple>(fn);
+    const uint64_t words[4] = {invoker.module_id, invoker.offset, function.module_id,
+                               function.offset};
+    std::array<std::byte, kHeaderSize> bytes;
+    std::memcpy(bytes.data(), words, kHeaderSize);
+    return bytes;
+  }
+
+  template <class Inputs>
+  size_t default_chunksize(const Inputs& inputs, size_t chunksize) const {
+    if (chunksize > 0) return chunksize;
+    const auto count = static_cast<size_t>(std::ranges::distance(inputs));
+    const size_t per = 4 * static_cast<size_t>(std::max(1, size()));
+    return std::max<size_t>(1, count / per + (count % per != 0 ? 1 : 0));
+  }
+
+  /// Encodes the inputs into chunks of `chunksize` and queues them.
+  template <class Spec, class Inputs>
+  std::shared_ptr<detail::Job> submit(const typename Spec::Function& fn, const Inputs& inputs,
+                                      size_t chunksize) {
+    using ArgsTuple = typename Spec::ArgsTuple;
+    check_result<typename Spec::Result>();
+    serial::require_serializable<ArgsTuple>();
+    if (chunksize == 0) chunksize = 1;
+    const auto head = header<typename Spec::Function, ArgsTuple>(fn);
+    auto job = std::make_shared<detail::Job>();
+    std::vector<detail::Bytes> chunks;
+    serial::Writer writer;
+    uint32_t in_chunk = 0;
+    auto finish_chunk = [&] {
+      std::memcpy(writer.buffer().data() + kHeaderSize, &in_chunk, sizeof in_chunk);
+      job->chunk_sizes.push_back(in_chunk);
+      chunks.push_back(writer.take());
+      in_chunk = 0;
+    };
+    for (const auto& item : inputs) {
+      if (in_chunk == 0) {
+        writer.write_bytes(head.data(), head.size());
+        writer.write_bytes(&in_chunk, sizeof in_chunk);
+      }
+      serial::save(writer, Spec::arguments(item));
+      if (++in_chunk == chunksize) finish_chunk();
+    }
+    if (in_chunk > 0) finish_chunk();
+    submit_job(job, std::move(chunks));
+    return job;
+  }
+
+  template <class Spec>
+  static AsyncResult<std::vector<detail::ValueOf<typename Spec::Result>>> collect(
+      std::shared_ptr<detail::Job> job) {
+    using R = typename Spec::Result;
+    using Values = std::vector<detail::ValueOf<R>>;
+    return AsyncResult<Values>(std::move(job), [](const detail::Job& done) {
+      Values values;
+      size_t total = 0;
+      for (const uint32_t size : done.chunk_sizes) total += size;
+      values.reserve(total);
+      for (size_t i = 0; i < done.chunks.size(); ++i)
+        detail::decode_chunk<R>(*done.chunks[i], done.chunk_sizes[i], values);
+      return values;
+    });
+  }
+
+  template <class Spec>
+  static ResultStream<typename Spec::Result> stream(std::shared_ptr<detail::Job> job,
+                                                    bool ordered) {
+    size_t total = 0;
+    for (const uint32_t size : job->chunk_sizes) total += size;
+    return ResultStream<typename Spec::Result>(std::move(job), ordered, total);
+  }
+
+  static detail::PoolSettings settings_from(Options options);
+  void submit_job(const std::shared_ptr<detail::Job>& job, std::vector<detail::Bytes> chunks);
+  void release();
+
+  std::shared_ptr<detail::PoolCore> core_;
+};
+
+}  // namespace fiber

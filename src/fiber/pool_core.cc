@@ -1,0 +1,328 @@
+#include "fiber/pool_core.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "fiber/errors.h"
+#include "fiber/protocol.h"
+#include "fiber/runtime.h"
+
+namespace fiber::detail {
+namespace {
+
+// Chunks that run longer than this are not queued behind one another in a worker: with long tasks
+// a second chunk in flight only makes the tail wait, while with short ones it hides the round trip.
+constexpr double kPrefetchBelowUs = 2000;
+
+// Ending before ever becoming ready this many times in a row per worker slot means starting
+// workers does not work (spawn failures, a crashing initializer): the pool gives up.
+constexpr int kStartFailuresPerWorker = 3;
+
+std::string describe_worker(const ProcessState& process) {
+  return process.name + " (pid " + std::to_string(process.pid) + ")";
+}
+
+std::string describe_end(const ProcessState& process) {
+  if (!process.exitcode) return "could not start";
+  if (*process.exitcode < 0) return "was killed by signal " + std::to_string(-*process.exitcode);
+  return "exited with code " + std::to_string(*process.exitcode);
+}
+
+}  // namespace
+
+PoolCore::PoolCore(Runtime& runtime, uint64_t id, PoolSettings settings)
+    : runtime_(runtime), id_(id), settings_(std::move(settings)) {
+  if (settings_.initializer) {
+    serial::Writer writer;
+    save_task(writer, *settings_.initializer);
+    initializer_bytes_ = writer.take();
+  }
+}
+
+void PoolCore::start_workers_locked() {
+  for (int i = 0; i < settings_.processes; ++i) launch_worker_locked();
+}
+
+void PoolCore::launch_worker_locked() {
+  auto process = runtime_.new_process_locked(
+      make_task(pool_worker_main, id_, initializer_bytes_, settings_.maxtasksperchild),
+      "PoolWorker");
+  process->pool = id_;
+  // Daemonic: a pool left alive at exit is terminated rather than waited for forever.
+  process->daemon = true;
+  workers_[process->id].process = process;
+  runtime_.start_process_locked(process);
+}
+
+int PoolCore::ready_workers_locked() const {
+  return static_cast<int>(std::count_if(workers_.begin(), workers_.end(), [](const auto& entry) {
+    return entry.second.ready && !entry.second.leaving;
+  }));
+}
+
+void PoolCore::submit_locked(const std::shared_ptr<Job>& job, std::vector<Bytes> chunks) {
+  if (state_ == State::kTerminated)
+    throw UsageError("the Pool was terminated: no new tasks can be submitted");
+  if (state_ == State::kClosed)
+    throw UsageError("the Pool is closed: no new tasks can be submitted");
+  if (!broken_.empty()) throw Error("the Pool cannot run tasks: " + broken_);
+  job->chunks.resize(chunks.size());
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    Task task;
+    task.id = next_task_++;
+    task.job = job;
+    task.chunk = i;
+    task.payload = std::make_shared<const Bytes>(std::move(chunks[i]));
+    backlog_.push_back(std::move(task));
+  }
+  dispatch_locked();
+}
+
+int PoolCore::tasks_in_flight_limit() const {
+  const int limit = std::max(1, settings_.tasks_in_flight_per_worker);
+  return mean_compute_us_ > kPrefetchBelowUs ? 1 : limit;
+}
+
+bool PoolCore::can_take(const Worker& worker) const {
+  return worker.ready && !worker.leaving && worker.in_flight < tasks_in_flight_limit();
+}
+
+void PoolCore::dispatch_locked() {
+  while (!backlog_.empty() && state_ != State::kTerminated) {
+    // The least loaded worker, so a round of N tasks on N idle workers gives each one.
+    Worker* target = nullptr;
+    for (auto& [id, worker] : workers_) {
+      if (!can_take(worker)) continue;
+      if (!target || worker.in_flight < target->in_flight) target = &worker;
+      if (target->in_flight == 0) break;
+    }
+    if (!target) break;
+    Task task = std::move(backlog_.front());
+    backlog_.pop_front();
+    send_task(*target, std::move(task));
+  }
+  if (state_ == State::kClosed && backlog_.empty()) release_idle_workers_locked();
+}
+
+void PoolCore::send_task(Worker& worker, Task task) {
+  task.worker = worker.process->id;
+  ++worker.in_flight;
+  ++worker.assigned;
+  // A worker leaves by itself after its last task under maxtasksperchild.
+  if (settings_.maxtasksperchild > 0 && worker.assigned >= settings_.maxtasksperchild)
+    worker.leaving = true;
+  runtime_.send_to_process_locked(*worker.process, Kind::kPoolTask, task.id, id_, *task.payload);
+  in_flight_.emplace(task.id, std::move(task));
+}
+
+void PoolCore::release_idle_workers_locked() {
+  for (auto& [id, worker] : workers_) {
+    if (!worker.ready || worker.leaving || worker.in_flight > 0) continue;
+    worker.leaving = true;
+    runtime_.send_to_process_locked(*worker.process, Kind::kPoolStop, 0, id_, {});
+  }
+}
+
+void PoolCore::on_worker_ready(const ProcessState& process, bool initializer_failed,
+                               const Bytes& payload) {
+  auto it = workers_.find(process.id);
+  if (it == workers_.end()) return;
+  if (initializer_failed) {
+    serial::Reader reader(payload);
+    auto type = serial::read<std::string>(reader);
+    auto message = serial::read<std::string>(reader);
+    broken_ = "the initializer raised " + type + " in " + describe_worker(process) + ": " + message;
+    std::fprintf(stderr, "fibermpi: %s\n", broken_.c_str());
+    fail_all_locked(std::make_exception_ptr(RemoteError(type, "in the pool's initializer: " + message)));
+    return;
+  }
+  it->second.ready = true;
+  failed_starts_ = 0;
+  if (state_ == State::kTerminated) {
+    it->second.leaving = true;
+    runtime_.send_to_process_locked(process, Kind::kPoolStop, 0, id_, {});
+    return;
+  }
+  dispatch_locked();
+}
+
+void PoolCore::on_result(const ProcessState& process, uint64_t task_id, uint32_t outcome,
+                         Bytes payload) {
+  auto found = in_flight_.find(task_id);
+  // A result for a task no longer held by this worker: it was declared lost and resubmitted, and
+  // the resubmitted copy is the one that counts (each result reaches the caller exactly once).
+  if (found == in_flight_.end() || found->second.worker != process.id) return;
+  Task task = std::move(found->second);
+  in_flight_.erase(found);
+  auto worker = workers_.find(process.id);
+  if (worker != workers_.end()) --worker->second.in_flight;
+
+  ChunkOutcome result;
+  if (static_cast<PoolOutcome>(outcome) == PoolOutcome::kResults) {
+    serial::Reader reader(payload);
+    const auto compute_ns = serial::read<uint64_t>(reader);
+    mean_compute_us_ = 0.9 * mean_compute_us_ + 0.1 * (static_cast<double>(compute_ns) / 1000.0);
+    result.offset = sizeof(uint64_t);
+    result.results = std::move(payload);
+  } else {
+    serial::Reader reader(payload);
+    auto type = serial::read<std::string>(reader);
+    auto message = serial::read<std::string>(reader);
+    result.error = std::make_exception_ptr(RemoteError(std::move(type), std::move(message)));
+  }
+  complete_chunk(*task.job, task.chunk, std::move(result));
+
+  // The worker that just finished is the one with room: refill it first.
+  if (worker != workers_.end() && !backlog_.empty() && can_take(worker->second)) {
+    Task next = std::move(backlog_.front());
+    backlog_.pop_front();
+    send_task(worker->second, std::move(next));
+  }
+  if (!backlog_.empty() || state_ == State::kClosed) dispatch_locked();
+}
+
+void PoolCore::complete_chunk(Job& job, size_t chunk, ChunkOutcome outcome) {
+  if (job.chunks[chunk]) return;
+  const bool was_ready = job.ready();
+  if (outcome.error && !job.first_error) job.first_error = outcome.error;
+  job.chunks[chunk] = std::move(outcome);
+  ++job.completed;
+  job.arrivals.push_back(chunk);
+  if (!was_ready && job.ready()) schedule_callbacks_locked(job);
+}
+
+void PoolCore::schedule_callbacks_locked(Job& job) {
+  if (job.on_ready.empty()) return;
+  for (auto& callback : job.on_ready) callbacks_.push_back(std::move(callback));
+  job.on_ready.clear();
+  if (!callback_thread_.joinable() && !callbacks_stopping_) {
+    callback_thread_ = std::thread([this] { callback_loop(); });
+  }
+  callbacks_cv_.notify_one();
+}
+
+void PoolCore::callback_loop() {
+  auto lock = runtime_.lock();
+  for (;;) {
+    callbacks_cv_.wait(lock, [this] { return !callbacks_.empty() || callbacks_stopping_; });
+    if (callbacks_.empty()) return;
+    auto callback = std::move(callbacks_.front());
+    callbacks_.pop_front();
+    lock.unlock();
+    try {
+      callback();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "fibermpi: a Pool result callback threw: %s\n", e.what());
+    } catch (...) {
+      std::fprintf(stderr, "fibermpi: a Pool result callback threw\n");
+    }
+    lock.lock();
+  }
+}
+
+void PoolCore::stop_callbacks() {
+  {
+    auto lock = runtime_.lock();
+    callbacks_stopping_ = true;
+  }
+  callbacks_cv_.notify_all();
+  if (callback_thread_.joinable()) callback_thread_.join();
+}
+
+void PoolCore::on_worker_ended(const std::shared_ptr<ProcessState>& process) {
+  auto it = workers_.find(process->id);
+  if (it == workers_.end()) return;
+  const Worker worker = it->second;
+  workers_.erase(it);
+
+  // Whatever it held is lost with it: resubmit, up to max_task_retries times per task.
+  std::vector<uint64_t> lost;
+  for (auto& [id, task] : in_flight_)
+    if (task.worker == process->id) lost.push_back(id);
+  std::sort(lost.begin(), lost.end(), std::greater<>());
+  for (const uint64_t id : lost) {
+    Task task = std::move(in_flight_.at(id));
+    in_flight_.erase(id);
+    if (state_ == State::kTerminated) continue;
+    if (++task.attempts > settings_.max_task_retries) {
+      ChunkOutcome outcome;
+      outcome.error = std::make_exception_ptr(WorkerLost(
+          "a task was lost " + std::to_string(task.attempts) + " times with the worker running it (last: " +
+          describe_worker(*process) + " " + describe_end(*process) + "); giving up after max_task_retries = " +
+          std::to_string(settings_.max_task_retries)));
+      complete_chunk(*task.job, task.chunk, std::move(outcome));
+    } else {
+      backlog_.push_front(std::move(task));
+    }
+  }
+
+  if (!worker.ready) ++failed_starts_;
+  if (state_ == State::kTerminated || !broken_.empty()) return;
+  if (failed_starts_ >= kStartFailuresPerWorker * std::max(1, settings_.processes)) {
+    broken_ = "workers keep ending before they are ready (last: " + describe_worker(*process) +
+              " " + describe_end(*process) + ")";
+    if (process->start_error) {
+      try {
+        std::rethrow_exception(process->start_error);
+      } catch (const std::exception& e) {
+        broken_ += ": " + std::string(e.what());
+      }
+    }
+    std::fprintf(stderr, "fibermpi: %s\n", broken_.c_str());
+    fail_all_locked(std::make_exception_ptr(Error("the Pool cannot run tasks: " + broken_)));
+    return;
+  }
+  const bool needed = state_ == State::kRunning || !backlog_.empty() || !in_flight_.empty();
+  // A worker that was told to stop left as asked; any other end (maxtasksperchild, a crash, a
+  // kill) is replaced while there is or may be work.
+  const bool stopped_by_pool = worker.leaving && state_ != State::kRunning &&
+                               settings_.maxtasksperchild == 0;
+  if (needed && !stopped_by_pool) launch_worker_locked();
+  dispatch_locked();
+}
+
+void PoolCore::fail_all_locked(const std::exception_ptr& error) {
+  for (auto& task : backlog_) {
+    ChunkOutcome outcome;
+    outcome.error = error;
+    complete_chunk(*task.job, task.chunk, std::move(outcome));
+  }
+  backlog_.clear();
+  for (auto& [id, task] : in_flight_) {
+    ChunkOutcome outcome;
+    outcome.error = error;
+    complete_chunk(*task.job, task.chunk, std::move(outcome));
+  }
+  // Late results of these are ignored: their ids are no longer in flight.
+  in_flight_.clear();
+  for (auto& [id, worker] : workers_) worker.in_flight = 0;
+}
+
+void PoolCore::close_locked() {
+  if (state_ != State::kRunning) return;
+  state_ = State::kClosed;
+  dispatch_locked();
+}
+
+void PoolCore::terminate_locked() {
+  if (state_ == State::kTerminated) return;
+  state_ = State::kTerminated;
+  std::vector<std::shared_ptr<ProcessState>> to_kill;
+  for (auto& [id, worker] : workers_) {
+    if (worker.ready && worker.in_flight == 0) {
+      // Between tasks: it leaves by itself, and a static-world rank stays usable.
+      if (!worker.leaving) runtime_.send_to_process_locked(*worker.process, Kind::kPoolStop, 0, id_, {});
+    } else {
+      // Running user code (or still starting): like Python's terminate, it is killed.
+      to_kill.push_back(worker.process);
+    }
+    worker.leaving = true;
+  }
+  fail_all_locked(std::make_exception_ptr(
+      TerminatedError("the Pool was terminated before this task finished")));
+  for (auto& process : to_kill) runtime_.terminate_locked(process);
+}
+
+}  // namespace fiber::detail

@@ -1,0 +1,147 @@
+// The master's side of a fiber::Pool, independent of task and result types: the backlog of
+// encoded task chunks, which worker holds which, and where each result goes. Tasks and results
+// travel directly between the master and the pool's workers (never through the queue hub), with
+// several chunks in flight per worker. Internal.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "fiber/invoke.h"
+
+namespace fiber::detail {
+
+class Runtime;
+struct ProcessState;
+using Bytes = std::vector<std::byte>;
+
+/// What became of one chunk of a job: its items' encoded results, or why there are none.
+struct ChunkOutcome {
+  Bytes results;             ///< Encoded results of the chunk's items, in order...
+  size_t offset = 0;         ///< ...starting here.
+  std::exception_ptr error;  ///< RemoteError, WorkerLost, TerminatedError or SpawnError.
+};
+
+/// One submission: an apply (one chunk of one item) or a map-family call (chunks of items).
+/// Guarded by the runtime's lock; complete chunks never change again.
+struct Job {
+  std::vector<uint32_t> chunk_sizes;  ///< Items per chunk.
+  std::vector<std::optional<ChunkOutcome>> chunks;
+  std::deque<size_t> arrivals;  ///< Chunk indices in the order they completed.
+  size_t completed = 0;
+  std::exception_ptr first_error;
+  std::vector<std::function<void()>> on_ready;  ///< Run on the pool's callback thread.
+
+  /// Every chunk is in, or one failed (a map fails as a whole, like Python's).
+  bool ready() const { return first_error != nullptr || completed == chunks.size(); }
+};
+
+/// How a pool is made; see fiber::Pool::Options for the meaning.
+struct PoolSettings {
+  int processes = 0;
+  std::optional<TaskSpec> initializer;
+  uint64_t maxtasksperchild = 0;
+  int tasks_in_flight_per_worker = 2;
+  int max_task_retries = 3;
+};
+
+class PoolCore {
+ public:
+  PoolCore(Runtime& runtime, uint64_t id, PoolSettings settings);
+  PoolCore(const PoolCore&) = delete;
+  PoolCore& operator=(const PoolCore&) = delete;
+
+  uint64_t id() const noexcept { return id_; }
+  int size() const noexcept { return settings_.processes; }
+
+  // Everything below is called with the runtime's lock held.
+
+  /// Starts the workers (static-world ranks first, then spawned).
+  void start_workers_locked();
+  /// Queues a job whose chunks are already encoded; throws UsageError after close/terminate.
+  void submit_locked(const std::shared_ptr<Job>& job, std::vector<Bytes> chunks);
+  /// No more submissions; workers leave once the backlog is done.
+  void close_locked();
+  /// Fails everything outstanding with TerminatedError and stops the workers now.
+  void terminate_locked();
+  /// Every worker has left (after close or terminate).
+  bool finished_locked() const { return state_ != State::kRunning && workers_.empty(); }
+  bool running_locked() const { return state_ == State::kRunning; }
+  bool terminated_locked() const { return state_ == State::kTerminated; }
+  int ready_workers_locked() const;
+  /// Why no task can run any more (every worker failed to start, or the initializer threw).
+  const std::string& broken_locked() const { return broken_; }
+  /// Queues a job's callbacks for the callback thread.
+  void schedule_callbacks_locked(Job& job);
+
+  // Runtime events, with the lock held.
+  void on_worker_ready(const ProcessState& process, bool initializer_failed, const Bytes& payload);
+  void on_result(const ProcessState& process, uint64_t task, uint32_t outcome, Bytes payload);
+  void on_worker_ended(const std::shared_ptr<ProcessState>& process);
+
+  /// Runs queued callbacks until stop_callbacks; started on first use.
+  void stop_callbacks();
+
+ private:
+  enum class State { kRunning, kClosed, kTerminated };
+  struct Task {
+    uint64_t id = 0;
+    std::shared_ptr<Job> job;
+    size_t chunk = 0;
+    std::shared_ptr<const Bytes> payload;
+    int attempts = 0;
+    uint64_t worker = 0;  ///< Process id of the worker holding it.
+  };
+  struct Worker {
+    std::shared_ptr<ProcessState> process;
+    bool ready = false;
+    bool leaving = false;  ///< Told to stop, or given its last task (maxtasksperchild).
+    int in_flight = 0;
+    uint64_t assigned = 0;
+  };
+
+  void launch_worker_locked();
+  void dispatch_locked();
+  bool can_take(const Worker& worker) const;
+  void send_task(Worker& worker, Task task);
+  void release_idle_workers_locked();
+  void complete_chunk(Job& job, size_t chunk, ChunkOutcome outcome);
+  void fail_all_locked(const std::exception_ptr& error);
+  int tasks_in_flight_limit() const;
+  void callback_loop();
+
+  Runtime& runtime_;
+  const uint64_t id_;
+  PoolSettings settings_;
+  Bytes initializer_bytes_;
+  State state_ = State::kRunning;
+  std::string broken_;
+  uint64_t next_task_ = 1;
+  std::deque<Task> backlog_;
+  std::unordered_map<uint64_t, Task> in_flight_;
+  std::map<uint64_t, Worker> workers_;  ///< By process id.
+  int failed_starts_ = 0;               ///< Workers in a row that ended before becoming ready.
+  double mean_compute_us_ = 0;          ///< Moving average of a chunk's run time in a worker.
+
+  std::deque<std::function<void()>> callbacks_;
+  std::condition_variable callbacks_cv_;
+  std::thread callback_thread_;
+  bool callbacks_stopping_ = false;
+};
+
+/// The function a pool worker process runs: announce itself, then run chunks until told to stop
+/// or `maxtasks` chunks are done.
+void pool_worker_main(uint64_t pool, std::vector<std::byte> initializer, uint64_t maxtasks);
+
+}  // namespace fiber::detail

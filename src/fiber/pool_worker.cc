@@ -1,0 +1,88 @@
+// What a pool worker process does: run the initializer, say it is ready, then run the chunks the
+// master sends, answering each with its results (or the exception one item raised).
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "fiber/pool_core.h"
+#include "fiber/protocol.h"
+#include "fiber/runtime.h"
+#include "mpi_bridge/function_ref.h"
+
+namespace fiber::detail {
+namespace {
+
+void save_current_exception(serial::Writer& writer) {
+  std::string message;
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    message = e.what();
+  } catch (...) {
+  }
+  serial::save(writer, current_exception_type_name());
+  serial::save(writer, message);
+}
+
+/// Runs one chunk: every item through the same invoker, results appended in order.
+PoolOutcome run_chunk(const Bytes& payload, serial::Writer& out) {
+  const auto started = std::chrono::steady_clock::now();
+  const uint64_t placeholder = 0;  // becomes the compute time
+  out.write_bytes(&placeholder, sizeof placeholder);
+  try {
+    serial::Reader reader(payload);
+    bridge::FunctionRef invoker_ref;
+    bridge::FunctionRef fn_ref;
+    serial::load(reader, invoker_ref.module_id);
+    serial::load(reader, invoker_ref.offset);
+    serial::load(reader, fn_ref.module_id);
+    serial::load(reader, fn_ref.offset);
+    const auto count = serial::read<uint32_t>(reader);
+    auto& modules = bridge::ModuleTable::instance();
+    const auto invoker = reinterpret_cast<Invoker>(modules.decode(invoker_ref));
+    void* fn = fn_ref.module_id == 0 ? nullptr : modules.decode(fn_ref);
+    for (uint32_t i = 0; i < count; ++i) invoker(fn, reader, &out);
+  } catch (...) {
+    out.buffer().clear();
+    save_current_exception(out);
+    return PoolOutcome::kRaised;
+  }
+  const auto compute_ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                           started)
+          .count());
+  std::memcpy(out.buffer().data(), &compute_ns, sizeof compute_ns);
+  return PoolOutcome::kResults;
+}
+
+}  // namespace
+
+void pool_worker_main(uint64_t pool, std::vector<std::byte> initializer, uint64_t maxtasks) {
+  auto& runtime = Runtime::instance();
+  if (!initializer.empty()) {
+    try {
+      serial::Reader reader(initializer);
+      run_task(load_task(reader), nullptr);
+    } catch (...) {
+      serial::Writer error;
+      save_current_exception(error);
+      runtime.send_to_master(Kind::kPoolReady, 0, pool, 1, error.buffer());
+      return;
+    }
+  }
+  runtime.send_to_master(Kind::kPoolReady, 0, pool, 0, {});
+  uint64_t done = 0;
+  serial::Writer out;
+  for (;;) {
+    bridge::Received message = runtime.next_pool_message();
+    if (static_cast<Kind>(message.envelope.kind) == Kind::kPoolStop) return;
+    out.buffer().clear();
+    const PoolOutcome outcome = run_chunk(message.payload, out);
+    runtime.send_to_master(Kind::kPoolResult, message.envelope.id, pool,
+                           static_cast<uint32_t>(outcome), out.buffer());
+    if (maxtasks > 0 && ++done >= maxtasks) return;
+  }
+}
+
+}  // namespace fiber::detail
