@@ -11,8 +11,7 @@ set(FIBER_TEST_ENV
 # fiber_add_launch_tests(TARGET name LAUNCH mode... [SUFFIX s] [TIMEOUT s] [LABELS l...] [ARGS a...])
 # registers one CTest entry per launch mode:
 #   singleton   ./prog
-#   mpirun1     mpirun --enable-recovery -n 1 ./prog
-#   mpirun4     mpirun --enable-recovery --oversubscribe -n 4 ./prog
+#   mpirunN     mpirun --enable-recovery --oversubscribe -n N ./prog (mpirun1, mpirun3, mpirun4...)
 # FIBER_TEST_MODE tells the program which mode it runs in.
 function(fiber_add_launch_tests)
   cmake_parse_arguments(ARG "" "TARGET;TIMEOUT;SUFFIX" "LAUNCH;LABELS;ARGS" ${ARGN})
@@ -22,10 +21,9 @@ function(fiber_add_launch_tests)
   foreach(mode IN LISTS ARG_LAUNCH)
     if(mode STREQUAL "singleton")
       set(command $<TARGET_FILE:${ARG_TARGET}> ${ARG_ARGS})
-    elseif(mode STREQUAL "mpirun1")
-      set(command ${MPIEXEC_EXECUTABLE} --enable-recovery -n 1 $<TARGET_FILE:${ARG_TARGET}> ${ARG_ARGS})
-    elseif(mode STREQUAL "mpirun4")
-      set(command ${MPIEXEC_EXECUTABLE} --enable-recovery --oversubscribe -n 4 $<TARGET_FILE:${ARG_TARGET}> ${ARG_ARGS})
+    elseif(mode MATCHES "^mpirun([0-9]+)$")
+      set(command ${MPIEXEC_EXECUTABLE} --enable-recovery --oversubscribe -n ${CMAKE_MATCH_1}
+        $<TARGET_FILE:${ARG_TARGET}> ${ARG_ARGS})
     else()
       message(FATAL_ERROR "unknown launch mode ${mode}")
     endif()

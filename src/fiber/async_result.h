@@ -39,6 +39,15 @@ bool wait_for_job(const std::function<bool()>& done,
 void when_ready(const std::shared_ptr<Job>& job, std::function<void()> callback);
 [[noreturn]] void throw_timeout(std::chrono::nanoseconds timeout);
 
+template <class T>
+struct SuccessCallbackOf {
+  using type = std::function<void(const T&)>;
+};
+template <>
+struct SuccessCallbackOf<void> {
+  using type = std::function<void()>;
+};
+
 template <class R>
 using ValueOf = std::conditional_t<std::is_void_v<R>, None, R>;
 
@@ -61,8 +70,7 @@ void decode_chunk(const ChunkOutcome& chunk, uint32_t count, std::vector<ValueOf
 template <class T>
 class AsyncResult {
  public:
-  using SuccessCallback =
-      std::conditional_t<std::is_void_v<T>, std::function<void()>, std::function<void(const T&)>>;
+  using SuccessCallback = typename detail::SuccessCallbackOf<T>::type;
   using ErrorCallback = std::function<void(const Error&)>;
 
   /// Waits for the result and returns it; rethrows a task's exception as fiber::RemoteError,

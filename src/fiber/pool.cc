@@ -135,18 +135,21 @@ void Pool::submit_job(const std::shared_ptr<detail::Job>& job, std::vector<detai
   auto& core = require(core_);
   auto lock = detail::Runtime::instance().lock();
   core.submit_locked(job, std::move(chunks));
+  detail::Runtime::instance().notify_locked();
 }
 
 void Pool::close() {
   auto& core = require(core_);
   auto lock = detail::Runtime::instance().lock();
   core.close_locked();
+  detail::Runtime::instance().notify_locked();
 }
 
 void Pool::terminate() {
   auto& core = require(core_);
   auto lock = detail::Runtime::instance().lock();
   core.terminate_locked();
+  detail::Runtime::instance().notify_locked();
 }
 
 void Pool::join() {

@@ -126,6 +126,7 @@ void Runtime::begin(int& argc, char**& argv, Config config) {
   if (master_) {
     char dir[] = "/tmp/fibermpi-XXXXXX";
     if (::mkdtemp(dir)) signal_dir_ = dir;
+    doorbell_.open(signal_dir_, static_cast<int>(::getpid()));
     if (bridge::Environment::recovery_disabled_under_launcher() && !std::getenv("FIBER_QUIET")) {
       std::fprintf(
           stderr,
@@ -165,14 +166,55 @@ void Runtime::set_executable(const std::string& path) {
 // ---------------------------------------------------------------------------------------------
 // Progress
 
+bridge::Backoff::Policy Runtime::idle_policy(bool waiter) const {
+  bridge::Backoff::Policy policy;
+  if (waiter) policy.spin = std::chrono::microseconds(300);
+  if (const char* e = std::getenv("FIBER_EXP_SPIN")) policy.spin = std::chrono::microseconds(std::atoi(e));
+  const bool rung = doorbell_.is_open() && (master_ || master_bell_pid_.load() != 0);
+  if (!rung) return policy;
+  // Peers ring after sending, so sleeping long costs no latency. The master still wakes at
+  // every liveness interval to check its workers' pids; a worker checks on its master every
+  // 200 ms.
+  policy.max_sleep = std::chrono::microseconds(2000);
+  policy.deep_after = std::chrono::milliseconds(50);
+  policy.deep_sleep = master_ ? std::chrono::microseconds(config_.liveness_interval)
+                              : std::chrono::microseconds(100000);
+  return policy;
+}
+
+void Runtime::ring_peer(int pid) {
+  // A receiver polls for at least 100 us after waking or after any message, so a second ring
+  // within 50 us would only cost a system call.
+  doorbell_.ring(signal_dir_, pid, std::chrono::microseconds(50));
+}
+
+void Runtime::notify_locked() {
+  cv_.notify_all();
+  doorbell_.ring_self();
+}
+
 void Runtime::progress_loop() {
   precise_sleeps();
-  bridge::Backoff backoff;
+  bool rung_policy = false;
+  bridge::Backoff backoff(idle_policy(false));
   while (!stop_progress_.load(std::memory_order_acquire)) {
-    if (active_waiters_.load(std::memory_order_acquire) > 0) {
+    if (const bool rung = doorbell_.is_open() && (master_ || master_bell_pid_.load() != 0);
+        rung != rung_policy) {
+      rung_policy = rung;
+      backoff = bridge::Backoff(idle_policy(false));
+    }
+    const int64_t since_waiter =
+        Clock::now().time_since_epoch().count() - last_waiter_left_ns_.load();
+    const bool waiting = active_waiters_.load(std::memory_order_acquire) > 0;
+    if (waiting || since_waiter < kTakeOverNs) {
+      // A thread waiting for a result polls MPI itself; this thread stands aside. A thread that
+      // just stopped waiting usually waits again soon (a get per task, a worker between tasks),
+      // so polling resumes here only once nobody has waited for a while: taking over at once
+      // would make the two threads trade the MPI lock on every message.
       std::unique_lock lock(mu_);
-      progress_cv_.wait(lock,
-                        [this] { return active_waiters_.load() == 0 || stop_progress_.load(); });
+      const auto pause = waiting ? std::chrono::nanoseconds(10 * kTakeOverNs)
+                                 : std::chrono::nanoseconds(kTakeOverNs - since_waiter);
+      progress_cv_.wait_for(lock, pause, [this] { return stop_progress_.load(); });
       backoff.reset();
       continue;
     }
@@ -185,8 +227,8 @@ void Runtime::progress_loop() {
     }
     if (active) {
       backoff.reset();
-    } else {
-      backoff.idle();
+    } else if (const auto sleep = backoff.next_sleep(); sleep.count() > 0) {
+      if (doorbell_.sleep(sleep)) backoff.reset();
     }
   }
 }
@@ -245,7 +287,7 @@ void Runtime::expire_deadlines(Clock::time_point now) {
   std::lock_guard lock(mu_);
   const auto next = hub_.expire(now);
   next_deadline_ns_.store(next ? next->time_since_epoch().count() : INT64_MAX);
-  cv_.notify_all();
+  notify_locked();
 }
 
 template <class Pred>
@@ -259,10 +301,12 @@ bool Runtime::await(std::unique_lock<std::mutex>& lock, Pred pred,
     Runtime& runtime;
     explicit WaiterGuard(Runtime& r) : runtime(r) { runtime.active_waiters_.fetch_add(1); }
     ~WaiterGuard() {
-      if (runtime.active_waiters_.fetch_sub(1) == 1) runtime.progress_cv_.notify_one();
+      runtime.last_waiter_left_ns_.store(Clock::now().time_since_epoch().count());
+      runtime.active_waiters_.fetch_sub(1);
     }
   } guard(*this);
-  bridge::Backoff backoff(bridge::Backoff::Policy{std::chrono::microseconds(300)});
+  bridge::Backoff backoff(idle_policy(true));
+  int missed_polls = 0;
   bool satisfied = pred();
   while (!satisfied) {
     if (deadline && Clock::now() >= *deadline) break;
@@ -284,19 +328,45 @@ bool Runtime::await(std::unique_lock<std::mutex>& lock, Pred pred,
     satisfied = pred();
     if (satisfied) break;
     if (!polled) {
-      // Another thread is polling and will notify; spinning on mu_ here would starve it.
-      satisfied = cv_.wait_for(lock, std::chrono::microseconds(50), pred);
+      // Another thread is polling: the progress thread stands aside after its current round,
+      // a user thread notifies when it is done. Spinning on mu_ here would starve either.
+      if (++missed_polls < 16) {
+        lock.unlock();
+        std::this_thread::yield();
+        lock.lock();
+        satisfied = pred();
+      } else {
+        satisfied = cv_.wait_for(lock, std::chrono::microseconds(50), pred);
+      }
       continue;
     }
+    missed_polls = 0;
     if (active) {
       backoff.reset();
       continue;
     }
-    const auto sleep = backoff.next_sleep();
-    if (sleep.count() == 0) continue;
-    auto until = Clock::now() + sleep;
-    if (deadline && *deadline < until) until = *deadline;
-    satisfied = cv_.wait_until(lock, until, pred);
+    auto sleep = backoff.next_sleep();
+    if (sleep.count() == 0) {
+      // Spinning: let the other processes sharing these cores run meanwhile.
+      lock.unlock();
+      std::this_thread::yield();
+      lock.lock();
+      satisfied = pred();
+      continue;
+    }
+    if (deadline) {
+      sleep = std::min(sleep, std::chrono::duration_cast<std::chrono::microseconds>(
+                                  *deadline - Clock::now()) +
+                                  std::chrono::microseconds(1));
+      if (sleep.count() <= 0) continue;
+    }
+    // Peers ring this process's doorbell after sending to it, and local threads after changing
+    // what `pred` looks at, so this sleep ends as soon as there is something to see.
+    lock.unlock();
+    const bool rung = doorbell_.sleep(sleep);
+    lock.lock();
+    if (rung) backoff.reset();
+    satisfied = pred();
   }
   return satisfied;
 }
@@ -326,6 +396,12 @@ void Runtime::send(MPI_Comm comm, int dest, Kind kind, uint64_t id, uint64_t aux
                    std::span<const std::byte> payload) {
   bridge::Envelope envelope{static_cast<uint32_t>(kind), flags, id, aux};
   outbox_.post(comm, dest, bridge::frame(envelope, payload));
+  if (master_) {
+    // Called with mu_ held, which guards slots_.
+    if (const Slot* slot = find_slot(comm, dest); slot && slot->local) ring_peer(slot->pid);
+  } else if (const int master = master_bell_pid_.load(std::memory_order_acquire); master != 0) {
+    ring_peer(master);
+  }
 }
 
 void Runtime::send_master(Kind kind, uint64_t id, uint64_t aux,
@@ -428,7 +504,7 @@ void Runtime::handle_master(Link& link, bridge::Received& message) {
     default:
       throw ProtocolError("unexpected message kind " + std::to_string(message.envelope.kind));
   }
-  cv_.notify_all();
+  notify_locked();
 }
 
 void Runtime::on_hello(Link& link, int rank, const Bytes& payload) {
@@ -489,7 +565,7 @@ void Runtime::assign_idle_slots() {
     save_task(run, process->task);
     send(slot->link->comm.get(), slot->rank, Kind::kRun, process->id, 0, 0, run.buffer());
   }
-  cv_.notify_all();
+  notify_locked();
 }
 
 void Runtime::on_exited(Slot& slot, uint64_t id, const Bytes& payload) {
@@ -525,7 +601,7 @@ void Runtime::end_process(const std::shared_ptr<ProcessState>& process, std::opt
     if (auto pool = pools_.find(process->pool); pool != pools_.end())
       pool->second->on_worker_ended(process);
   }
-  cv_.notify_all();
+  notify_locked();
 }
 
 void Runtime::fail_pending(size_t count, const std::string& reason) {
@@ -578,6 +654,7 @@ void Runtime::check_liveness() {
 
 void Runtime::declare_dead(Slot& slot) {
   outbox_.abandon(slot.link->comm.get(), slot.rank);
+  doorbell_.forget(slot.pid);
   if (auto process = slot.process) {
     int signal = read_signal_file(signal_dir_, slot.pid);
     if (signal == 0) signal = process->signal_sent != 0 ? process->signal_sent : SIGKILL;
@@ -865,7 +942,7 @@ QueueResult Runtime::queue_wait(uint64_t queue, bool take,
   if (timeout) deadline = Clock::now() + *timeout;
   auto done = [this, result](Outcome outcome, Bytes item, const std::string& reason) {
     *result = QueueResult{outcome, std::move(item), reason};
-    cv_.notify_all();
+    notify_locked();
   };
   if (take) {
     hub_.get(queue, kMasterId, deadline, done);
@@ -905,6 +982,8 @@ void Runtime::handle_worker(bridge::Received& message) {
       master_pid_ = serial::read<int>(reader);
       master_local_ = serial::read<std::string>(reader) == host_;
       signal_dir_ = serial::read<std::string>(reader);
+      if (master_local_ && doorbell_.open(signal_dir_, static_cast<int>(::getpid())))
+        master_bell_pid_.store(master_pid_, std::memory_order_release);
       handshake_ = Handshake::kAccepted;
       break;
     }
@@ -933,7 +1012,7 @@ void Runtime::handle_worker(bridge::Received& message) {
     default:
       throw ProtocolError("unexpected message kind " + std::to_string(message.envelope.kind));
   }
-  cv_.notify_all();
+  notify_locked();
 }
 
 bridge::Received Runtime::call_master(Kind kind, uint64_t aux, std::span<const std::byte> payload) {

@@ -23,7 +23,9 @@
 #include "fiber/pool_core.h"
 #include "fiber/protocol.h"
 #include "fiber/queue_hub.h"
+#include "mpi_bridge/backoff.h"
 #include "mpi_bridge/communicator.h"
+#include "mpi_bridge/doorbell.h"
 #include "mpi_bridge/transport.h"
 
 namespace fiber::detail {
@@ -107,6 +109,8 @@ class Runtime {
   /// The waiting thread polls MPI itself while traffic flows.
   bool wait_until(const std::function<bool()>& pred,
                   std::optional<Clock::time_point> deadline = std::nullopt);
+  /// Wakes every thread of this process waiting for a state change; with lock() held.
+  void notify_locked();
 
   // Processes; master only. The _locked forms expect lock() to be held.
   std::shared_ptr<ProcessState> new_process_locked(TaskSpec task, const std::string& name_prefix);
@@ -157,6 +161,10 @@ class Runtime {
   void begin(int& argc, char**& argv, Config config);
 
   void progress_loop();
+  /// How a polling thread of this process backs off: long sleeps when every peer can ring its
+  /// doorbell, shorter ones otherwise.
+  bridge::Backoff::Policy idle_policy(bool waiter) const;
+  void ring_peer(int pid);
   bool poll_once();
   /// Waits until `pred` holds (true) or the deadline passes (false). While traffic flows the
   /// waiting thread polls MPI itself, saving a thread hand-off per message; once quiet it sleeps
@@ -201,17 +209,21 @@ class Runtime {
   std::string self_name_ = "MainProcess";
   std::string host_;
   std::string signal_dir_;
+  bridge::Doorbell doorbell_;
+  std::atomic<int> master_bell_pid_{0};  ///< Worker: the master's pid once it can be rung.
 
   mutable std::mutex mu_;
   std::mutex progress_mu_;  ///< Held by whichever thread runs poll_once.
   std::condition_variable cv_;
   std::condition_variable spawn_cv_;
-  std::condition_variable progress_cv_;  ///< Wakes the progress thread when the last waiter leaves.
+  std::condition_variable progress_cv_;  ///< Wakes the standing-aside progress thread to stop.
   bridge::Outbox outbox_;
   std::thread progress_thread_;
   std::thread spawner_thread_;
   std::atomic<bool> stop_progress_{false};
   std::atomic<int> active_waiters_{0};
+  std::atomic<int64_t> last_waiter_left_ns_{0};
+  static constexpr int64_t kTakeOverNs = 2'000'000;  ///< Quiet time before the progress thread polls again.
   std::atomic<bool> spawn_in_progress_{false};
   bool stopping_ = false;
   bool shut_down_ = false;
