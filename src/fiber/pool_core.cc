@@ -310,16 +310,26 @@ void PoolCore::terminate_locked() {
   if (state_ == State::kTerminated) return;
   state_ = State::kTerminated;
   std::vector<std::shared_ptr<ProcessState>> to_kill;
+  std::vector<uint64_t> detached;
   for (auto& [id, worker] : workers_) {
     if (worker.ready && worker.in_flight == 0) {
-      // Between tasks: it leaves by itself, and a static-world rank stays usable.
-      if (!worker.leaving) runtime_.send_to_process_locked(*worker.process, Kind::kPoolStop, 0, id_, {});
+      // Between tasks: it leaves by itself.
+      if (!worker.leaving)
+        runtime_.send_to_process_locked(*worker.process, Kind::kPoolStop, 0, id_, {});
+    } else if (worker.ready && runtime_.on_static_rank_locked(*worker.process)) {
+      // Killing a rank of the static world would cost the job that rank for good (and Open MPI
+      // copes badly with it): it drops what is queued, leaves after its current task, and is
+      // no longer waited for.
+      runtime_.send_to_process_locked(*worker.process, Kind::kPoolStop, 0, id_, {},
+                                      kDropQueuedTasks);
+      detached.push_back(id);
     } else {
-      // Running user code (or still starting): like Python's terminate, it is killed.
+      // Running user code in a spawned process, or still starting: killed, like Python's.
       to_kill.push_back(worker.process);
     }
     worker.leaving = true;
   }
+  for (const uint64_t id : detached) workers_.erase(id);
   fail_all_locked(std::make_exception_ptr(
       TerminatedError("the Pool was terminated before this task finished")));
   for (auto& process : to_kill) runtime_.terminate_locked(process);

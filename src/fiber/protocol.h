@@ -28,8 +28,11 @@ enum class Kind : uint32_t {
   kPoolTask,     ///< master -> worker: id = task; aux = pool; {invoker, fn, count, args...}
   kPoolResult,   ///< worker -> master: id = task; aux = pool; flags = PoolOutcome;
                  ///< {compute ns, results...} or {type, message}
-  kPoolStop,     ///< master -> worker: aux = pool; leave the pool once nothing is left to run
+  kPoolStop,     ///< master -> worker: aux = pool; leave the pool once nothing is left to run;
+                 ///< flags = kDropQueuedTasks: leave after the current task, dropping the rest
 };
+
+inline constexpr uint32_t kDropQueuedTasks = 1;
 
 /// How a pool task ended.
 enum class PoolOutcome : uint32_t {

@@ -169,7 +169,6 @@ void Runtime::set_executable(const std::string& path) {
 bridge::Backoff::Policy Runtime::idle_policy(bool waiter) const {
   bridge::Backoff::Policy policy;
   if (waiter) policy.spin = std::chrono::microseconds(300);
-  if (const char* e = std::getenv("FIBER_EXP_SPIN")) policy.spin = std::chrono::microseconds(std::atoi(e));
   const bool rung = doorbell_.is_open() && (master_ || master_bell_pid_.load() != 0);
   if (!rung) return policy;
   // Peers ring after sending, so sleeping long costs no latency. The master still wakes at
@@ -799,10 +798,15 @@ void Runtime::terminate(const std::shared_ptr<ProcessState>& process) {
 }
 
 void Runtime::send_to_process_locked(const ProcessState& process, Kind kind, uint64_t id,
-                                     uint64_t aux, std::span<const std::byte> payload) {
+                                     uint64_t aux, std::span<const std::byte> payload,
+                                     uint32_t flags) {
   const Slot* slot = process.slot;
   if (!slot || slot->state == Slot::State::kGone) return;
-  send(slot->link->comm.get(), slot->rank, kind, id, aux, 0, payload);
+  send(slot->link->comm.get(), slot->rank, kind, id, aux, flags, payload);
+}
+
+bool Runtime::on_static_rank_locked(const ProcessState& process) const {
+  return process.slot && !process.slot->link->spawned;
 }
 
 std::shared_ptr<PoolCore> Runtime::create_pool(PoolSettings settings) {
@@ -1088,6 +1092,15 @@ void Runtime::send_to_master(Kind kind, uint64_t id, uint64_t aux, uint32_t flag
 bridge::Received Runtime::next_pool_message() {
   std::unique_lock lock(mu_);
   await(lock, [this] { return !pool_inbox_.empty(); });
+  // A terminated pool's stop overtakes the tasks still queued here.
+  for (auto it = pool_inbox_.begin(); it != pool_inbox_.end(); ++it) {
+    if (static_cast<Kind>(it->envelope.kind) == Kind::kPoolStop &&
+        it->envelope.flags == kDropQueuedTasks) {
+      bridge::Received stop = std::move(*it);
+      pool_inbox_.clear();
+      return stop;
+    }
+  }
   bridge::Received message = std::move(pool_inbox_.front());
   pool_inbox_.pop_front();
   return message;

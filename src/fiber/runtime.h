@@ -119,7 +119,9 @@ class Runtime {
   void terminate_locked(const std::shared_ptr<ProcessState>& process);
   /// Sends to the worker running `process`; dropped when it is not running anywhere.
   void send_to_process_locked(const ProcessState& process, Kind kind, uint64_t id, uint64_t aux,
-                              std::span<const std::byte> payload);
+                              std::span<const std::byte> payload, uint32_t flags = 0);
+  /// The process runs on a rank of the static world (not a spawned or connected worker).
+  bool on_static_rank_locked(const ProcessState& process) const;
 
   // Pools; master only.
   std::shared_ptr<PoolCore> create_pool(PoolSettings settings);

@@ -50,6 +50,7 @@ void throw_in_initializer(int) { throw std::runtime_error("no GPU here"); }
 
 int g_calls = 0;  // calls this worker has served since it started
 int calls_in_this_worker(int) { return ++g_calls; }
+void reset_calls(int value) { g_calls = value; }
 
 double pi_part(uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -94,6 +95,7 @@ TEST(Pool, EmptyInputGivesEmptyResult) {
 
 TEST(Pool, ImapIsOrderedAndStreams) {
   fiber::Pool pool(2);
+  pool.wait_ready();
   // The first task is quick, the rest slow: the first result must be usable long before the end.
   std::vector<int> delays{0, 400, 400, 400, 400};
   const auto start = std::chrono::steady_clock::now();
@@ -102,7 +104,7 @@ TEST(Pool, ImapIsOrderedAndStreams) {
   const double first_at = seconds_since(start);
   ASSERT_TRUE(first.has_value());
   EXPECT_EQ(*first, 0);
-  EXPECT_LT(first_at, 0.35);
+  EXPECT_LT(first_at, 0.3);
   std::vector<int> rest;
   while (auto value = results.next()) rest.push_back(*value);
   EXPECT_EQ(rest, (std::vector<int>{400, 400, 400, 400}));
@@ -287,12 +289,12 @@ TEST(Pool, CloseJoinFinishesSubmittedWork) {
 TEST(Pool, TerminateStopsAtOnce) {
   fiber::Pool pool(2);
   pool.wait_ready();
-  auto slow = pool.map_async(sleep_ms, std::vector<int>{20000, 20000, 20000});
+  auto slow = pool.map_async(sleep_ms, std::vector<int>{3000, 3000, 3000}, 1);
   std::this_thread::sleep_for(200ms);
   const auto start = std::chrono::steady_clock::now();
   pool.terminate();
   pool.join();
-  EXPECT_LT(seconds_since(start), 5.0);
+  EXPECT_LT(seconds_since(start), 2.0);
   EXPECT_THROW(slow.get(), fiber::TerminatedError);
   try {
     pool.map(square, iota(3));
@@ -300,6 +302,8 @@ TEST(Pool, TerminateStopsAtOnce) {
   } catch (const fiber::UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("terminated"), std::string::npos) << e.what();
   }
+  // Static-world ranks are not killed: they finish the running task, then serve again.
+  if (fiber::testing::launch_mode() == "mpirun3") std::this_thread::sleep_for(3s);
 }
 
 TEST(Pool, InitializerRunsOncePerWorker) {
@@ -322,12 +326,20 @@ TEST(Pool, MaxTasksPerChildRecyclesWorkers) {
   fiber::Pool::Options options;
   options.processes = 2;
   options.maxtasksperchild = 3;
+  options.initializer = fiber::initializer(reset_calls, 0);
   fiber::Pool pool(options);
   const auto calls = pool.map(calls_in_this_worker, iota(12), 1);
-  // No worker served more than 3 tasks: the 4th call in any process never happens.
+  // No worker served more than 3 tasks before it was replaced (and re-initialised).
   EXPECT_LE(*std::max_element(calls.begin(), calls.end()), 3);
+  EXPECT_EQ(std::count(calls.begin(), calls.end(), 1), 4);
   const auto pids = pool.map(worker_pid, iota(12), 1);
-  EXPECT_GE(std::set<int>(pids.begin(), pids.end()).size(), 4u);
+  const size_t distinct = std::set<int>(pids.begin(), pids.end()).size();
+  if (fiber::testing::launch_mode() == "mpirun3") {
+    // A static-world rank cannot be replaced by a fresh process: the same two ranks rotate.
+    EXPECT_EQ(distinct, 2u);
+  } else {
+    EXPECT_GE(distinct, 4u);
+  }
 }
 
 TEST(Pool, SeveralPoolsAtOnce) {
