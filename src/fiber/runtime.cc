@@ -64,8 +64,26 @@ int read_signal_file(const std::string& dir, int pid) {
   return 0;
 }
 
-void shutdown_at_exit() {
+// The status the program is exiting with, once exit() has been called.
+std::atomic<int> g_exit_status{-1};
+
+void shutdown_at_exit(int status, void*) {
+  g_exit_status.store(status);
   if (g_runtime) g_runtime->shutdown();
+}
+
+// Open MPI 4.1's MPI_Finalize is a fence over the whole static world, and after a rank of it was
+// killed that fence sometimes never completes. When a rank was lost, the exit is made not to
+// depend on it: after a grace period the process leaves with the status it was exiting with.
+void exit_if_finalize_hangs(int status) {
+  std::thread([status] {
+    std::this_thread::sleep_for(std::chrono::seconds(10));
+    std::fprintf(stderr,
+                 "fibermpi: MPI_Finalize has not returned after 10 s (a rank of the static world "
+                 "was killed earlier); exiting without it\n");
+    std::fflush(nullptr);
+    std::_Exit(status);
+  }).detach();
 }
 
 }  // namespace
@@ -140,7 +158,7 @@ void Runtime::begin(int& argc, char**& argv, Config config) {
   progress_thread_ = std::thread([this] { progress_loop(); });
   if (master_) {
     spawner_thread_ = std::thread([this] { spawner_loop(); });
-    std::atexit(shutdown_at_exit);
+    ::on_exit(shutdown_at_exit, nullptr);
     return;
   }
   run_worker(*this);
@@ -654,6 +672,7 @@ void Runtime::check_liveness() {
 void Runtime::declare_dead(Slot& slot) {
   outbox_.abandon(slot.link->comm.get(), slot.rank);
   doorbell_.forget(slot.pid);
+  if (!slot.link->spawned) static_rank_lost_at_ = Clock::now();
   if (auto process = slot.process) {
     int signal = read_signal_file(signal_dir_, slot.pid);
     if (signal == 0) signal = process->signal_sent != 0 ? process->signal_sent : SIGKILL;
@@ -885,6 +904,14 @@ void Runtime::shutdown() {
   lock.lock();
   // Workers still starting up get their shutdown once they have said hello.
   cv_.wait_for(lock, std::chrono::seconds(10), [this] { return slots_expected_ <= 0; });
+  if (static_rank_lost_at_) {
+    // The ranks' MPI_Finalize (a fence over the whole static world) can wait forever for a rank
+    // that was killed if it starts before mpirun has taken note of the death; give it time.
+    const auto settle = *static_rank_lost_at_ + kStaticRankSettle;
+    lock.unlock();
+    std::this_thread::sleep_until(settle);
+    lock.lock();
+  }
   for (auto& [key, slot] : slots_) {
     if (slot->state == Slot::State::kIdle) {
       send(slot->link->comm.get(), slot->rank, Kind::kShutdown, 0, 0, 0, {});
@@ -901,6 +928,7 @@ void Runtime::shutdown() {
     std::error_code ignored;
     std::filesystem::remove_all(signal_dir_, ignored);
   }
+  if (static_rank_lost_at_ && g_exit_status.load() >= 0) exit_if_finalize_hangs(g_exit_status);
   bridge::Environment::finalize();
 }
 
@@ -1141,6 +1169,9 @@ void Runtime::finish_worker(int code) {
   stop_progress_thread();
   g_running.store(false, std::memory_order_release);
   links_.clear();
+  // A static-world worker cannot know whether another rank was killed; it must not outlive
+  // the master stuck in a fence that will never complete.
+  if (!spawned_worker_) exit_if_finalize_hangs(code);
   bridge::Environment::finalize();
   // Like a multiprocessing child: flush what the task printed, skip the program's destructors.
   std::fflush(nullptr);

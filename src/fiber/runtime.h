@@ -251,6 +251,8 @@ class Runtime {
   std::optional<Clock::time_point> spawn_started_;
   int spawn_count_ = 0;
   std::string spawn_stuck_;  ///< Why spawning is impossible for the rest of the run, once it is.
+  std::optional<Clock::time_point> static_rank_lost_at_;  ///< Last death of a static-world rank.
+  static constexpr std::chrono::seconds kStaticRankSettle{2};
 
   // Worker state.
   Link* master_link_ = nullptr;

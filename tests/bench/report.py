@@ -1,34 +1,36 @@
-"""Turns the benchmark rows (one JSON object per line) into a table with ratios, JSON and CSV."""
+"""Turns the benchmark rows (one JSON object per line) into tables with ratios, JSON, CSV and a
+PNG plot (when matplotlib is available)."""
 import csv
 import json
 import sys
 from pathlib import Path
 
 
-def main():
-    rows = [json.loads(line) for line in Path(sys.argv[1]).read_text().splitlines() if line.strip()]
-    out = Path(sys.argv[2])
-    (out / "results.json").write_text(json.dumps(rows, indent=2))
-    keys = sorted({k for row in rows for k in row})
-    with open(out / "results.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=keys)
-        writer.writeheader()
-        writer.writerows(rows)
+def load(path):
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip().startswith("{")]
 
-    def find(bench, impl_prefix, **match):
-        for row in rows:
-            if row["bench"] == bench and row["impl"].startswith(impl_prefix) and all(row.get(k) == v for k, v in match.items()):
-                return row
-        return None
 
-    print(f"{'benchmark':<34}{'fibermpi':>12}{'python mp':>12}{'raw MPI':>12}{'fiber/python':>14}{'fiber/raw':>11}")
+def find(rows, bench, impl_prefix, **match):
+    for row in rows:
+        if row["bench"] == bench and row["impl"].startswith(impl_prefix) and all(row.get(k) == v for k, v in match.items()):
+            return row
+    return None
+
+
+def fmt(value):
+    return f"{value:>11.4g}" if value is not None else f"{'-':>11}"
+
+
+def ratio(a, b):
+    return f"{a / b:.2f}x" if a is not None and b else "-"
+
+
+def process_table(rows):
+    print(f"{'Process / queue':<34}{'fibermpi':>11}{'python mp':>11}{'raw MPI':>11}{'fiber/python':>14}{'fiber/raw':>11}")
+
     def line(label, bench, field, **match):
-        fiber, python, raw = find(bench, "fibermpi", **match), find(bench, "python", **match), find(bench, "raw", **match)
-        f = fiber.get(field) if fiber else None
-        p = python.get(field) if python else None
-        r = raw.get(field) if raw else None
-        fmt = lambda v: f"{v:>12.4g}" if v is not None else f"{'-':>12}"
-        ratio = lambda a, b: f"{a / b:>.2f}x" if a is not None and b else "-"
+        values = [find(rows, bench, prefix, **match) for prefix in ("fibermpi", "python", "raw")]
+        f, p, r = (row.get(field) if row else None for row in values)
         print(f"{label:<34}{fmt(f)}{fmt(p)}{fmt(r)}{ratio(f, p):>14}{ratio(f, r):>11}")
 
     line("start 1 process (s)", "start_processes", "median_s", processes=1)
@@ -37,6 +39,91 @@ def main():
     line("queue round trip p99 (us)", "queue_round_trip", "p99_us")
     line("blocked child CPU (%)", "idle_cpu", "blocked_child_pct")
     line("blocked master CPU (%)", "idle_cpu", "blocked_master_pct")
+
+
+POOL_IMPLS = ("fibermpi static", "fibermpi spawned", "python mp", "mpi4py.futures")
+
+POOL_LINES = [
+    ("overhead 1 ms tasks (s)", "overhead", "median_s", {"task_ms": 1}),
+    ("overhead 10 ms tasks (s)", "overhead", "median_s", {"task_ms": 10}),
+    ("overhead 100 ms tasks (s)", "overhead", "median_s", {"task_ms": 100}),
+    ("throughput chunksize 1 (tasks/s)", "throughput", "tasks_per_s", {"chunksize": "1"}),
+    ("throughput default chunks (tasks/s)", "throughput", "tasks_per_s", {"chunksize": "default"}),
+    ("latency p50 (us)", "latency", "p50_us", {}),
+    ("latency p99 (us)", "latency", "p99_us", {}),
+    ("start-up 2 workers (s)", "startup", "median_s", {"workers": 2}),
+    ("start-up 4 workers (s)", "startup", "median_s", {"workers": 4}),
+    ("start-up 8 workers (s)", "startup", "median_s", {"workers": 8}),
+    ("idle CPU master (%)", "idle", "master_cpu_pct", {}),
+    ("idle CPU worker (%)", "idle", "worker_cpu_pct", {}),
+    ("RSS per worker (MB)", "idle", "worker_rss_mb", {}),
+]
+
+
+def pool_table(rows):
+    print()
+    print(f"{'Pool':<38}" + "".join(f"{name:>18}" for name in POOL_IMPLS) + f"{'static/mp':>11}{'spawned/mp':>11}")
+    for label, bench, field, match in POOL_LINES:
+        values = []
+        for impl in POOL_IMPLS:
+            row = find(rows, bench, impl, **match)
+            values.append(row.get(field) if row else None)
+        print(f"{label:<38}" + "".join(f"{fmt(v):>18}" for v in values) + f"{ratio(values[0], values[2]):>11}{ratio(values[1], values[2]):>11}")
+    floor = find(rows, "overhead_floor", "sleep only", task_ms=1)
+    if floor:
+        print(f"{'  (1 ms rounds with no runtime at all: ' + format(floor['median_s'], '.3f') + ' s on this machine)':<38}")
+    for mode in ("static", "spawned"):
+        ours, raw = find(rows, "latency", f"fibermpi {mode}"), find(rows, "latency", f"raw MPI {mode}")
+        if ours and raw:
+            print(f"latency p50 {mode}: fibermpi {ours['p50_us']} us vs raw MPI ping-pong {raw['p50_us']} us = {ratio(ours['p50_us'], raw['p50_us'])}")
+
+
+def plot(rows, out):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("(no PNG: matplotlib is not installed)")
+        return
+    panels = [
+        ("Fiber overhead test (s, ideal 1.0)", [l for l in POOL_LINES if l[1] == "overhead"]),
+        ("No-op throughput (tasks/s, log)", [l for l in POOL_LINES if l[1] == "throughput"]),
+        ("apply_async round trip (us, log)", [l for l in POOL_LINES if l[1] == "latency"]),
+        ("Start-up until ready (s)", [l for l in POOL_LINES if l[1] == "startup"]),
+    ]
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4.2))
+    width = 0.8 / len(POOL_IMPLS)
+    for ax, (title, lines) in zip(axes, panels):
+        for i, impl in enumerate(POOL_IMPLS):
+            heights = []
+            for _, bench, field, match in lines:
+                row = find(rows, bench, impl, **match)
+                heights.append(row.get(field, 0) if row else 0)
+            ax.bar([x + i * width for x in range(len(lines))], heights, width, label=impl)
+        ax.set_xticks([x + width * (len(POOL_IMPLS) - 1) / 2 for x in range(len(lines))])
+        ax.set_xticklabels([l[0].split(" (")[0].replace("throughput ", "").replace("overhead ", "").replace("start-up ", "").replace("latency ", "") for l in lines], fontsize=8)
+        ax.set_title(title, fontsize=10)
+        if "log" in title:
+            ax.set_yscale("log")
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "pool.png", dpi=110)
+    print(f"plot: {out / 'pool.png'}")
+
+
+def main():
+    rows = load(sys.argv[1])
+    out = Path(sys.argv[2])
+    (out / "results.json").write_text(json.dumps(rows, indent=2))
+    keys = sorted({k for row in rows for k in row})
+    with open(out / "results.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=keys)
+        writer.writeheader()
+        writer.writerows(rows)
+    process_table(rows)
+    pool_table(rows)
+    plot(rows, out)
 
 
 if __name__ == "__main__":

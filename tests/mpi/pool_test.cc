@@ -182,6 +182,7 @@ TEST(Pool, FiveThousandOneMsTasksInLockStepRounds) {
 
 TEST(Pool, TaskExceptionBecomesRemoteErrorAndWorkerSurvives) {
   fiber::Pool pool(2);
+  pool.wait_ready();
   const auto pids_before = pool.map(worker_pid, iota(20), 1);
   try {
     pool.apply(fail_on_seven, 7);
