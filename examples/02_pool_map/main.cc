@@ -39,7 +39,8 @@ int main(int argc, char** argv) {
   std::vector<uint64_t> seeds(32);
   std::iota(seeds.begin(), seeds.end(), 1);
   double sum = 0;
-  for (double estimate : pool.imap_unordered([](uint64_t seed) { return estimate_pi(seed, 100000); }, seeds))
+  for (double estimate :
+       pool.imap_unordered([](uint64_t seed) { return estimate_pi(seed, 100000); }, seeds))
     sum += estimate;
   std::printf("pi is about %.4f (32 streams of 100000 points)\n", sum / 32);
 

@@ -87,7 +87,9 @@ class AsyncResult {
     return value();
   }
   /// Waits until the result is ready.
-  void wait() const { detail::wait_for_job([job = job_.get()] { return job->ready(); }, {}); }
+  void wait() const {
+    detail::wait_for_job([job = job_.get()] { return job->ready(); }, {});
+  }
   /// Waits at most `timeout`; true when the result is ready.
   template <class Rep, class Period>
   bool wait(std::chrono::duration<Rep, Period> timeout) const {
@@ -166,8 +168,7 @@ class ResultStream {
   std::optional<value_type> next(std::chrono::duration<Rep, Period> timeout) {
     const auto deadline = detail::SteadyClock::now() +
                           std::chrono::duration_cast<detail::SteadyClock::duration>(timeout);
-    return next_until(deadline,
-                      std::chrono::duration_cast<std::chrono::nanoseconds>(timeout));
+    return next_until(deadline, std::chrono::duration_cast<std::chrono::nanoseconds>(timeout));
   }
   /// Number of results this stream yields in all.
   size_t size() const { return total_; }

@@ -127,7 +127,8 @@ void Pool::wait_ready() {
       },
       {});
   auto lock = detail::Runtime::instance().lock();
-  if (!core.broken_locked().empty()) throw Error("the Pool cannot run tasks: " + core.broken_locked());
+  if (!core.broken_locked().empty())
+    throw Error("the Pool cannot run tasks: " + core.broken_locked());
   if (!core.running_locked()) throw UsageError("wait_ready() on a closed or terminated Pool");
 }
 
@@ -156,8 +157,7 @@ void Pool::join() {
   auto& core = require(core_);
   {
     auto lock = detail::Runtime::instance().lock();
-    if (core.running_locked())
-      throw UsageError("Pool::join() needs close() or terminate() first");
+    if (core.running_locked()) throw UsageError("Pool::join() needs close() or terminate() first");
   }
   detail::wait_for_job([&core] { return core.finished_locked(); }, {});
 }

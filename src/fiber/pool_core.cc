@@ -135,7 +135,8 @@ void PoolCore::on_worker_ready(const ProcessState& process, bool initializer_fai
     auto message = serial::read<std::string>(reader);
     broken_ = "the initializer raised " + type + " in " + describe_worker(process) + ": " + message;
     std::fprintf(stderr, "fibermpi: %s\n", broken_.c_str());
-    fail_all_locked(std::make_exception_ptr(RemoteError(type, "in the pool's initializer: " + message)));
+    fail_all_locked(
+        std::make_exception_ptr(RemoteError(type, "in the pool's initializer: " + message)));
     return;
   }
   it->second.ready = true;
@@ -249,9 +250,10 @@ void PoolCore::on_worker_ended(const std::shared_ptr<ProcessState>& process) {
     if (++task.attempts > settings_.max_task_retries) {
       ChunkOutcome outcome;
       outcome.error = std::make_exception_ptr(WorkerLost(
-          "a task was lost " + std::to_string(task.attempts) + " times with the worker running it (last: " +
-          describe_worker(*process) + " " + describe_end(*process) + "); giving up after max_task_retries = " +
-          std::to_string(settings_.max_task_retries)));
+          "a task was lost " + std::to_string(task.attempts) +
+          " times with the worker running it (last: " + describe_worker(*process) + " " +
+          describe_end(*process) +
+          "); giving up after max_task_retries = " + std::to_string(settings_.max_task_retries)));
       complete_chunk(*task.job, task.chunk, std::move(outcome));
     } else {
       backlog_.push_front(std::move(task));
@@ -277,8 +279,8 @@ void PoolCore::on_worker_ended(const std::shared_ptr<ProcessState>& process) {
   const bool needed = state_ == State::kRunning || !backlog_.empty() || !in_flight_.empty();
   // A worker that was told to stop left as asked; any other end (maxtasksperchild, a crash, a
   // kill) is replaced while there is or may be work.
-  const bool stopped_by_pool = worker.leaving && state_ != State::kRunning &&
-                               settings_.maxtasksperchild == 0;
+  const bool stopped_by_pool =
+      worker.leaving && state_ != State::kRunning && settings_.maxtasksperchild == 0;
   if (needed && !stopped_by_pool) launch_worker_locked();
   dispatch_locked();
 }

@@ -48,10 +48,10 @@ PoolOutcome run_chunk(const Bytes& payload, serial::Writer& out) {
     save_current_exception(out);
     return PoolOutcome::kRaised;
   }
-  const auto compute_ns = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
-                                                           started)
-          .count());
+  const auto compute_ns =
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                std::chrono::steady_clock::now() - started)
+                                .count());
   std::memcpy(out.buffer().data(), &compute_ns, sizeof compute_ns);
   return PoolOutcome::kResults;
 }

@@ -372,9 +372,9 @@ bool Runtime::await(std::unique_lock<std::mutex>& lock, Pred pred,
       continue;
     }
     if (deadline) {
-      sleep = std::min(sleep, std::chrono::duration_cast<std::chrono::microseconds>(
-                                  *deadline - Clock::now()) +
-                                  std::chrono::microseconds(1));
+      sleep = std::min(
+          sleep, std::chrono::duration_cast<std::chrono::microseconds>(*deadline - Clock::now()) +
+                     std::chrono::microseconds(1));
       if (sleep.count() <= 0) continue;
     }
     // Peers ring this process's doorbell after sending to it, and local threads after changing
@@ -763,7 +763,7 @@ void Runtime::spawner_loop() {
 }
 
 std::shared_ptr<ProcessState> Runtime::new_process_locked(TaskSpec task,
-                                                         const std::string& name_prefix) {
+                                                          const std::string& name_prefix) {
   auto state = std::make_shared<ProcessState>();
   state->id = next_process_id_++;
   state->name = name_prefix + "-" + std::to_string(state->id);

@@ -225,7 +225,8 @@ class Runtime {
   std::atomic<bool> stop_progress_{false};
   std::atomic<int> active_waiters_{0};
   std::atomic<int64_t> last_waiter_left_ns_{0};
-  static constexpr int64_t kTakeOverNs = 2'000'000;  ///< Quiet time before the progress thread polls again.
+  static constexpr int64_t kTakeOverNs =
+      2'000'000;  ///< Quiet time before the progress thread polls again.
   std::atomic<bool> spawn_in_progress_{false};
   bool stopping_ = false;
   bool shut_down_ = false;

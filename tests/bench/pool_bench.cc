@@ -47,7 +47,8 @@ int main(int argc, char** argv) {
   const int round_trips = argc > 2 ? std::atoi(argv[2]) : 2000;
   const int tasks = argc > 3 ? std::atoi(argv[3]) : 20000;
   const char* launcher = std::getenv("OMPI_COMM_WORLD_SIZE");
-  const std::string impl = launcher && std::atoi(launcher) > 1 ? "fibermpi static" : "fibermpi spawned";
+  const std::string impl =
+      launcher && std::atoi(launcher) > 1 ? "fibermpi static" : "fibermpi spawned";
   const char* name = impl.c_str();
 
   // Fiber's overhead test: 5 workers, 5 s of work per worker-slot in tasks of 1, 10, 100 ms,

@@ -46,8 +46,9 @@ int static_world_pingpong(int round_trips) {
   }
   if (rank == 0) {
     std::sort(rtts.begin(), rtts.end());
-    std::printf("{\"bench\":\"latency\",\"impl\":\"raw MPI static\",\"p50_us\":%.1f,\"p99_us\":%.1f}\n",
-                rtts[rtts.size() / 2], rtts[rtts.size() * 99 / 100]);
+    std::printf(
+        "{\"bench\":\"latency\",\"impl\":\"raw MPI static\",\"p50_us\":%.1f,\"p99_us\":%.1f}\n",
+        rtts[rtts.size() / 2], rtts[rtts.size() * 99 / 100]);
   }
   MPI_Finalize();
   return 0;
@@ -105,8 +106,9 @@ int main(int argc, char** argv) {
       "{\"bench\":\"queue_round_trip\",\"impl\":\"raw MPI "
       "ping-pong\",\"p50_us\":%.1f,\"p99_us\":%.1f}\n",
       rtts[rtts.size() / 2], rtts[rtts.size() * 99 / 100]);
-  std::printf("{\"bench\":\"latency\",\"impl\":\"raw MPI spawned\",\"p50_us\":%.1f,\"p99_us\":%.1f}\n",
-              rtts[rtts.size() / 2], rtts[rtts.size() * 99 / 100]);
+  std::printf(
+      "{\"bench\":\"latency\",\"impl\":\"raw MPI spawned\",\"p50_us\":%.1f,\"p99_us\":%.1f}\n",
+      rtts[rtts.size() / 2], rtts[rtts.size() * 99 / 100]);
   MPI_Comm_disconnect(&child);
   MPI_Finalize();
   return 0;

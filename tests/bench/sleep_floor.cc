@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
     samples.push_back(fiber::bench::seconds(std::chrono::steady_clock::now() - start));
     for (auto& t : workers) t.join();
   }
-  std::printf("{\"bench\":\"overhead_floor\",\"impl\":\"sleep only\",\"task_ms\":1,\"median_s\":%.4f}\n",
-              fiber::bench::median(samples));
+  std::printf(
+      "{\"bench\":\"overhead_floor\",\"impl\":\"sleep only\",\"task_ms\":1,\"median_s\":%.4f}\n",
+      fiber::bench::median(samples));
 }
