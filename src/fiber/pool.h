@@ -63,9 +63,10 @@ class Pool {
     std::optional<Initializer> initializer;
     /// A worker is replaced by a fresh process after this many tasks (chunks); 0 = never.
     uint64_t maxtasksperchild = 0;
-    /// Chunks sent ahead to a worker while it runs one (hides the round trip for short tasks;
-    /// long tasks are never queued behind each other).
-    int tasks_in_flight_per_worker = 2;
+    /// Most chunks a worker holds at once (the running one and those queued behind it). Within
+    /// this cap the pool queues about 2 ms of measured work per worker: many tiny tasks in flight
+    /// hide the round trip, while long tasks go one at a time so none waits behind another.
+    int tasks_in_flight_per_worker = 16;
     /// A task whose worker dies is run again at most this many times, then fails with WorkerLost.
     int max_task_retries = 3;
   };

@@ -12,9 +12,8 @@
 namespace fiber::detail {
 namespace {
 
-// Chunks that run longer than this are not queued behind one another in a worker: with long tasks
-// a second chunk in flight only makes the tail wait, while with short ones it hides the round trip.
-constexpr double kPrefetchBelowUs = 2000;
+// Work queued per worker beyond the running chunk, in expected run time.
+constexpr double kQueuedWorkUs = 2000;
 
 // Ending before ever becoming ready this many times in a row per worker slot means starting
 // workers does not work (spawn failures, a crashing initializer): the pool gives up.
@@ -82,7 +81,12 @@ void PoolCore::submit_locked(const std::shared_ptr<Job>& job, std::vector<Bytes>
 
 int PoolCore::tasks_in_flight_limit() const {
   const int limit = std::max(1, settings_.tasks_in_flight_per_worker);
-  return mean_compute_us_ > kPrefetchBelowUs ? 1 : limit;
+  // Until the first results tell how long a chunk runs, stay shallow; then queue about
+  // kQueuedWorkUs of work per worker: deep for tiny tasks (hides the round trip), one at a
+  // time for long ones (a queued chunk would only wait behind the running one).
+  if (compute_samples_ == 0) return std::min(limit, 2);
+  const double fit = kQueuedWorkUs / std::max(1.0, mean_compute_us_);
+  return std::clamp(static_cast<int>(fit), 1, limit);
 }
 
 bool PoolCore::can_take(const Worker& worker) const {
@@ -164,7 +168,9 @@ void PoolCore::on_result(const ProcessState& process, uint64_t task_id, uint32_t
   if (static_cast<PoolOutcome>(outcome) == PoolOutcome::kResults) {
     serial::Reader reader(payload);
     const auto compute_ns = serial::read<uint64_t>(reader);
-    mean_compute_us_ = 0.9 * mean_compute_us_ + 0.1 * (static_cast<double>(compute_ns) / 1000.0);
+    const double compute_us = static_cast<double>(compute_ns) / 1000.0;
+    mean_compute_us_ =
+        compute_samples_++ == 0 ? compute_us : 0.9 * mean_compute_us_ + 0.1 * compute_us;
     result.offset = sizeof(uint64_t);
     result.results = std::move(payload);
   } else {

@@ -52,7 +52,7 @@ struct PoolSettings {
   int processes = 0;
   std::optional<TaskSpec> initializer;
   uint64_t maxtasksperchild = 0;
-  int tasks_in_flight_per_worker = 2;
+  int tasks_in_flight_per_worker = 16;
   int max_task_retries = 3;
 };
 
@@ -132,7 +132,8 @@ class PoolCore {
   std::unordered_map<uint64_t, Task> in_flight_;
   std::map<uint64_t, Worker> workers_;  ///< By process id.
   int failed_starts_ = 0;               ///< Workers in a row that ended before becoming ready.
-  double mean_compute_us_ = 0;          ///< Moving average of a chunk's run time in a worker.
+  double mean_compute_us_ = 0;          ///< Moving average of a chunk's run time in a worker...
+  uint64_t compute_samples_ = 0;        ///< ...over this many results.
 
   std::deque<std::function<void()>> callbacks_;
   std::condition_variable callbacks_cv_;
