@@ -15,6 +15,16 @@ struct Config {
   bridge::SpawnOptions spawn;
   /// How often the master checks that the workers on its host are still alive.
   std::chrono::milliseconds liveness_interval{20};
+  /// Workers send a heartbeat this often (any message also counts as a sign of life).
+  std::chrono::milliseconds heartbeat_interval{500};
+  /// A worker the master cannot check by pid (on another host, or every worker when pid checks
+  /// are off) that is silent this long is declared dead: its process ends as killed, its pool
+  /// tasks run elsewhere. A task running for hours is fine: heartbeats come from the worker's
+  /// progress thread. FIBER_HEARTBEAT_TIMEOUT_MS overrides.
+  std::chrono::milliseconds heartbeat_timeout{5000};
+  /// Detect the death of workers on the master's host by their pid (fast: about two liveness
+  /// intervals). Off (FIBER_PID_CHECKS=0) leaves heartbeats alone to tell, as for remote hosts.
+  bool pid_checks = true;
   /// An MPI_Comm_spawn still running after this long is declared stuck: the processes waiting
   /// for it fail with fiber::SpawnError instead of waiting forever. FIBER_SPAWN_TIMEOUT_S
   /// overrides.

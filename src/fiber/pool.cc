@@ -109,7 +109,6 @@ void Pool::release() {
   core_.reset();
 }
 
-int Pool::size() const { return core_ ? core_->size() : 0; }
 
 namespace {
 detail::PoolCore& require(const std::shared_ptr<detail::PoolCore>& core) {
@@ -117,6 +116,12 @@ detail::PoolCore& require(const std::shared_ptr<detail::PoolCore>& core) {
   return *core;
 }
 }  // namespace
+
+int Pool::size() const {
+  if (!core_) return 0;
+  auto lock = detail::Runtime::instance().lock();
+  return core_->size();
+}
 
 void Pool::wait_ready() {
   auto& core = require(core_);
@@ -130,6 +135,19 @@ void Pool::wait_ready() {
   if (!core.broken_locked().empty())
     throw Error("the Pool cannot run tasks: " + core.broken_locked());
   if (!core.running_locked()) throw UsageError("wait_ready() on a closed or terminated Pool");
+}
+
+void Pool::resize(int processes) {
+  auto& core = require(core_);
+  auto lock = detail::Runtime::instance().lock();
+  core.resize_locked(processes);
+  detail::Runtime::instance().notify_locked();
+}
+
+std::vector<int> Pool::worker_pids() const {
+  auto& core = require(core_);
+  auto lock = detail::Runtime::instance().lock();
+  return core.pids_locked();
 }
 
 void Pool::submit_job(const std::shared_ptr<detail::Job>& job, std::vector<detail::Bytes> chunks) {

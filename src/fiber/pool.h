@@ -85,6 +85,12 @@ class Pool {
   int size() const;
   /// Waits until every worker is ready to take tasks (started and initialised).
   void wait_ready();
+  /// Grows or shrinks the running pool to `processes` workers. Growing starts workers (static
+  /// ranks first); shrinking retires workers still starting, then idle ones, then the least
+  /// loaded, each after it has finished what it holds (exit code 0). Nothing is lost.
+  void resize(int processes);
+  /// OS pids of the workers that are ready and count towards the size.
+  std::vector<int> worker_pids() const;
 
   /// fn(x) for every x, in order (Python's map). `chunksize` inputs travel per task; 0 picks
   /// len / (4 * size), rounded up, like Python.

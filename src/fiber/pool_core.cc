@@ -55,6 +55,51 @@ void PoolCore::launch_worker_locked() {
   runtime_.start_process_locked(process);
 }
 
+int PoolCore::members_locked() const {
+  return static_cast<int>(std::count_if(workers_.begin(), workers_.end(),
+                                        [](const auto& entry) { return !entry.second.retired; }));
+}
+
+void PoolCore::resize_locked(int processes) {
+  if (processes < 1)
+    throw UsageError("Pool::resize: a pool needs at least 1 worker, got " +
+                     std::to_string(processes));
+  if (state_ != State::kRunning) throw UsageError("Pool::resize on a closed or terminated pool");
+  settings_.processes = processes;
+  int surplus = members_locked() - processes;
+  for (int i = members_locked(); i < processes; ++i) launch_worker_locked();
+  if (surplus <= 0) return;
+  // Retire the cheapest first: workers still starting, then idle ones, then the least loaded.
+  // A retired worker runs what it already holds and then leaves (exit code 0).
+  std::vector<Worker*> candidates;
+  for (auto& [id, worker] : workers_)
+    if (!worker.retired) candidates.push_back(&worker);
+  std::stable_sort(candidates.begin(), candidates.end(), [](const Worker* a, const Worker* b) {
+    if (a->ready != b->ready) return !a->ready;
+    return a->in_flight < b->in_flight;
+  });
+  std::vector<std::shared_ptr<ProcessState>> not_started;
+  for (Worker* worker : candidates) {
+    if (surplus-- <= 0) break;
+    worker->retired = true;
+    worker->leaving = true;
+    if (worker->ready) {
+      runtime_.send_to_process_locked(*worker->process, Kind::kPoolStop, 0, id_, {});
+    } else {
+      not_started.push_back(worker->process);
+    }
+  }
+  for (auto& process : not_started) runtime_.terminate_locked(process);
+}
+
+std::vector<int> PoolCore::pids_locked() const {
+  std::vector<int> pids;
+  for (const auto& [id, worker] : workers_)
+    if (worker.ready && !worker.retired && worker.process->pid > 0)
+      pids.push_back(worker.process->pid);
+  return pids;
+}
+
 int PoolCore::ready_workers_locked() const {
   return static_cast<int>(std::count_if(workers_.begin(), workers_.end(), [](const auto& entry) {
     return entry.second.ready && !entry.second.leaving;
@@ -125,6 +170,7 @@ void PoolCore::release_idle_workers_locked() {
   for (auto& [id, worker] : workers_) {
     if (!worker.ready || worker.leaving || worker.in_flight > 0) continue;
     worker.leaving = true;
+    worker.retired = true;
     runtime_.send_to_process_locked(*worker.process, Kind::kPoolStop, 0, id_, {});
   }
 }
@@ -146,6 +192,12 @@ void PoolCore::on_worker_ready(const ProcessState& process, bool initializer_fai
   it->second.ready = true;
   failed_starts_ = 0;
   if (state_ == State::kTerminated) {
+    it->second.leaving = true;
+    runtime_.send_to_process_locked(process, Kind::kPoolStop, 0, id_, {});
+    return;
+  }
+  if (it->second.retired) {
+    // Retired by a resize while it was starting.
     it->second.leaving = true;
     runtime_.send_to_process_locked(process, Kind::kPoolStop, 0, id_, {});
     return;
@@ -283,11 +335,9 @@ void PoolCore::on_worker_ended(const std::shared_ptr<ProcessState>& process) {
     return;
   }
   const bool needed = state_ == State::kRunning || !backlog_.empty() || !in_flight_.empty();
-  // A worker that was told to stop left as asked; any other end (maxtasksperchild, a crash, a
-  // kill) is replaced while there is or may be work.
-  const bool stopped_by_pool =
-      worker.leaving && state_ != State::kRunning && settings_.maxtasksperchild == 0;
-  if (needed && !stopped_by_pool) launch_worker_locked();
+  // A worker the pool retired (close, resize) left as asked; any other end (maxtasksperchild, a
+  // crash, a kill) is replaced while there is or may be work and the pool is below its size.
+  if (needed && !worker.retired && members_locked() < settings_.processes) launch_worker_locked();
   dispatch_locked();
 }
 

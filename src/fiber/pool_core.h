@@ -63,6 +63,7 @@ class PoolCore {
   PoolCore& operator=(const PoolCore&) = delete;
 
   uint64_t id() const noexcept { return id_; }
+  /// The size the pool keeps (with the lock held: resize changes it).
   int size() const noexcept { return settings_.processes; }
 
   // Everything below is called with the runtime's lock held.
@@ -80,6 +81,12 @@ class PoolCore {
   bool running_locked() const { return state_ == State::kRunning; }
   bool terminated_locked() const { return state_ == State::kTerminated; }
   int ready_workers_locked() const;
+  /// Workers that count towards the pool's size (not retired).
+  int members_locked() const;
+  /// Grows or shrinks the pool to `processes` workers; retired ones finish what they hold.
+  void resize_locked(int processes);
+  /// Pids of the ready workers that count towards the size.
+  std::vector<int> pids_locked() const;
   /// Why no task can run any more (every worker failed to start, or the initializer threw).
   const std::string& broken_locked() const { return broken_; }
   /// Queues a job's callbacks for the callback thread.
@@ -107,6 +114,7 @@ class PoolCore {
     std::shared_ptr<ProcessState> process;
     bool ready = false;
     bool leaving = false;  ///< Told to stop, or given its last task (maxtasksperchild).
+    bool retired = false;  ///< Leaving because the pool shrank or closed: not to be replaced.
     int in_flight = 0;
     uint64_t assigned = 0;
   };

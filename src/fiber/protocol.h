@@ -10,7 +10,8 @@ inline constexpr uint32_t kProtocolVersion = 2;
 
 enum class Kind : uint32_t {
   kHello = 1,    ///< worker -> master: {protocol, main module id, pid, host}
-  kWelcome,      ///< master -> worker: {master pid, master host, signal directory}
+  kWelcome,      ///< master -> worker: {master pid, master host, signal directory,
+                 ///< heartbeat interval in ms}
   kRefuse,       ///< master -> worker: {reason}
   kRun,          ///< master -> worker: id = process id; {name, invoker, fn, args}
   kTerminate,    ///< master -> worker: raise SIGTERM (for workers on other hosts)
@@ -28,6 +29,7 @@ enum class Kind : uint32_t {
   kPoolTask,     ///< master -> worker: id = task; aux = pool; {invoker, fn, count, args...}
   kPoolResult,   ///< worker -> master: id = task; aux = pool; flags = PoolOutcome;
                  ///< {compute ns, results...} or {type, message}
+  kHeartbeat,    ///< worker -> master: still alive (sent every Config::heartbeat_interval)
   kPoolStop,     ///< master -> worker: aux = pool; leave the pool once nothing is left to run;
                  ///< flags = kDropQueuedTasks: leave after the current task, dropping the rest
 };

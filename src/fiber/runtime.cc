@@ -109,6 +109,24 @@ void Runtime::begin(int& argc, char**& argv, Config config) {
   if (const char* timeout = std::getenv("FIBER_SPAWN_TIMEOUT_S")) {
     config_.spawn_timeout = std::chrono::seconds(std::max(1, std::atoi(timeout)));
   }
+  if (const char* timeout = std::getenv("FIBER_HEARTBEAT_TIMEOUT_MS")) {
+    config_.heartbeat_timeout = std::chrono::milliseconds(std::max(1, std::atoi(timeout)));
+  }
+  if (const char* checks = std::getenv("FIBER_PID_CHECKS")) {
+    config_.pid_checks = std::string(checks) != "0";
+  }
+  if (config_.heartbeat_interval <= std::chrono::milliseconds(0) ||
+      config_.heartbeat_timeout <= config_.heartbeat_interval) {
+    throw UsageError("fiber::Config: heartbeat_timeout (" +
+                     std::to_string(config_.heartbeat_timeout.count()) +
+                     " ms) must be longer than a positive heartbeat_interval (" +
+                     std::to_string(config_.heartbeat_interval.count()) + " ms)");
+  }
+  // Open MPI's TCP transport writes to sockets of peers that may have died; the default SIGPIPE
+  // would kill this process with them. Ignored unless the program installed its own handler.
+  struct sigaction pipe_action {};
+  if (::sigaction(SIGPIPE, nullptr, &pipe_action) == 0 && pipe_action.sa_handler == SIG_DFL)
+    ::signal(SIGPIPE, SIG_IGN);
   bridge::Environment::initialize(&argc, &argv);
   host_ = bridge::Environment::hostname();
   const auto mode = bridge::Environment::launch_mode();
@@ -259,6 +277,13 @@ bool Runtime::poll_once() {
     return false;
   }
   bool active = outbox_.progress() > 0;
+  if (master_) {
+    // After a pause in receiving (a spawn holds all traffic, possibly for long), the workers'
+    // heartbeats sent meanwhile are still to be read: their silence is measured from here.
+    const auto pass = Clock::now();
+    if (pass - last_receive_pass_ > config_.heartbeat_interval) receiving_since_ = pass;
+    last_receive_pass_ = pass;
+  }
   if (has_incoming_links_.exchange(false)) {
     std::lock_guard lock(mu_);
     for (auto& link : incoming_links_) links_.push_back(std::move(link));
@@ -292,6 +317,11 @@ bool Runtime::poll_once() {
     } else {
       check_master_alive();
     }
+  }
+  if (!master_ && heartbeat_interval_.count() > 0 && now >= next_heartbeat_) {
+    next_heartbeat_ = now + heartbeat_interval_;
+    std::lock_guard lock(mu_);
+    send_master(Kind::kHeartbeat, 0, 0, {});
   }
   expire_deadlines(now);
   return active;
@@ -446,6 +476,7 @@ void Runtime::handle_master(Link& link, bridge::Received& message) {
   Slot* slot = find_slot(comm, source);
   const uint64_t request = message.envelope.id;
   const uint64_t queue = message.envelope.aux;
+  if (slot) slot->last_heard = Clock::now();
   auto reply = [this, comm, source, request](Outcome outcome, uint64_t aux,
                                              std::span<const std::byte> payload) {
     send(comm, source, Kind::kReply, request, aux, static_cast<uint32_t>(outcome), payload);
@@ -456,6 +487,8 @@ void Runtime::handle_master(Link& link, bridge::Received& message) {
   switch (kind) {
     case Kind::kHello:
       on_hello(link, source, message.payload);
+      break;
+    case Kind::kHeartbeat:
       break;
     case Kind::kExited:
       if (!slot) throw ProtocolError("exit report from an unknown worker");
@@ -555,10 +588,12 @@ void Runtime::on_hello(Link& link, int rank, const Bytes& payload) {
   slot->pid = pid;
   slot->host = host;
   slot->local = host == host_;
+  slot->last_heard = Clock::now();
   serial::Writer welcome;
   serial::save(welcome, static_cast<int>(::getpid()));
   serial::save(welcome, host_);
   serial::save(welcome, signal_dir_);
+  serial::save(welcome, static_cast<int64_t>(config_.heartbeat_interval.count()));
   send(link.comm.get(), rank, Kind::kWelcome, 0, 0, 0, welcome.buffer());
   slots_[{link.comm.get(), rank}] = std::move(slot);
   assign_idle_slots();
@@ -653,7 +688,19 @@ void Runtime::check_liveness() {
     spawn_cv_.notify_one();
   }
   for (auto& [key, slot] : slots_) {
-    if (slot->state == Slot::State::kGone || !slot->local) continue;
+    if (slot->state == Slot::State::kGone) continue;
+    if (!slot->local || !config_.pid_checks) {
+      // No pid to look at: silence is the only sign.
+      if (now - std::max(slot->last_heard, receiving_since_) > config_.heartbeat_timeout) {
+        std::fprintf(stderr,
+                     "fibermpi: worker pid %d on %s sent nothing for %.1f s (heartbeat timeout); "
+                     "declaring it dead\n",
+                     slot->pid, slot->host.c_str(),
+                     std::chrono::duration<double>(now - slot->last_heard).count());
+        declare_dead(*slot);
+      }
+      continue;
+    }
     if (!pid_gone(slot->pid)) {
       slot->missing_since.reset();
       continue;
@@ -1014,6 +1061,7 @@ void Runtime::handle_worker(bridge::Received& message) {
       master_pid_ = serial::read<int>(reader);
       master_local_ = serial::read<std::string>(reader) == host_;
       signal_dir_ = serial::read<std::string>(reader);
+      heartbeat_interval_ = std::chrono::milliseconds(serial::read<int64_t>(reader));
       if (master_local_ && doorbell_.open(signal_dir_, static_cast<int>(::getpid())))
         master_bell_pid_.store(master_pid_, std::memory_order_release);
       handshake_ = Handshake::kAccepted;

@@ -73,6 +73,7 @@ struct Slot {
   enum class State { kIdle, kBusy, kGone } state = State::kIdle;
   std::shared_ptr<ProcessState> process;
   std::optional<Clock::time_point> missing_since;  ///< When its pid was first seen gone.
+  Clock::time_point last_heard;                    ///< Its last message (heartbeats included).
 };
 
 /// Result of a queue get or poll.
@@ -236,6 +237,8 @@ class Runtime {
   std::vector<std::unique_ptr<Link>> incoming_links_;
   std::atomic<bool> has_incoming_links_{false};
   Clock::time_point next_liveness_check_{};
+  Clock::time_point last_receive_pass_{};  ///< Master: when messages were last looked for...
+  Clock::time_point receiving_since_{};    ///< ...and since when without a long pause.
   std::atomic<int64_t> next_deadline_ns_{INT64_MAX};
 
   // Master state.
@@ -259,6 +262,8 @@ class Runtime {
   Link* master_link_ = nullptr;
   int master_rank_ = 0;
   int master_pid_ = 0;
+  std::chrono::milliseconds heartbeat_interval_{0};  ///< Told by the master at welcome.
+  Clock::time_point next_heartbeat_{};
   bool master_local_ = false;
   enum class Handshake { kWaiting, kAccepted, kRefused } handshake_ = Handshake::kWaiting;
   std::string refusal_;

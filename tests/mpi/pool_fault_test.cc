@@ -1,0 +1,186 @@
+// A Pool losing workers: SIGKILLs during map, imap_unordered and apply_async storms (every result
+// exactly once, values checked), a poison task, a task longer than the heartbeat timeout, a
+// worker that stops answering, and resizing under load. Each test runs as its own CTest entry:
+// after a process of the job was killed, Open MPI 4.1 may leave a later spawn stuck.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <numeric>
+#include <random>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "fiber/fiber.h"
+#include "test_support.h"
+
+using namespace std::chrono_literals;
+using fiber::testing::seconds_since;
+
+namespace {
+
+long slow_square(long x) {
+  // A little work, so kills land while tasks run.
+  const auto until = std::chrono::steady_clock::now() + 200us;
+  while (std::chrono::steady_clock::now() < until) {
+  }
+  return x * x;
+}
+
+int sleep_ms(int ms) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  return ms;
+}
+
+int own_pid(int) { return static_cast<int>(::getpid()); }
+
+int poison(int) {
+  ::raise(SIGKILL);
+  return 0;
+}
+
+std::vector<long> inputs(long n) {
+  std::vector<long> values(static_cast<size_t>(n));
+  std::iota(values.begin(), values.end(), 0L);
+  return values;
+}
+
+/// SIGKILLs a random worker of `pool` every `period`, `kills` times, while it lives.
+class Killer {
+ public:
+  Killer(fiber::Pool& pool, int kills, std::chrono::milliseconds period)
+      : thread_([this, &pool, kills, period] {
+          std::mt19937 rng(12345);
+          while (done_ < kills && !stop_) {
+            std::this_thread::sleep_for(period);
+            const auto pids = pool.worker_pids();
+            if (pids.empty()) continue;
+            const int pid = pids[rng() % pids.size()];
+            if (::kill(pid, SIGKILL) == 0) ++done_;
+          }
+        }) {}
+  ~Killer() {
+    stop_ = true;
+    thread_.join();
+  }
+  int kills() const { return done_; }
+
+ private:
+  std::atomic<int> done_{0};
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+fiber::Pool::Options sized(int processes) {
+  fiber::Pool::Options options;
+  options.processes = processes;
+  return options;
+}
+
+}  // namespace
+
+TEST(PoolFault, KillsDuringMapLoseNothing) {
+  for (size_t chunksize : {size_t{1}, size_t{16}}) {
+    fiber::Pool pool(4);
+    pool.wait_ready();
+    const auto values = inputs(10000);
+    Killer killer(pool, 3, 250ms);
+    const auto squares = pool.map(slow_square, values, chunksize);
+    ASSERT_EQ(squares.size(), values.size());
+    for (size_t i = 0; i < values.size(); ++i) ASSERT_EQ(squares[i], values[i] * values[i]) << i;
+    EXPECT_GE(killer.kills(), 1) << "chunksize " << chunksize;
+  }
+}
+
+TEST(PoolFault, KillsDuringImapUnorderedYieldEachResultOnce) {
+  fiber::Pool pool(4);
+  pool.wait_ready();
+  std::multiset<long> seen;
+  {
+    Killer killer(pool, 3, 250ms);
+    for (long value : pool.imap_unordered(slow_square, inputs(8000), 4)) seen.insert(value);
+    EXPECT_GE(killer.kills(), 1);
+  }
+  ASSERT_EQ(seen.size(), 8000u);
+  for (long i = 0; i < 8000; ++i) ASSERT_EQ(seen.count(i * i), 1u) << i;
+}
+
+TEST(PoolFault, KillsDuringApplyAsyncStorm) {
+  fiber::Pool pool(4);
+  pool.wait_ready();
+  std::vector<fiber::AsyncResult<long>> results;
+  Killer killer(pool, 3, 200ms);
+  for (long i = 0; i < 3000; ++i) results.push_back(pool.apply_async(slow_square, i));
+  for (long i = 0; i < 3000; ++i) ASSERT_EQ(results[static_cast<size_t>(i)].get(), i * i);
+  EXPECT_GE(killer.kills(), 1);
+}
+
+TEST(PoolFault, PoisonTaskFailsWithWorkerLostAndThePoolGoesOn) {
+  fiber::Pool::Options options = sized(2);
+  options.max_task_retries = 2;
+  fiber::Pool pool(options);
+  pool.wait_ready();
+  auto poisoned = pool.apply_async(poison, 0);
+  const auto squares = pool.map(slow_square, inputs(200));
+  try {
+    poisoned.get();
+    FAIL() << "expected WorkerLost";
+  } catch (const fiber::WorkerLost& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("3 times"), std::string::npos) << what;
+    EXPECT_NE(what.find("max_task_retries = 2"), std::string::npos) << what;
+  }
+  for (long i = 0; i < 200; ++i) EXPECT_EQ(squares[static_cast<size_t>(i)], i * i);
+  EXPECT_EQ(pool.map(slow_square, inputs(50)).back(), 49 * 49);
+}
+
+// Run with FIBER_PID_CHECKS=0 and FIBER_HEARTBEAT_TIMEOUT_MS=1000: only heartbeats tell.
+TEST(PoolFault, ThirtySecondTaskOutlivesAShortHeartbeatTimeout) {
+  fiber::Pool pool(1);
+  pool.wait_ready();
+  const int before = pool.worker_pids().at(0);
+  EXPECT_EQ(pool.apply(sleep_ms, 30000), 30000);
+  EXPECT_EQ(pool.worker_pids().at(0), before);  // never declared dead, never replaced
+}
+
+// Run with FIBER_PID_CHECKS=0 and FIBER_HEARTBEAT_TIMEOUT_MS=1000.
+TEST(PoolFault, SilentWorkerIsDeclaredDeadAndItsTaskRunsElsewhere) {
+  fiber::Pool pool(2);
+  pool.wait_ready();
+  const auto pids = pool.worker_pids();
+  ASSERT_EQ(pids.size(), 2u);
+  auto slow = pool.map_async(sleep_ms, std::vector<int>{1500, 1500}, 1);
+  std::this_thread::sleep_for(300ms);
+  ::kill(pids[0], SIGSTOP);  // alive, but silent
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(slow.get(), (std::vector<int>{1500, 1500}));
+  EXPECT_LT(seconds_since(start), 10.0);
+  ::kill(pids[0], SIGKILL);
+  ::kill(pids[0], SIGCONT);
+}
+
+TEST(PoolFault, ResizeUpAndDownUnderLoad) {
+  fiber::Pool pool(2);
+  pool.wait_ready();
+  auto work = pool.map_async(sleep_ms, std::vector<int>(600, 2), 1);
+  pool.resize(4);
+  const auto give_up = std::chrono::steady_clock::now() + 30s;
+  while (pool.worker_pids().size() < 4 && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(pool.worker_pids().size(), 4u);
+  EXPECT_EQ(pool.size(), 4);
+  pool.resize(1);
+  EXPECT_EQ(pool.size(), 1);
+  EXPECT_EQ(work.get(), std::vector<int>(600, 2));  // retired workers finished what they held
+  while (pool.worker_pids().size() > 1 && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(pool.worker_pids().size(), 1u);
+  const auto after = pool.map(own_pid, std::vector<int>(20), 1);
+  EXPECT_EQ(std::set<int>(after.begin(), after.end()).size(), 1u);
+  EXPECT_THROW(pool.resize(0), fiber::UsageError);
+}
