@@ -132,8 +132,10 @@ std::pair<bridge::FunctionRef, bridge::FunctionRef> encode_callable(const F& fn)
   bridge::FunctionRef invoker =
       modules.encode(reinterpret_cast<const void*>(&invoke_entry<F, ArgsTuple>));
   bridge::FunctionRef function;
-  if constexpr (FunctionPointer<F>) function = modules.encode(reinterpret_cast<const void*>(fn));
-  else static_cast<void>(fn);
+  if constexpr (FunctionPointer<F>)
+    function = modules.encode(reinterpret_cast<const void*>(fn));
+  else
+    static_cast<void>(fn);
   return {invoker, function};
 }
 

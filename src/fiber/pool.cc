@@ -60,6 +60,19 @@ detail::PoolSettings Pool::settings_from(Options options) {
                      std::to_string(options.max_task_retries));
   detail::PoolSettings settings;
   settings.processes = options.processes > 0 ? options.processes : usable_physical_cores();
+  if (options.autoscale) {
+    const auto& scale = *options.autoscale;
+    if (scale.min < 0 || scale.max < 1 || scale.max < scale.min)
+      throw UsageError("Pool: autoscale needs 0 <= min <= max and max >= 1, got min " +
+                       std::to_string(scale.min) + ", max " + std::to_string(scale.max));
+    if (scale.idle_timeout.count() <= 0)
+      throw UsageError("Pool: autoscale idle_timeout must be positive");
+    settings.min_processes = scale.min;
+    settings.max_processes = scale.max;
+    settings.idle_timeout = scale.idle_timeout;
+    settings.processes = std::clamp(options.processes > 0 ? options.processes : scale.min,
+                                    std::max(1, scale.min), scale.max);
+  }
   if (options.initializer) settings.initializer = options.initializer->task_;
   settings.maxtasksperchild = options.maxtasksperchild;
   settings.tasks_in_flight_per_worker = options.tasks_in_flight_per_worker;
@@ -108,7 +121,6 @@ void Pool::release() {
   if (detail::Runtime::exists()) detail::Runtime::instance().release_pool(core_->id());
   core_.reset();
 }
-
 
 namespace {
 detail::PoolCore& require(const std::shared_ptr<detail::PoolCore>& core) {

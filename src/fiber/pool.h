@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -69,6 +70,15 @@ class Pool {
     int tasks_in_flight_per_worker = 16;
     /// A task whose worker dies is run again at most this many times, then fails with WorkerLost.
     int max_task_retries = 3;
+    /// Optional autoscaling: the pool starts with `processes` workers (clamped into [min, max]),
+    /// starts more while tasks wait for a worker, up to max, and retires workers that have been
+    /// idle for idle_timeout, down to min.
+    struct Autoscale {
+      int min = 1;
+      int max = 0;
+      std::chrono::milliseconds idle_timeout{10000};
+    };
+    std::optional<Autoscale> autoscale;
   };
 
   /// `processes` workers (0: usable physical cores).

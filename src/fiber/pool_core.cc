@@ -138,6 +138,31 @@ bool PoolCore::can_take(const Worker& worker) const {
   return worker.ready && !worker.leaving && worker.in_flight < tasks_in_flight_limit();
 }
 
+void PoolCore::grow_for_backlog_locked() {
+  if (!autoscaling() || state_ == State::kTerminated || !broken_.empty()) return;
+  // Workers still starting will take the first waiting chunks; start more only beyond that.
+  const auto starting = std::count_if(workers_.begin(), workers_.end(), [](const auto& entry) {
+    return !entry.second.ready && !entry.second.retired;
+  });
+  const int waiting = static_cast<int>(backlog_.size()) - static_cast<int>(starting);
+  const int room = settings_.max_processes - members_locked();
+  for (int i = 0; i < std::min(waiting, room); ++i) launch_worker_locked();
+  settings_.processes = std::max(settings_.processes, members_locked());
+}
+
+void PoolCore::tick_locked(std::chrono::steady_clock::time_point now) {
+  if (!autoscaling() || state_ != State::kRunning) return;
+  for (auto& [id, worker] : workers_) {
+    if (members_locked() <= settings_.min_processes) break;
+    if (!worker.ready || worker.retired || worker.leaving || worker.in_flight > 0) continue;
+    if (now - worker.idle_since < settings_.idle_timeout) continue;
+    worker.retired = true;
+    worker.leaving = true;
+    runtime_.send_to_process_locked(*worker.process, Kind::kPoolStop, 0, id_, {});
+  }
+  settings_.processes = std::max(settings_.min_processes, members_locked());
+}
+
 void PoolCore::dispatch_locked() {
   while (!backlog_.empty() && state_ != State::kTerminated) {
     // The least loaded worker, so a round of N tasks on N idle workers gives each one.
@@ -152,6 +177,7 @@ void PoolCore::dispatch_locked() {
     backlog_.pop_front();
     send_task(*target, std::move(task));
   }
+  if (!backlog_.empty()) grow_for_backlog_locked();
   if (state_ == State::kClosed && backlog_.empty()) release_idle_workers_locked();
 }
 
@@ -190,6 +216,7 @@ void PoolCore::on_worker_ready(const ProcessState& process, bool initializer_fai
     return;
   }
   it->second.ready = true;
+  it->second.idle_since = std::chrono::steady_clock::now();
   failed_starts_ = 0;
   if (state_ == State::kTerminated) {
     it->second.leaving = true;
@@ -214,7 +241,8 @@ void PoolCore::on_result(const ProcessState& process, uint64_t task_id, uint32_t
   Task task = std::move(found->second);
   in_flight_.erase(found);
   auto worker = workers_.find(process.id);
-  if (worker != workers_.end()) --worker->second.in_flight;
+  if (worker != workers_.end() && --worker->second.in_flight == 0)
+    worker->second.idle_since = std::chrono::steady_clock::now();
 
   ChunkOutcome result;
   if (static_cast<PoolOutcome>(outcome) == PoolOutcome::kResults) {

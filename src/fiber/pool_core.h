@@ -54,6 +54,11 @@ struct PoolSettings {
   uint64_t maxtasksperchild = 0;
   int tasks_in_flight_per_worker = 16;
   int max_task_retries = 3;
+  /// Autoscaling: between min and max workers (max 0 = fixed size), growing while tasks wait
+  /// and retiring workers idle longer than idle_timeout.
+  int min_processes = 0;
+  int max_processes = 0;
+  std::chrono::milliseconds idle_timeout{0};
 };
 
 class PoolCore {
@@ -92,6 +97,9 @@ class PoolCore {
   /// Queues a job's callbacks for the callback thread.
   void schedule_callbacks_locked(Job& job);
 
+  /// Periodic bookkeeping (autoscaling), with the lock held.
+  void tick_locked(std::chrono::steady_clock::time_point now);
+
   // Runtime events, with the lock held.
   void on_worker_ready(const ProcessState& process, bool initializer_failed, const Bytes& payload);
   void on_result(const ProcessState& process, uint64_t task, uint32_t outcome, Bytes payload);
@@ -117,9 +125,12 @@ class PoolCore {
     bool retired = false;  ///< Leaving because the pool shrank or closed: not to be replaced.
     int in_flight = 0;
     uint64_t assigned = 0;
+    std::chrono::steady_clock::time_point idle_since{};
   };
 
   void launch_worker_locked();
+  bool autoscaling() const { return settings_.max_processes > 0; }
+  void grow_for_backlog_locked();
   void dispatch_locked();
   bool can_take(const Worker& worker) const;
   void send_task(Worker& worker, Task task);

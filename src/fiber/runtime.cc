@@ -310,6 +310,7 @@ bool Runtime::poll_once() {
     if (master_) {
       std::lock_guard lock(mu_);
       check_liveness();
+      for (auto& [id, pool] : pools_) pool->tick_locked(now);
       // Free communicators whose workers are all gone; only this thread touches links_.
       std::erase_if(links_, [this](const std::unique_ptr<Link>& link) {
         return link->spawned && link->live_slots <= 0 && link.get() != master_link_;

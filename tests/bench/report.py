@@ -78,6 +78,19 @@ def pool_table(rows):
             print(f"latency p50 {mode}: fibermpi {ours['p50_us']} us vs raw MPI ping-pong {raw['p50_us']} us = {ratio(ours['p50_us'], raw['p50_us'])}")
 
 
+def resilience_table(rows):
+    detection, churn = find(rows, "detection", "fibermpi"), find(rows, "churn", "fibermpi")
+    if not detection and not churn:
+        return
+    print()
+    print("Resilience (spawned workers)")
+    if detection:
+        print(f"  kill -> task running again elsewhere: median {detection['median_ms']} ms, max {detection['max_ms']} ms")
+    if churn:
+        print(f"  1 ms tasks on 4 workers: {churn['calm_tasks_per_s']} tasks/s undisturbed, "
+              f"{churn['churn_tasks_per_s']} with a worker killed every second ({churn['ratio'] * 100:.0f}%)")
+
+
 def plot(rows, out):
     try:
         import matplotlib
@@ -123,6 +136,7 @@ def main():
         writer.writerows(rows)
     process_table(rows)
     pool_table(rows)
+    resilience_table(rows)
     plot(rows, out)
 
 

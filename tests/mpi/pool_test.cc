@@ -398,3 +398,30 @@ TEST(Pool, EstimatesPi) {
   EXPECT_GT(pi, 3.1);
   EXPECT_LT(pi, 3.2);
 }
+
+TEST(Pool, AutoscaleGrowsOnBacklogAndRetiresIdleWorkers) {
+  fiber::Pool::Options options;
+  options.processes = 1;
+  options.autoscale = fiber::Pool::Options::Autoscale{1, 4, 300ms};
+  fiber::Pool pool(options);
+  pool.wait_ready();
+  EXPECT_EQ(pool.worker_pids().size(), 1u);
+  auto work = pool.map_async(sleep_ms, std::vector<int>(150, 20), 1);
+  size_t most = 0;
+  while (!work.ready()) {
+    most = std::max(most, pool.worker_pids().size());
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_EQ(work.get(), std::vector<int>(150, 20));
+  EXPECT_EQ(most, 4u);
+  const auto give_up = std::chrono::steady_clock::now() + 10s;
+  while (pool.worker_pids().size() > 1 && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(pool.worker_pids().size(), 1u);
+  EXPECT_EQ(pool.size(), 1);
+  // Still serving after shrinking.
+  EXPECT_EQ(pool.apply(square, 12), 144);
+  fiber::Pool::Options bad;
+  bad.autoscale = fiber::Pool::Options::Autoscale{3, 2, 1s};
+  EXPECT_THROW(fiber::Pool{bad}, fiber::UsageError);
+}
