@@ -66,6 +66,8 @@ void Environment::initialize(int* argc, char*** argv) {
   MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
   if (parent() != MPI_COMM_NULL) {
     g_mode = LaunchMode::kSpawned;
+  } else if (!connect_address().empty()) {
+    g_mode = LaunchMode::kConnected;
   } else if (started_by_launcher()) {
     g_mode = LaunchMode::kStaticWorld;
   } else {
@@ -92,6 +94,11 @@ bool Environment::is_finalized() {
 bool Environment::owns_mpi() { return g_owns_mpi; }
 
 LaunchMode Environment::launch_mode() { return g_mode; }
+
+std::string Environment::connect_address() {
+  const char* address = std::getenv("FIBER_CONNECT");
+  return address ? address : "";
+}
 
 int Environment::world_rank() {
   int rank = 0;

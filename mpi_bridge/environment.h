@@ -13,6 +13,7 @@ enum class LaunchMode {
   kSingleton,    ///< Started without a launcher (./prog): a world of one.
   kStaticWorld,  ///< One of the ranks started by mpirun/srun (world size may be 1).
   kSpawned,      ///< Created by MPI_Comm_spawn from a fibermpi master.
+  kConnected,    ///< A job started on its own to join a master's rendezvous (FIBER_CONNECT).
 };
 
 /// Marker compiled into every program linked with fibermpi; the spawner looks for it in an
@@ -33,6 +34,8 @@ class Environment {
   static bool owns_mpi();
 
   static LaunchMode launch_mode();
+  /// The rendezvous address this job was started to join (FIBER_CONNECT), or empty.
+  static std::string connect_address();
   static int world_rank();
   static int world_size();
   /// Intercommunicator to the spawning parent, or MPI_COMM_NULL.

@@ -40,6 +40,13 @@ struct Config {
 /// thing in main(). A second call throws fiber::UsageError.
 void init(int& argc, char**& argv, Config config = {});
 
+/// Opens (once) a rendezvous that independently started jobs join as workers, and returns its
+/// address. Start such a job with FIBER_CONNECT=<address> (or --fiber-connect <address>): every
+/// rank becomes a worker; running pools grow onto it, and losing it loses no task. Under Open
+/// MPI 4.1 the master and the joining jobs must all be started by mpirun with the same
+/// --ompi-server file:<uri> (run `ompi-server -r <uri>` first).
+std::string listen();
+
 /// True between init() and shutdown().
 bool is_initialized();
 

@@ -77,6 +77,7 @@ detail::PoolSettings Pool::settings_from(Options options) {
   settings.maxtasksperchild = options.maxtasksperchild;
   settings.tasks_in_flight_per_worker = options.tasks_in_flight_per_worker;
   settings.max_task_retries = options.max_task_retries;
+  settings.take_joined_workers = options.take_joined_workers;
   return settings;
 }
 

@@ -79,6 +79,9 @@ class Pool {
       std::chrono::milliseconds idle_timeout{10000};
     };
     std::optional<Autoscale> autoscale;
+    /// Grow by one worker for every worker of a job that joins through fiber::listen() (and
+    /// shrink back when that job leaves or dies).
+    bool take_joined_workers = true;
   };
 
   /// `processes` workers (0: usable physical cores).

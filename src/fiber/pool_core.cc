@@ -150,6 +150,14 @@ void PoolCore::grow_for_backlog_locked() {
   settings_.processes = std::max(settings_.processes, members_locked());
 }
 
+bool PoolCore::adopt_joined_worker_locked() {
+  if (state_ != State::kRunning || !settings_.take_joined_workers || !broken_.empty()) return false;
+  ++settings_.processes;
+  if (autoscaling()) ++settings_.max_processes;
+  launch_worker_locked();
+  return true;
+}
+
 void PoolCore::tick_locked(std::chrono::steady_clock::time_point now) {
   if (!autoscaling() || state_ != State::kRunning) return;
   for (auto& [id, worker] : workers_) {
@@ -216,6 +224,7 @@ void PoolCore::on_worker_ready(const ProcessState& process, bool initializer_fai
     return;
   }
   it->second.ready = true;
+  it->second.joined = runtime_.on_connected_job_locked(process);
   it->second.idle_since = std::chrono::steady_clock::now();
   failed_starts_ = 0;
   if (state_ == State::kTerminated) {
@@ -321,7 +330,7 @@ void PoolCore::stop_callbacks() {
 void PoolCore::on_worker_ended(const std::shared_ptr<ProcessState>& process) {
   auto it = workers_.find(process->id);
   if (it == workers_.end()) return;
-  const Worker worker = it->second;
+  Worker worker = it->second;
   workers_.erase(it);
 
   // Whatever it held is lost with it: resubmit, up to max_task_retries times per task.
@@ -347,6 +356,12 @@ void PoolCore::on_worker_ended(const std::shared_ptr<ProcessState>& process) {
   }
 
   if (!worker.ready) ++failed_starts_;
+  if (worker.joined && !worker.retired) {
+    // Its job left or was killed: the pool shrinks back instead of spawning a stand-in.
+    settings_.processes = std::max(1, settings_.processes - 1);
+    if (autoscaling()) settings_.max_processes = std::max(1, settings_.max_processes - 1);
+    worker.retired = true;
+  }
   if (state_ == State::kTerminated || !broken_.empty()) return;
   if (failed_starts_ >= kStartFailuresPerWorker * std::max(1, settings_.processes)) {
     broken_ = "workers keep ending before they are ready (last: " + describe_worker(*process) +

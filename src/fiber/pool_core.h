@@ -59,6 +59,8 @@ struct PoolSettings {
   int min_processes = 0;
   int max_processes = 0;
   std::chrono::milliseconds idle_timeout{0};
+  /// Grow onto workers of jobs that join through the rendezvous.
+  bool take_joined_workers = true;
 };
 
 class PoolCore {
@@ -97,6 +99,9 @@ class PoolCore {
   /// Queues a job's callbacks for the callback thread.
   void schedule_callbacks_locked(Job& job);
 
+  /// A worker of a joining job is idle: grow by one worker onto it. False when this pool does not
+  /// take joined workers (closed, or Options::take_joined_workers off).
+  bool adopt_joined_worker_locked();
   /// Periodic bookkeeping (autoscaling), with the lock held.
   void tick_locked(std::chrono::steady_clock::time_point now);
 
@@ -123,6 +128,7 @@ class PoolCore {
     bool ready = false;
     bool leaving = false;  ///< Told to stop, or given its last task (maxtasksperchild).
     bool retired = false;  ///< Leaving because the pool shrank or closed: not to be replaced.
+    bool joined = false;   ///< Runs in a job that joined through the rendezvous.
     int in_flight = 0;
     uint64_t assigned = 0;
     std::chrono::steady_clock::time_point idle_since{};

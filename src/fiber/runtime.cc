@@ -122,6 +122,24 @@ void Runtime::begin(int& argc, char**& argv, Config config) {
                      " ms) must be longer than a positive heartbeat_interval (" +
                      std::to_string(config_.heartbeat_interval.count()) + " ms)");
   }
+  // A job started to join a running master: --fiber-connect <address> works like FIBER_CONNECT.
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    std::string address;
+    int used = 0;
+    if (arg == "--fiber-connect" && i + 1 < argc) {
+      address = argv[i + 1];
+      used = 2;
+    } else if (arg.rfind("--fiber-connect=", 0) == 0) {
+      address = arg.substr(std::strlen("--fiber-connect="));
+      used = 1;
+    }
+    if (used == 0) continue;
+    ::setenv("FIBER_CONNECT", address.c_str(), 1);
+    for (int j = i; j + used <= argc; ++j) argv[j] = argv[j + used];
+    argc -= used;
+    break;
+  }
   // Open MPI's TCP transport writes to sockets of peers that may have died; the default SIGPIPE
   // would kill this process with them. Ignored unless the program installed its own handler.
   struct sigaction pipe_action {};
@@ -141,6 +159,12 @@ void Runtime::begin(int& argc, char**& argv, Config config) {
     spawned_worker_ = true;
     // The parent intercommunicator is MPI's own handle: used, never freed.
     link->comm = bridge::Communicator::borrow(bridge::Environment::parent());
+    master_rank_ = 0;
+  } else if (mode == bridge::LaunchMode::kConnected) {
+    // Every rank of this job is a worker of the master it joins.
+    master_ = false;
+    link->comm = bridge::connect(bridge::Environment::connect_address());
+    link->connected = true;
     master_rank_ = 0;
   } else if (mode == bridge::LaunchMode::kStaticWorld && bridge::Environment::world_size() > 1) {
     link->comm = bridge::Communicator::duplicate(MPI_COMM_WORLD);
@@ -313,7 +337,8 @@ bool Runtime::poll_once() {
       for (auto& [id, pool] : pools_) pool->tick_locked(now);
       // Free communicators whose workers are all gone; only this thread touches links_.
       std::erase_if(links_, [this](const std::unique_ptr<Link>& link) {
-        return link->spawned && link->live_slots <= 0 && link.get() != master_link_;
+        return (link->spawned || link->connected) && link->live_slots <= 0 &&
+               link.get() != master_link_;
       });
     } else {
       check_master_alive();
@@ -597,6 +622,11 @@ void Runtime::on_hello(Link& link, int rank, const Bytes& payload) {
   serial::save(welcome, static_cast<int64_t>(config_.heartbeat_interval.count()));
   send(link.comm.get(), rank, Kind::kWelcome, 0, 0, 0, welcome.buffer());
   slots_[{link.comm.get(), rank}] = std::move(slot);
+  if (link.connected) {
+    // A worker of a job that joined: the first pool that takes such workers grows onto it.
+    for (auto& [id, pool] : std::map(pools_.begin(), pools_.end()))
+      if (pool->adopt_joined_worker_locked()) break;
+  }
   assign_idle_slots();
 }
 
@@ -873,7 +903,56 @@ void Runtime::send_to_process_locked(const ProcessState& process, Kind kind, uin
 }
 
 bool Runtime::on_static_rank_locked(const ProcessState& process) const {
-  return process.slot && !process.slot->link->spawned;
+  return process.slot && !process.slot->link->spawned && !process.slot->link->connected;
+}
+
+bool Runtime::on_connected_job_locked(const ProcessState& process) const {
+  return process.slot && process.slot->link->connected;
+}
+
+std::string Runtime::listen() {
+  std::lock_guard lock(mu_);
+  if (!master_) throw UsageError("only the master process can open a rendezvous");
+  if (stopping_ || shut_down_) throw UsageError("cannot open a rendezvous: fibermpi is shutting down");
+  if (!rendezvous_) {
+    rendezvous_ = std::make_unique<bridge::Rendezvous>();
+    acceptor_thread_ = std::thread([this] { acceptor_loop(); });
+  }
+  return rendezvous_->address();
+}
+
+void Runtime::acceptor_loop() {
+  for (;;) {
+    bridge::Communicator joined;
+    try {
+      joined = rendezvous_->accept();
+    } catch (const std::exception& e) {
+      if (acceptor_stopping_) return;
+      std::fprintf(stderr, "fibermpi: accepting a joining job failed: %s\n", e.what());
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      continue;
+    }
+    if (acceptor_stopping_) return;  // the wake-up connection from stop_acceptor
+    auto link = std::make_unique<Link>();
+    const int workers = joined.remote_size();
+    link->comm = std::move(joined);
+    link->connected = true;
+    link->live_slots = workers;
+    link->expected_hellos = workers;
+    link->created = Clock::now();
+    std::lock_guard lock(mu_);
+    incoming_links_.push_back(std::move(link));
+    has_incoming_links_.store(true);
+  }
+}
+
+void Runtime::stop_acceptor() {
+  if (!acceptor_thread_.joinable()) return;
+  acceptor_stopping_ = true;
+  // MPI_Comm_accept cannot be cancelled, and connecting to our own port to make it return
+  // deadlocks in Open MPI 4.1; the thread stays blocked and ends with the process (finalising
+  // meanwhile was measured to work).
+  acceptor_thread_.detach();
 }
 
 std::shared_ptr<PoolCore> Runtime::create_pool(PoolSettings settings) {
@@ -949,6 +1028,7 @@ void Runtime::shutdown() {
     return;
   }
   if (spawner_thread_.joinable()) spawner_thread_.join();
+  stop_acceptor();
   lock.lock();
   // Workers still starting up get their shutdown once they have said hello.
   cv_.wait_for(lock, std::chrono::seconds(10), [this] { return slots_expected_ <= 0; });
@@ -1236,6 +1316,8 @@ void init(int& argc, char**& argv, Config config) {
 }
 
 bool is_initialized() { return detail::Runtime::exists(); }
+
+std::string listen() { return detail::Runtime::instance().listen(); }
 
 void shutdown() {
   if (detail::Runtime::exists()) detail::Runtime::instance().shutdown();

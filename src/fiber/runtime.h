@@ -26,6 +26,7 @@
 #include "mpi_bridge/backoff.h"
 #include "mpi_bridge/communicator.h"
 #include "mpi_bridge/doorbell.h"
+#include "mpi_bridge/rendezvous.h"
 #include "mpi_bridge/transport.h"
 
 namespace fiber::detail {
@@ -57,6 +58,7 @@ struct ProcessState {
 struct Link {
   bridge::Communicator comm;
   bool spawned = false;
+  bool connected = false;  ///< A job that joined through the rendezvous.
   int live_slots = 0;
   int expected_hellos = 0;  ///< Workers started on it; each must say hello within spawn_timeout.
   int hellos = 0;
@@ -123,6 +125,11 @@ class Runtime {
                               std::span<const std::byte> payload, uint32_t flags = 0);
   /// The process runs on a rank of the static world (not a spawned or connected worker).
   bool on_static_rank_locked(const ProcessState& process) const;
+  /// The process runs in a job that joined through the rendezvous.
+  bool on_connected_job_locked(const ProcessState& process) const;
+
+  /// Opens the rendezvous other jobs join through (once) and returns its address.
+  std::string listen();
 
   // Pools; master only.
   std::shared_ptr<PoolCore> create_pool(PoolSettings settings);
@@ -198,6 +205,8 @@ class Runtime {
   uint64_t requester_of(Slot* slot) const;
   Slot* find_slot(MPI_Comm comm, int rank);
   void spawner_loop();
+  void acceptor_loop();
+  void stop_acceptor();
   void check_spawn_watchdog();
   void check_master_alive();
   /// Waits (at most `limit`) for queued and in-flight sends to complete.
@@ -223,6 +232,9 @@ class Runtime {
   bridge::Outbox outbox_;
   std::thread progress_thread_;
   std::thread spawner_thread_;
+  std::unique_ptr<bridge::Rendezvous> rendezvous_;
+  std::thread acceptor_thread_;
+  std::atomic<bool> acceptor_stopping_{false};
   std::atomic<bool> stop_progress_{false};
   std::atomic<int> active_waiters_{0};
   std::atomic<int64_t> last_waiter_left_ns_{0};

@@ -1,0 +1,41 @@
+#include "mpi_bridge/rendezvous.h"
+
+#include <mpi.h>
+
+#include "mpi_bridge/error.h"
+
+namespace fiber::bridge {
+
+Rendezvous::Rendezvous() {
+  char port[MPI_MAX_PORT_NAME] = {};
+  FIBER_MPI_CHECK(MPI_Open_port(MPI_INFO_NULL, port));
+  port_ = port;
+}
+
+Rendezvous::~Rendezvous() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Close_port(port_.c_str());
+}
+
+Communicator Rendezvous::accept() {
+  MPI_Comm joined = MPI_COMM_NULL;
+  FIBER_MPI_CHECK(MPI_Comm_accept(port_.c_str(), MPI_INFO_NULL, 0, MPI_COMM_SELF, &joined));
+  MPI_Comm_set_errhandler(joined, MPI_ERRORS_RETURN);
+  return Communicator(joined);
+}
+
+Communicator connect(const std::string& address) {
+  MPI_Comm joined = MPI_COMM_NULL;
+  const int code =
+      MPI_Comm_connect(address.c_str(), MPI_INFO_NULL, 0, MPI_COMM_WORLD, &joined);
+  if (code != MPI_SUCCESS) {
+    throw MpiError("MPI_Comm_connect to " + address +
+                       " (are both jobs started by mpirun with the same --ompi-server?)",
+                   code);
+  }
+  MPI_Comm_set_errhandler(joined, MPI_ERRORS_RETURN);
+  return Communicator(joined);
+}
+
+}  // namespace fiber::bridge

@@ -1,0 +1,33 @@
+// Letting independently started MPI jobs join: a port this process accepts connections on, and
+// connecting a whole job to such a port. Under Open MPI 4.1 both jobs must be started by mpirun
+// with the same --ompi-server (the name service that lets them find each other).
+#pragma once
+
+#include <string>
+
+#include "mpi_bridge/communicator.h"
+
+namespace fiber::bridge {
+
+class Rendezvous {
+ public:
+  /// Opens a port (MPI_Open_port).
+  Rendezvous();
+  ~Rendezvous();
+  Rendezvous(const Rendezvous&) = delete;
+  Rendezvous& operator=(const Rendezvous&) = delete;
+
+  /// What a joining job passes to connect().
+  const std::string& address() const noexcept { return port_; }
+  /// Waits until a job connects; the intercommunicator's remote group is that job's ranks.
+  Communicator accept();
+
+ private:
+  std::string port_;
+};
+
+/// Connects the whole job (collective over MPI_COMM_WORLD) to `address`; throws fiber::MpiError
+/// naming the address when it cannot.
+Communicator connect(const std::string& address);
+
+}  // namespace fiber::bridge

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs join_test: an ompi-server, the master under mpirun, and a second, independent mpirun job
+# of 2 ranks that joins it with FIBER_CONNECT. Usage: join_test.sh <join_test binary> join|kill
+set -uo pipefail
+bin="$1"
+scenario="$2"
+work="$(mktemp -d)"
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill -9 "$pid" 2> /dev/null; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+wait_for_file() {
+  for _ in $(seq 1 600); do
+    [ -s "$1" ] && return 0
+    sleep 0.1
+  done
+  echo "timed out waiting for $1"
+  return 1
+}
+
+ompi-server --no-daemonize -r "$work/uri" &
+pids+=($!)
+wait_for_file "$work/uri" || exit 1
+server="file:$work/uri"
+
+mpirun --ompi-server "$server" --enable-recovery -n 1 "$bin" "$scenario" "$work/port" &
+master=$!
+pids+=($master)
+wait_for_file "$work/port" || exit 1
+
+FIBER_CONNECT="$(cat "$work/port")" mpirun --ompi-server "$server" --enable-recovery \
+  --oversubscribe -n 2 "$bin" &
+client=$!
+pids+=($client)
+
+wait "$master"
+master_rc=$?
+echo "master exited with $master_rc"
+if [ "$scenario" = join ]; then
+  # The joined job leaves when the master ends: its ranks get the shutdown and finalize.
+  wait "$client"
+  client_rc=$?
+  echo "joined job exited with $client_rc"
+  [ "$client_rc" -eq 0 ] || exit 1
+fi
+exit "$master_rc"
