@@ -27,8 +27,7 @@ Communicator Rendezvous::accept() {
 
 Communicator connect(const std::string& address) {
   MPI_Comm joined = MPI_COMM_NULL;
-  const int code =
-      MPI_Comm_connect(address.c_str(), MPI_INFO_NULL, 0, MPI_COMM_WORLD, &joined);
+  const int code = MPI_Comm_connect(address.c_str(), MPI_INFO_NULL, 0, MPI_COMM_WORLD, &joined);
   if (code != MPI_SUCCESS) {
     throw MpiError("MPI_Comm_connect to " + address +
                        " (are both jobs started by mpirun with the same --ompi-server?)",

@@ -158,6 +158,17 @@ bool PoolCore::adopt_joined_worker_locked() {
   return true;
 }
 
+void PoolCore::release_worker_locked(uint64_t process_id) {
+  auto it = workers_.find(process_id);
+  if (it == workers_.end() || it->second.retired) return;
+  Worker& worker = it->second;
+  worker.retired = true;
+  worker.leaving = true;
+  settings_.processes = std::max(1, settings_.processes - 1);
+  if (autoscaling()) settings_.max_processes = std::max(1, settings_.max_processes - 1);
+  if (worker.ready) runtime_.send_to_process_locked(*worker.process, Kind::kPoolStop, 0, id_, {});
+}
+
 void PoolCore::tick_locked(std::chrono::steady_clock::time_point now) {
   if (!autoscaling() || state_ != State::kRunning) return;
   for (auto& [id, worker] : workers_) {
@@ -417,7 +428,8 @@ void PoolCore::terminate_locked() {
       // Between tasks: it leaves by itself.
       if (!worker.leaving)
         runtime_.send_to_process_locked(*worker.process, Kind::kPoolStop, 0, id_, {});
-    } else if (worker.ready && runtime_.on_static_rank_locked(*worker.process)) {
+    } else if (worker.ready && (runtime_.on_static_rank_locked(*worker.process) ||
+                                runtime_.on_connected_job_locked(*worker.process))) {
       // Killing a rank of the static world would cost the job that rank for good (and Open MPI
       // copes badly with it): it drops what is queued, leaves after its current task, and is
       // no longer waited for.

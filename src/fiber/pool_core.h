@@ -102,6 +102,8 @@ class PoolCore {
   /// A worker of a joining job is idle: grow by one worker onto it. False when this pool does not
   /// take joined workers (closed, or Options::take_joined_workers off).
   bool adopt_joined_worker_locked();
+  /// The worker running `process_id` leaves after what it holds; the pool shrinks by one.
+  void release_worker_locked(uint64_t process_id);
   /// Periodic bookkeeping (autoscaling), with the lock held.
   void tick_locked(std::chrono::steady_clock::time_point now);
 

@@ -30,6 +30,7 @@ enum class Kind : uint32_t {
   kPoolResult,   ///< worker -> master: id = task; aux = pool; flags = PoolOutcome;
                  ///< {compute ns, results...} or {type, message}
   kHeartbeat,    ///< worker -> master: still alive (sent every Config::heartbeat_interval)
+  kLeave,        ///< worker -> master: a joined worker asks to leave once its work is done
   kPoolStop,     ///< master -> worker: aux = pool; leave the pool once nothing is left to run;
                  ///< flags = kDropQueuedTasks: leave after the current task, dropping the rest
 };

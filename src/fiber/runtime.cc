@@ -163,6 +163,7 @@ void Runtime::begin(int& argc, char**& argv, Config config) {
   } else if (mode == bridge::LaunchMode::kConnected) {
     // Every rank of this job is a worker of the master it joins.
     master_ = false;
+    joined_worker_ = true;
     link->comm = bridge::connect(bridge::Environment::connect_address());
     link->connected = true;
     master_rank_ = 0;
@@ -344,6 +345,12 @@ bool Runtime::poll_once() {
       check_master_alive();
     }
   }
+  if (joined_worker_ && !leave_sent_ && g_leave_requested.load() &&
+      heartbeat_interval_.count() > 0) {
+    leave_sent_ = true;
+    std::lock_guard lock(mu_);
+    send_master(Kind::kLeave, 0, 0, {});
+  }
   if (!master_ && heartbeat_interval_.count() > 0 && now >= next_heartbeat_) {
     next_heartbeat_ = now + heartbeat_interval_;
     std::lock_guard lock(mu_);
@@ -516,6 +523,9 @@ void Runtime::handle_master(Link& link, bridge::Received& message) {
       break;
     case Kind::kHeartbeat:
       break;
+    case Kind::kLeave:
+      if (slot) on_leave(*slot);
+      break;
     case Kind::kExited:
       if (!slot) throw ProtocolError("exit report from an unknown worker");
       on_exited(*slot, message.envelope.id, message.payload);
@@ -664,11 +674,30 @@ void Runtime::on_exited(Slot& slot, uint64_t id, const Bytes& payload) {
   end_process(process, code, describe_exit(*process, code));
   slot.process.reset();
   if (slot.link->spawned && slot.local) finishing_pids_.push_back(slot.pid);
-  if (slot.link->spawned || worker_leaves) {
+  if (slot.leaving) {
+    send(slot.link->comm.get(), slot.rank, Kind::kShutdown, 0, 0, 0, {});
+    retire(slot);
+  } else if (slot.link->spawned || worker_leaves) {
     retire(slot);
   } else {
     slot.state = Slot::State::kIdle;
     assign_idle_slots();
+  }
+}
+
+void Runtime::on_leave(Slot& slot) {
+  slot.leaving = true;
+  if (!slot.process) {
+    if (slot.state == Slot::State::kIdle) {
+      send(slot.link->comm.get(), slot.rank, Kind::kShutdown, 0, 0, 0, {});
+      retire(slot);
+    }
+    return;
+  }
+  // Whatever it runs finishes first: a pool worker drains, a Process runs to its end.
+  if (slot.process->pool != 0) {
+    if (auto pool = pools_.find(slot.process->pool); pool != pools_.end())
+      pool->second->release_worker_locked(slot.process->id);
   }
 }
 
@@ -913,7 +942,8 @@ bool Runtime::on_connected_job_locked(const ProcessState& process) const {
 std::string Runtime::listen() {
   std::lock_guard lock(mu_);
   if (!master_) throw UsageError("only the master process can open a rendezvous");
-  if (stopping_ || shut_down_) throw UsageError("cannot open a rendezvous: fibermpi is shutting down");
+  if (stopping_ || shut_down_)
+    throw UsageError("cannot open a rendezvous: fibermpi is shutting down");
   if (!rendezvous_) {
     rendezvous_ = std::make_unique<bridge::Rendezvous>();
     acceptor_thread_ = std::thread([this] { acceptor_loop(); });

@@ -32,6 +32,9 @@
 namespace fiber::detail {
 
 using Clock = std::chrono::steady_clock;
+
+/// Set (from a signal handler) when a worker of a joined job is asked to leave (SIGTERM).
+inline std::atomic<bool> g_leave_requested{false};
 using Bytes = std::vector<std::byte>;
 
 enum class ProcessStatus { kCreated, kPending, kRunning, kEnded };
@@ -75,7 +78,8 @@ struct Slot {
   enum class State { kIdle, kBusy, kGone } state = State::kIdle;
   std::shared_ptr<ProcessState> process;
   std::optional<Clock::time_point> missing_since;  ///< When its pid was first seen gone.
-  Clock::time_point last_heard;                    ///< Its last message (heartbeats included).
+  bool leaving = false;  ///< A joined worker that asked to leave: retired once its process ends.
+  Clock::time_point last_heard;  ///< Its last message (heartbeats included).
 };
 
 /// Result of a queue get or poll.
@@ -163,6 +167,8 @@ class Runtime {
   /// The next kPoolTask or kPoolStop for the pool this worker serves.
   bridge::Received next_pool_message();
   bool spawned_worker() const noexcept { return spawned_worker_; }
+  /// A worker of a job that joined through the rendezvous.
+  bool joined_worker() const noexcept { return joined_worker_; }
   const std::string& signal_directory() const noexcept { return signal_dir_; }
   void set_current(uint64_t id, const std::string& name);
 
@@ -195,6 +201,7 @@ class Runtime {
   // Master internals; called with mu_ held.
   void on_hello(Link& link, int rank, const Bytes& payload);
   void on_exited(Slot& slot, uint64_t id, const Bytes& payload);
+  void on_leave(Slot& slot);
   void assign_idle_slots();
   void end_process(const std::shared_ptr<ProcessState>& process, std::optional<int> code,
                    const std::string& how);
@@ -217,6 +224,8 @@ class Runtime {
   Config config_;
   bool master_ = true;
   bool spawned_worker_ = false;
+  bool joined_worker_ = false;
+  bool leave_sent_ = false;
   uint64_t self_id_ = kMasterId;
   std::string self_name_ = "MainProcess";
   std::string host_;

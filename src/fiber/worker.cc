@@ -24,7 +24,19 @@ char g_signal_path[4096] = {};
 
 // Records which signal is killing this process where the master can read it, then dies of it.
 // Only async-signal-safe calls here.
+bool g_joined = false;
+
 void report_fatal_signal(int signal) {
+  if (signal == SIGTERM && g_joined) {
+    // A joined job being shut down (a pod stopping, mpirun forwarding SIGTERM): leave cleanly,
+    // after the work in hand.
+    g_leave_requested.store(true);
+    struct sigaction again {};
+    again.sa_handler = report_fatal_signal;
+    sigemptyset(&again.sa_mask);
+    ::sigaction(SIGTERM, &again, nullptr);
+    return;
+  }
   if (signal == SIGTERM && g_running_process == 0) {
     // A terminate() that raced with the end of its process: this worker is idle and lives on.
     struct sigaction again {};
@@ -115,6 +127,7 @@ void run_task(const TaskSpec& task, serial::Writer* result) {
 
 [[noreturn]] void run_worker(Runtime& runtime) {
   g_worker_runtime = &runtime;
+  g_joined = runtime.joined_worker();
   runtime.handshake();
   install_signal_reporting(runtime.signal_directory());
   ::on_exit(report_exit_from_task, nullptr);

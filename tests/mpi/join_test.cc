@@ -1,6 +1,8 @@
 // Jobs that join a running master through its rendezvous (run by join_test.sh, which starts an
 // ompi-server, this program as the master, and a second mpirun of it with FIBER_CONNECT).
 //   join_test join <port file>   the joined ranks take pool tasks, then leave when it ends
+//   join_test leave <port file>  the joined ranks get SIGTERM mid-map: they finish their work,
+//                                leave, and their job exits 0
 //   join_test kill <port file>   the whole joined job is SIGKILLed mid-map: nothing is lost
 #include <signal.h>
 #include <unistd.h>
@@ -49,7 +51,7 @@ void check(bool ok, const char* what) {
 int main(int argc, char** argv) {
   fiber::init(argc, argv);  // the joined ranks serve tasks in here and never return
   if (argc < 3) {
-    std::fprintf(stderr, "usage: join_test join|kill <port file>\n");
+    std::fprintf(stderr, "usage: join_test join|leave|kill <port file>\n");
     return 2;
   }
   const std::string scenario = argv[1];
@@ -67,15 +69,36 @@ int main(int argc, char** argv) {
   while (pool.worker_pids().size() < 3 && std::chrono::steady_clock::now() < give_up)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   check(pool.worker_pids().size() == 3, "the two ranks of the joined job became pool workers");
-  std::printf("joined workers ready %.3f s after the address was published (includes mpirun "
-              "start-up of the joining job)\n",
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - opened).count());
+  std::printf(
+      "joined workers ready %.3f s after the address was published (includes mpirun "
+      "start-up of the joining job)\n",
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - opened).count());
 
   if (scenario == "join") {
     const auto where = pool.map(in_joined_job, std::vector<int>(300), 1);
     const auto joined = std::count(where.begin(), where.end(), true);
     std::printf("%ld of 300 tasks ran in the joined job\n", static_cast<long>(joined));
     check(joined > 0, "the joined job took tasks");
+  } else if (scenario == "leave") {
+    std::set<int> joined;
+    for (const auto& id : pool.map(joined_identity, std::vector<int>(60), 1))
+      if (id.first != 0) joined.insert(id.first);
+    check(joined.size() == 2, "both joined ranks ran tasks");
+    std::vector<long> inputs(3000);
+    std::iota(inputs.begin(), inputs.end(), 0L);
+    auto squares = pool.map_async(slow_square, inputs, 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    // What a stopping pod does to its processes.
+    for (int pid : joined) ::kill(pid, SIGTERM);
+    std::printf("asked the joined job to leave mid-map\n");
+    const auto values = squares.get();
+    bool all = values.size() == inputs.size();
+    for (size_t i = 0; all && i < values.size(); ++i) all = values[i] == inputs[i] * inputs[i];
+    check(all, "every result of the map arrived, exactly once and correct");
+    while (pool.worker_pids().size() > 1 && std::chrono::steady_clock::now() < give_up)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    check(pool.worker_pids().size() == 1, "the pool shrank back to its own worker");
+    check(pool.size() == 1, "the pool's size went back to 1");
   } else {
     std::set<std::pair<int, int>> identities;
     for (const auto& id : pool.map(joined_identity, std::vector<int>(60), 1))

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs join_test: an ompi-server, the master under mpirun, and a second, independent mpirun job
-# of 2 ranks that joins it with FIBER_CONNECT. Usage: join_test.sh <join_test binary> join|kill
+# of 2 ranks that joins it with FIBER_CONNECT. Usage: join_test.sh <join_test binary> join|leave|kill
 set -uo pipefail
 bin="$1"
 scenario="$2"
@@ -38,8 +38,8 @@ pids+=($client)
 wait "$master"
 master_rc=$?
 echo "master exited with $master_rc"
-if [ "$scenario" = join ]; then
-  # The joined job leaves when the master ends: its ranks get the shutdown and finalize.
+if [ "$scenario" != kill ]; then
+  # The joined job ends cleanly: when the master ends, or when it was asked to leave.
   wait "$client"
   client_rc=$?
   echo "joined job exited with $client_rc"
