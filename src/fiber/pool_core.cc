@@ -202,6 +202,7 @@ void PoolCore::dispatch_locked() {
 
 void PoolCore::send_task(Worker& worker, Task task) {
   task.worker = worker.process->id;
+  task.sent = ++sends_;
   ++worker.in_flight;
   ++worker.assigned;
   // A worker leaves by itself after its last task under maxtasksperchild.
@@ -344,16 +345,20 @@ void PoolCore::on_worker_ended(const std::shared_ptr<ProcessState>& process) {
   Worker worker = it->second;
   workers_.erase(it);
 
-  // Whatever it held is lost with it: resubmit, up to max_task_retries times per task.
-  std::vector<uint64_t> lost;
+  // Whatever it held is lost with it and runs again elsewhere. Only the chunk it was running
+  // (the first sent of those it held) counts as an attempt: the ones queued behind it never
+  // started, and must not pay for a poison task they happened to wait behind.
+  std::vector<std::pair<uint64_t, uint64_t>> lost;  // (send order, task id)
   for (auto& [id, task] : in_flight_)
-    if (task.worker == process->id) lost.push_back(id);
-  std::sort(lost.begin(), lost.end(), std::greater<>());
-  for (const uint64_t id : lost) {
+    if (task.worker == process->id) lost.emplace_back(task.sent, id);
+  std::sort(lost.begin(), lost.end());
+  const uint64_t running = lost.empty() ? 0 : lost.front().second;
+  std::reverse(lost.begin(), lost.end());
+  for (const auto& [sent, id] : lost) {
     Task task = std::move(in_flight_.at(id));
     in_flight_.erase(id);
     if (state_ == State::kTerminated) continue;
-    if (++task.attempts > settings_.max_task_retries) {
+    if (id == running && ++task.attempts > settings_.max_task_retries) {
       ChunkOutcome outcome;
       outcome.error = std::make_exception_ptr(WorkerLost(
           "a task was lost " + std::to_string(task.attempts) +

@@ -124,6 +124,7 @@ class PoolCore {
     std::shared_ptr<const Bytes> payload;
     int attempts = 0;
     uint64_t worker = 0;  ///< Process id of the worker holding it.
+    uint64_t sent = 0;    ///< Send order: a worker runs its chunks in this order.
   };
   struct Worker {
     std::shared_ptr<ProcessState> process;
@@ -155,6 +156,7 @@ class PoolCore {
   State state_ = State::kRunning;
   std::string broken_;
   uint64_t next_task_ = 1;
+  uint64_t sends_ = 0;
   std::deque<Task> backlog_;
   std::unordered_map<uint64_t, Task> in_flight_;
   std::map<uint64_t, Worker> workers_;  ///< By process id.
