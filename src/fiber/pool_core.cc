@@ -239,6 +239,7 @@ void PoolCore::on_worker_ready(const ProcessState& process, bool initializer_fai
   it->second.joined = runtime_.on_connected_job_locked(process);
   it->second.idle_since = std::chrono::steady_clock::now();
   failed_starts_ = 0;
+  replacements_stopped_ = false;
   if (state_ == State::kTerminated) {
     it->second.leaving = true;
     runtime_.send_to_process_locked(process, Kind::kPoolStop, 0, id_, {});
@@ -380,15 +381,26 @@ void PoolCore::on_worker_ended(const std::shared_ptr<ProcessState>& process) {
   }
   if (state_ == State::kTerminated || !broken_.empty()) return;
   if (failed_starts_ >= kStartFailuresPerWorker * std::max(1, settings_.processes)) {
-    broken_ = "workers keep ending before they are ready (last: " + describe_worker(*process) +
-              " " + describe_end(*process) + ")";
+    std::string why =
+        "workers keep ending before they are ready (last: " + describe_worker(*process) + " " +
+        describe_end(*process) + ")";
     if (process->start_error) {
       try {
         std::rethrow_exception(process->start_error);
       } catch (const std::exception& e) {
-        broken_ += ": " + std::string(e.what());
+        why += ": " + std::string(e.what());
       }
     }
+    if (ready_workers_locked() > 0) {
+      // The workers still alive carry on; the pool only stops trying to replace the lost ones.
+      if (!replacements_stopped_)
+        std::fprintf(stderr, "fibermpi: no more replacement workers for this Pool: %s\n",
+                     why.c_str());
+      replacements_stopped_ = true;
+      dispatch_locked();
+      return;
+    }
+    broken_ = why;
     std::fprintf(stderr, "fibermpi: %s\n", broken_.c_str());
     fail_all_locked(std::make_exception_ptr(Error("the Pool cannot run tasks: " + broken_)));
     return;
@@ -396,7 +408,8 @@ void PoolCore::on_worker_ended(const std::shared_ptr<ProcessState>& process) {
   const bool needed = state_ == State::kRunning || !backlog_.empty() || !in_flight_.empty();
   // A worker the pool retired (close, resize) left as asked; any other end (maxtasksperchild, a
   // crash, a kill) is replaced while there is or may be work and the pool is below its size.
-  if (needed && !worker.retired && members_locked() < settings_.processes) launch_worker_locked();
+  if (needed && !worker.retired && !replacements_stopped_ && members_locked() < settings_.processes)
+    launch_worker_locked();
   dispatch_locked();
 }
 

@@ -161,6 +161,7 @@ class PoolCore {
   std::unordered_map<uint64_t, Task> in_flight_;
   std::map<uint64_t, Worker> workers_;  ///< By process id.
   int failed_starts_ = 0;               ///< Workers in a row that ended before becoming ready.
+  bool replacements_stopped_ = false;   ///< Starting workers keeps failing; live ones carry on.
   double mean_compute_us_ = 0;          ///< Moving average of a chunk's run time in a worker...
   uint64_t compute_samples_ = 0;        ///< ...over this many results.
 
