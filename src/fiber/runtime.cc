@@ -79,8 +79,8 @@ void exit_if_finalize_hangs(int status) {
   std::thread([status] {
     std::this_thread::sleep_for(std::chrono::seconds(10));
     std::fprintf(stderr,
-                 "fibermpi: MPI_Finalize has not returned after 10 s (a rank of the static world "
-                 "was killed earlier); exiting without it\n");
+                 "fibermpi: MPI_Finalize has not returned after 10 s (a process of this run was "
+                 "killed earlier); exiting without it\n");
     std::fflush(nullptr);
     std::_Exit(status);
   }).detach();
@@ -779,7 +779,8 @@ void Runtime::check_liveness() {
 void Runtime::declare_dead(Slot& slot) {
   outbox_.abandon(slot.link->comm.get(), slot.rank);
   doorbell_.forget(slot.pid);
-  if (!slot.link->spawned) static_rank_lost_at_ = Clock::now();
+  if (!slot.link->spawned && !slot.link->connected) static_rank_lost_at_ = Clock::now();
+  worker_lost_ = true;
   if (auto process = slot.process) {
     int signal = read_signal_file(signal_dir_, slot.pid);
     if (signal == 0) signal = process->signal_sent != 0 ? process->signal_sent : SIGKILL;
@@ -1086,7 +1087,7 @@ void Runtime::shutdown() {
     std::error_code ignored;
     std::filesystem::remove_all(signal_dir_, ignored);
   }
-  if (static_rank_lost_at_ && g_exit_status.load() >= 0) exit_if_finalize_hangs(g_exit_status);
+  if (worker_lost_ && g_exit_status.load() >= 0) exit_if_finalize_hangs(g_exit_status);
   bridge::Environment::finalize();
 }
 
@@ -1328,9 +1329,9 @@ void Runtime::finish_worker(int code) {
   stop_progress_thread();
   g_running.store(false, std::memory_order_release);
   links_.clear();
-  // A static-world worker cannot know whether another rank was killed; it must not outlive
-  // the master stuck in a fence that will never complete.
-  if (!spawned_worker_) exit_if_finalize_hangs(code);
+  // A worker cannot know whether another process of the universe was killed; it must not hang
+  // in a finalize that will never complete (mpirun would wait for it forever).
+  exit_if_finalize_hangs(code);
   bridge::Environment::finalize();
   // Like a multiprocessing child: flush what the task printed, skip the program's destructors.
   std::fflush(nullptr);

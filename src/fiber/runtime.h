@@ -277,6 +277,7 @@ class Runtime {
   int spawn_count_ = 0;
   std::string spawn_stuck_;  ///< Why spawning is impossible for the rest of the run, once it is.
   std::optional<Clock::time_point> static_rank_lost_at_;  ///< Last death of a static-world rank.
+  bool worker_lost_ = false;                              ///< Any worker was declared dead.
   static constexpr std::chrono::seconds kStaticRankSettle{2};
 
   // Worker state.
