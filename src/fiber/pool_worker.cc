@@ -28,8 +28,9 @@ void save_current_exception(serial::Writer& writer) {
 /// Runs one chunk: every item through the same invoker, results appended in order.
 PoolOutcome run_chunk(const Bytes& payload, serial::Writer& out) {
   const auto started = std::chrono::steady_clock::now();
-  const uint64_t placeholder = 0;  // becomes the compute time
-  out.write_bytes(&placeholder, sizeof placeholder);
+  // The compute time leads the results; its slot is reserved now and filled in at the end.
+  const uint64_t compute_ns_slot = 0;
+  out.write_bytes(&compute_ns_slot, sizeof compute_ns_slot);
   try {
     serial::Reader reader(payload);
     bridge::FunctionRef invoker_ref;

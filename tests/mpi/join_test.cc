@@ -46,6 +46,18 @@ void check(bool ok, const char* what) {
   }
 }
 
+// The map's results are all there and right, and the pool is back to its own single worker.
+void check_squares_and_shrink_back(fiber::Pool& pool, const std::vector<long>& inputs,
+                                   const std::vector<long>& values,
+                                   std::chrono::steady_clock::time_point give_up) {
+  bool all = values.size() == inputs.size();
+  for (size_t i = 0; all && i < values.size(); ++i) all = values[i] == inputs[i] * inputs[i];
+  check(all, "every result of the map arrived, exactly once and correct");
+  while (pool.worker_pids().size() > 1 && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  check(pool.worker_pids().size() == 1, "the pool shrank back to its own worker");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -91,13 +103,7 @@ int main(int argc, char** argv) {
     // What a stopping pod does to its processes.
     for (int pid : joined) ::kill(pid, SIGTERM);
     std::printf("asked the joined job to leave mid-map\n");
-    const auto values = squares.get();
-    bool all = values.size() == inputs.size();
-    for (size_t i = 0; all && i < values.size(); ++i) all = values[i] == inputs[i] * inputs[i];
-    check(all, "every result of the map arrived, exactly once and correct");
-    while (pool.worker_pids().size() > 1 && std::chrono::steady_clock::now() < give_up)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    check(pool.worker_pids().size() == 1, "the pool shrank back to its own worker");
+    check_squares_and_shrink_back(pool, inputs, squares.get(), give_up);
     check(pool.size() == 1, "the pool's size went back to 1");
   } else {
     std::set<std::pair<int, int>> identities;
@@ -113,13 +119,7 @@ int main(int argc, char** argv) {
       ::kill(pid, SIGKILL);
     }
     std::printf("killed the joined job mid-map\n");
-    const auto values = squares.get();
-    bool all = values.size() == inputs.size();
-    for (size_t i = 0; all && i < values.size(); ++i) all = values[i] == inputs[i] * inputs[i];
-    check(all, "every result of the map arrived, exactly once and correct");
-    while (pool.worker_pids().size() > 1 && std::chrono::steady_clock::now() < give_up)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    check(pool.worker_pids().size() == 1, "the pool shrank back to its own worker");
+    check_squares_and_shrink_back(pool, inputs, squares.get(), give_up);
     check(pool.apply(slow_square, 12L) == 144, "the pool goes on");
   }
   std::printf(failures == 0 ? "join_test %s: OK\n" : "join_test %s: FAILED\n", scenario.c_str());
