@@ -2,6 +2,7 @@
 // and the parent sees exit code 1 (checked by CTest's PASS_REGULAR_EXPRESSION).
 #include <iostream>
 #include <stdexcept>
+#include <string>
 
 #include "fiber/fiber.h"
 
@@ -12,6 +13,8 @@ int main(int argc, char** argv) {
   fiber::Process p(train, 7);
   p.start();
   p.join();
-  std::cerr << "exitcode " << p.exitcode().value_or(-1000) << std::endl;
+  // One write: the child's forwarded stderr may arrive at any moment, and must not split the line.
+  const std::string line = "exitcode " + std::to_string(p.exitcode().value_or(-1000)) + "\n";
+  std::cerr << line << std::flush;
   return p.exitcode() == 1 ? 0 : 1;
 }
