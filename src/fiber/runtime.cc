@@ -86,6 +86,45 @@ void exit_if_finalize_hangs(int status) {
   }).detach();
 }
 
+// Set once a worker has been welcomed by its master.
+std::atomic<bool> g_welcomed{false};
+
+// A spawned worker that never gets through MPI start-up and the handshake (Open MPI 4.1 can leave
+// a child stuck in MPI_Init, or its first messages stuck, after other processes were killed)
+// would otherwise live forever, and mpirun waits for every process it started. It leaves once
+// its master is gone, or after twice the time the master waits for it to report.
+void leave_if_start_up_stalls() {
+  const char* pid_text = std::getenv("FIBER_MASTER_PID");
+  const char* host_text = std::getenv("FIBER_MASTER_HOST");
+  const char* limit_text = std::getenv("FIBER_START_TIMEOUT_S");
+  if (!pid_text || !host_text || !limit_text) return;
+  const int master_pid = std::atoi(pid_text);
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  const bool master_here = std::string(host_text) == host;
+  const auto limit = std::chrono::seconds(std::max(1, std::atoi(limit_text)));
+  std::thread([master_pid, master_here, limit] {
+    const auto started = std::chrono::steady_clock::now();
+    while (!g_welcomed.load(std::memory_order_acquire)) {
+      std::string why;
+      if (master_here && pid_gone(master_pid)) {
+        why = "its master (pid " + std::to_string(master_pid) + ") is gone";
+      } else if (std::chrono::steady_clock::now() - started > 2 * limit) {
+        why = "it was not welcomed by its master within " + std::to_string(2 * limit.count()) +
+              " s";
+      }
+      if (!why.empty()) {
+        std::fprintf(stderr, "fibermpi worker %d: leaving during start-up: %s\n",
+                     static_cast<int>(::getpid()), why.c_str());
+        std::fflush(nullptr);
+        // Status 0: a non-zero one makes mpirun treat the whole job as failed.
+        std::_Exit(0);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }).detach();
+}
+
 }  // namespace
 
 Runtime& Runtime::instance() {
@@ -145,6 +184,7 @@ void Runtime::begin(int& argc, char**& argv, Config config) {
   struct sigaction pipe_action {};
   if (::sigaction(SIGPIPE, nullptr, &pipe_action) == 0 && pipe_action.sa_handler == SIG_DFL)
     ::signal(SIGPIPE, SIG_IGN);
+  if (std::getenv("FIBER_WORKER")) leave_if_start_up_stalls();
   bridge::Environment::initialize(&argc, &argv);
   host_ = bridge::Environment::hostname();
   const auto mode = bridge::Environment::launch_mode();
@@ -185,6 +225,11 @@ void Runtime::begin(int& argc, char**& argv, Config config) {
   }
 
   if (master_) {
+    // What a spawned worker needs to give up on a start-up that cannot complete.
+    config_.spawn.env.emplace_back("FIBER_MASTER_PID", std::to_string(::getpid()));
+    config_.spawn.env.emplace_back("FIBER_MASTER_HOST", host_);
+    config_.spawn.env.emplace_back("FIBER_START_TIMEOUT_S",
+                                   std::to_string(config_.spawn_timeout.count()));
     char dir[] = "/tmp/fibermpi-XXXXXX";
     if (::mkdtemp(dir)) signal_dir_ = dir;
     doorbell_.open(signal_dir_, static_cast<int>(::getpid()));
@@ -1177,6 +1222,7 @@ void Runtime::handle_worker(bridge::Received& message) {
       if (master_local_ && doorbell_.open(signal_dir_, static_cast<int>(::getpid())))
         master_bell_pid_.store(master_pid_, std::memory_order_release);
       handshake_ = Handshake::kAccepted;
+      g_welcomed.store(true, std::memory_order_release);
       break;
     }
     case Kind::kRefuse:
