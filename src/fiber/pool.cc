@@ -76,6 +76,7 @@ detail::PoolSettings Pool::settings_from(Options options) {
   if (options.initializer) settings.initializer = options.initializer->task_;
   settings.maxtasksperchild = options.maxtasksperchild;
   settings.tasks_in_flight_per_worker = options.tasks_in_flight_per_worker;
+  settings.cover_spawn_pauses = options.cover_spawn_pauses;
   settings.max_task_retries = options.max_task_retries;
   settings.take_joined_workers = options.take_joined_workers;
   return settings;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 #include "fiber/errors.h"
 #include "fiber/protocol.h"
@@ -14,6 +15,14 @@ namespace {
 
 // Work queued per worker beyond the running chunk, in expected run time.
 constexpr double kQueuedWorkUs = 2000;
+
+// Most work queued per worker to cover a pause of the master's traffic, and most chunks.
+constexpr double kMaxCoverUs = 1'000'000;
+constexpr int kMaxCoverChunks = 4096;
+
+// Most bytes of chunks in one task message (below Open MPI's eager limits: 4 kB is the
+// shared-memory one, but larger messages there are pulled by the receiver without the sender).
+constexpr size_t kMessageBytes = 32 * 1024;
 
 // Ending before ever becoming ready this many times in a row per worker slot means starting
 // workers does not work (spawn failures, a crashing initializer): the pool gives up.
@@ -135,8 +144,31 @@ int PoolCore::tasks_in_flight_limit() const {
 }
 
 bool PoolCore::can_take(const Worker& worker) const {
-  return worker.ready && !worker.leaving && worker.in_flight < tasks_in_flight_limit();
+  return worker.ready && !worker.leaving &&
+         worker.in_flight < std::max(pause_depth_, tasks_in_flight_limit());
 }
+
+void PoolCore::cover_pause_locked(std::chrono::microseconds pause) {
+  if (!settings_.cover_spawn_pauses || compute_samples_ == 0 || backlog_.empty() ||
+      state_ == State::kTerminated)
+    return;
+  const int ready = static_cast<int>(
+      std::count_if(workers_.begin(), workers_.end(), [](const auto& entry) {
+        return entry.second.ready && !entry.second.leaving;
+      }));
+  if (ready == 0) return;
+  // Enough measured work to last through the pause, but no more than an even share of what waits:
+  // one worker must not sit on chunks the others could run once traffic flows again.
+  const double cover_us = std::min(kMaxCoverUs, 1.5 * static_cast<double>(pause.count()));
+  const int per_worker = static_cast<int>(cover_us / std::max(1.0, mean_compute_us_)) + 1;
+  const int share = static_cast<int>((backlog_.size() + ready - 1) / ready);
+  int most_held = 0;
+  for (const auto& [id, worker] : workers_) most_held = std::max(most_held, worker.in_flight);
+  pause_depth_ = std::min(kMaxCoverChunks, std::min(per_worker, most_held + share));
+  dispatch_locked();
+}
+
+void PoolCore::pause_over_locked() { pause_depth_ = 0; }
 
 void PoolCore::grow_for_backlog_locked() {
   if (!autoscaling() || state_ == State::kTerminated || !broken_.empty()) return;
@@ -194,13 +226,14 @@ void PoolCore::dispatch_locked() {
     if (!target) break;
     Task task = std::move(backlog_.front());
     backlog_.pop_front();
-    send_task(*target, std::move(task));
+    assign_task(*target, std::move(task));
   }
+  flush_sends_locked();
   if (!backlog_.empty()) grow_for_backlog_locked();
   if (state_ == State::kClosed && backlog_.empty()) release_idle_workers_locked();
 }
 
-void PoolCore::send_task(Worker& worker, Task task) {
+void PoolCore::assign_task(Worker& worker, Task task) {
   task.worker = worker.process->id;
   task.sent = ++sends_;
   ++worker.in_flight;
@@ -208,8 +241,37 @@ void PoolCore::send_task(Worker& worker, Task task) {
   // A worker leaves by itself after its last task under maxtasksperchild.
   if (settings_.maxtasksperchild > 0 && worker.assigned >= settings_.maxtasksperchild)
     worker.leaving = true;
-  runtime_.send_to_process_locked(*worker.process, Kind::kPoolTask, task.id, id_, *task.payload);
+  worker.unsent.push_back(task.id);
   in_flight_.emplace(task.id, std::move(task));
+}
+
+void PoolCore::flush_sends_locked() {
+  // Several chunks per message: fewer messages cost less, and every message still in flight to
+  // a worker that dies holds one of Open MPI's shared-memory fragments for good (a few hundred
+  // lost ones stall every later shared-memory send of the master). Messages stay below the
+  // eager limits so they travel without the master's help (it may be busy spawning).
+  serial::Writer message;
+  for (auto& [id, worker] : workers_) {
+    size_t next = 0;
+    while (next < worker.unsent.size()) {
+      message.buffer().clear();
+      const uint32_t slot = 0;
+      message.write_bytes(&slot, sizeof slot);  // chunk count, filled in below
+      uint32_t count = 0;
+      while (next < worker.unsent.size() &&
+             (count == 0 || message.buffer().size() < kMessageBytes)) {
+        const Task& task = in_flight_.at(worker.unsent[next++]);
+        const auto size = static_cast<uint32_t>(task.payload->size());
+        message.write_bytes(&task.id, sizeof task.id);
+        message.write_bytes(&size, sizeof size);
+        message.write_bytes(task.payload->data(), size);
+        ++count;
+      }
+      std::memcpy(message.buffer().data(), &count, sizeof count);
+      runtime_.send_to_process_locked(*worker.process, Kind::kPoolTask, 0, id_, message.buffer());
+    }
+    worker.unsent.clear();
+  }
 }
 
 void PoolCore::release_idle_workers_locked() {
@@ -287,8 +349,9 @@ void PoolCore::on_result(const ProcessState& process, uint64_t task_id, uint32_t
   if (worker != workers_.end() && !backlog_.empty() && can_take(worker->second)) {
     Task next = std::move(backlog_.front());
     backlog_.pop_front();
-    send_task(worker->second, std::move(next));
+    assign_task(worker->second, std::move(next));
   }
+  flush_sends_locked();
   if (!backlog_.empty() || state_ == State::kClosed) dispatch_locked();
 }
 

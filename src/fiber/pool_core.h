@@ -53,6 +53,7 @@ struct PoolSettings {
   std::optional<TaskSpec> initializer;
   uint64_t maxtasksperchild = 0;
   int tasks_in_flight_per_worker = 16;
+  bool cover_spawn_pauses = true;
   int max_task_retries = 3;
   /// Autoscaling: between min and max workers (max 0 = fixed size), growing while tasks wait
   /// and retiring workers idle longer than idle_timeout.
@@ -106,6 +107,11 @@ class PoolCore {
   void release_worker_locked(uint64_t process_id);
   /// Periodic bookkeeping (autoscaling), with the lock held.
   void tick_locked(std::chrono::steady_clock::time_point now);
+  /// The master's traffic is about to stop for about `pause` (a spawn): queue enough work on
+  /// every ready worker to keep it busy meanwhile.
+  void cover_pause_locked(std::chrono::microseconds pause);
+  /// Traffic flows again: back to the usual queue depth.
+  void pause_over_locked();
 
   // Runtime events, with the lock held.
   void on_worker_ready(const ProcessState& process, bool initializer_failed, const Bytes& payload);
@@ -135,6 +141,7 @@ class PoolCore {
     int in_flight = 0;
     uint64_t assigned = 0;
     std::chrono::steady_clock::time_point idle_since{};
+    std::vector<uint64_t> unsent;  ///< Task ids assigned, waiting for the next flush.
   };
 
   void launch_worker_locked();
@@ -142,7 +149,10 @@ class PoolCore {
   void grow_for_backlog_locked();
   void dispatch_locked();
   bool can_take(const Worker& worker) const;
-  void send_task(Worker& worker, Task task);
+  /// Gives `task` to `worker`; it leaves with the worker's next flush_sends_locked().
+  void assign_task(Worker& worker, Task task);
+  /// Sends every worker's assigned chunks, several per message.
+  void flush_sends_locked();
   void release_idle_workers_locked();
   void complete_chunk(Job& job, size_t chunk, ChunkOutcome outcome);
   void fail_all_locked(const std::exception_ptr& error);
@@ -164,6 +174,7 @@ class PoolCore {
   bool replacements_stopped_ = false;   ///< Starting workers keeps failing; live ones carry on.
   double mean_compute_us_ = 0;          ///< Moving average of a chunk's run time in a worker...
   uint64_t compute_samples_ = 0;        ///< ...over this many results.
+  int pause_depth_ = 0;                 ///< Chunks per worker while a traffic pause is covered.
 
   std::deque<std::function<void()>> callbacks_;
   std::condition_variable callbacks_cv_;

@@ -6,7 +6,7 @@
 namespace fiber::detail {
 
 /// Bumped whenever a message layout changes; checked at handshake.
-inline constexpr uint32_t kProtocolVersion = 2;
+inline constexpr uint32_t kProtocolVersion = 3;
 
 enum class Kind : uint32_t {
   kHello = 1,    ///< worker -> master: {protocol, main module id, pid, host}
@@ -26,7 +26,8 @@ enum class Kind : uint32_t {
   kReply,        ///< master -> worker: id = request; flags = Outcome; payload = item or text
   kPoolReady,    ///< worker -> master: aux = pool; flags = 1 when the initializer threw
                  ///< ({type, message}); the pool worker takes tasks from now on
-  kPoolTask,     ///< master -> worker: id = task; aux = pool; {invoker, fn, count, args...}
+  kPoolTask,     ///< master -> worker: aux = pool; {chunks, then per chunk: task id, size,
+                 ///< {invoker, fn, count, args...}}: several chunks per message
   kPoolResult,   ///< worker -> master: id = task; aux = pool; flags = PoolOutcome;
                  ///< {compute ns, results...} or {type, message}
   kHeartbeat,    ///< worker -> master: still alive (sent every Config::heartbeat_interval)

@@ -64,6 +64,9 @@ int read_signal_file(const std::string& dir, int pid) {
   return 0;
 }
 
+// How long a process waits for an MPI_Finalize that may never return after a kill.
+constexpr std::chrono::seconds kFinalizeWatchdog{10};
+
 // The status the program is exiting with, once exit() has been called.
 std::atomic<int> g_exit_status{-1};
 
@@ -77,10 +80,11 @@ void shutdown_at_exit(int status, void*) {
 // depend on it: after a grace period the process leaves with the status it was exiting with.
 void exit_if_finalize_hangs(int status) {
   std::thread([status] {
-    std::this_thread::sleep_for(std::chrono::seconds(10));
+    std::this_thread::sleep_for(kFinalizeWatchdog);
     std::fprintf(stderr,
-                 "fibermpi: MPI_Finalize has not returned after 10 s (a process of this run was "
-                 "killed earlier); exiting without it\n");
+                 "fibermpi: MPI_Finalize has not returned after %d s (a process of this run was "
+                 "killed earlier); exiting without it\n",
+                 static_cast<int>(kFinalizeWatchdog.count()));
     std::fflush(nullptr);
     std::_Exit(status);
   }).detach();
@@ -341,7 +345,14 @@ void Runtime::progress_loop() {
 bool Runtime::poll_once() {
   // Open MPI 4.1 can hang MPI_Comm_spawn when other threads drive MPI progress during it (seen
   // as children stuck in MPI_Init), so traffic pauses while a spawn runs.
-  if (spawn_in_progress_.load(std::memory_order_acquire)) {
+  // Announce this poll before looking at the flag; the spawner sets the flag before waiting for
+  // polls to end. One of the two always sees the other (sequentially consistent atomics).
+  struct PollGuard {
+    std::atomic<int>& running;
+    explicit PollGuard(std::atomic<int>& r) : running(r) { running.fetch_add(1); }
+    ~PollGuard() { running.fetch_sub(1); }
+  } poll_guard(polls_running_);
+  if (spawn_in_progress_.load()) {
     check_spawn_watchdog();
     expire_deadlines(Clock::now());
     return false;
@@ -865,23 +876,33 @@ void Runtime::spawner_loop() {
     const bridge::SpawnOptions options = config_.spawn;
     std::vector<int> finishing = std::move(finishing_pids_);
     finishing_pids_.clear();
+    // After a kill, finalizing children can hang until their watchdog ends them.
+    const auto finishing_limit = worker_lost_ ? kFinalizeWatchdog + std::chrono::seconds(1)
+                                              : std::chrono::seconds(2);
     lock.unlock();
     // Open MPI 4.1's PMIx server sometimes never answers a new child's PMIx_Init when it
-    // arrives while earlier children are still finalizing; let those leave first (bounded).
-    const auto give_up = Clock::now() + std::chrono::seconds(2);
+    // arrives while earlier children are still finalizing (a spawn started then was seen stuck
+    // for good); let those leave first (bounded).
+    const auto give_up = Clock::now() + finishing_limit;
     while (
         std::any_of(finishing.begin(), finishing.end(), [](int pid) { return !pid_gone(pid); }) &&
         Clock::now() < give_up) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     lock.lock();
+    // Workers run their queued chunks while the master's traffic stops: queue enough to last.
+    for (auto& [id, pool] : pools_) pool->cover_pause_locked(typical_spawn_);
     spawn_started_ = Clock::now();
     spawn_count_ = count;
     lock.unlock();
+    // The sends just posted leave before traffic stops.
+    outbox_.progress();
     auto link = std::make_unique<Link>();
     std::string error;
     outbox_.hold(true);
     spawn_in_progress_.store(true);
+    // A poll that started before the flag was set must be done with MPI before the spawn starts.
+    while (polls_running_.load() > 0) std::this_thread::yield();
     try {
       link->comm = bridge::spawn(options, count);
       link->expected_hellos = count;
@@ -892,7 +913,12 @@ void Runtime::spawner_loop() {
     spawn_in_progress_.store(false);
     outbox_.hold(false);
     lock.lock();
+    const auto took =
+        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - *spawn_started_);
+    typical_spawn_ = (3 * typical_spawn_ + std::min(took, std::chrono::duration_cast<std::chrono::microseconds>(
+                                                       config_.spawn_timeout / 10))) / 4;
     spawn_started_.reset();
+    for (auto& [id, pool] : pools_) pool->pause_over_locked();
     const bool watchdog_fired = !spawn_stuck_.empty();
     if (watchdog_fired) {
       // It was slow, not stuck: the watchdog's bookkeeping is undone and spawning resumes.
@@ -1233,7 +1259,27 @@ void Runtime::handle_worker(bridge::Received& message) {
     case Kind::kShutdown:
       mailbox_.push_back(std::move(message));
       break;
-    case Kind::kPoolTask:
+    case Kind::kPoolTask: {
+      // Several chunks per message: each becomes an inbox entry of its own (all or none, should
+      // the message be malformed).
+      serial::Reader reader(message.payload);
+      uint32_t count = 0;
+      reader.read_bytes(&count, sizeof count);
+      std::vector<bridge::Received> chunks;
+      for (uint32_t i = 0; i < count; ++i) {
+        bridge::Received chunk;
+        chunk.envelope = message.envelope;
+        chunk.source = message.source;
+        uint32_t size = 0;
+        reader.read_bytes(&chunk.envelope.id, sizeof chunk.envelope.id);
+        reader.read_bytes(&size, sizeof size);
+        const auto bytes = reader.read_span(size);
+        chunk.payload.assign(bytes.begin(), bytes.end());
+        chunks.push_back(std::move(chunk));
+      }
+      for (auto& chunk : chunks) pool_inbox_.push_back(std::move(chunk));
+      break;
+    }
     case Kind::kPoolStop:
       pool_inbox_.push_back(std::move(message));
       break;

@@ -250,6 +250,7 @@ class Runtime {
   static constexpr int64_t kTakeOverNs =
       2'000'000;  ///< Quiet time before the progress thread polls again.
   std::atomic<bool> spawn_in_progress_{false};
+  std::atomic<int> polls_running_{0};  ///< Threads inside poll_once's MPI calls.
   bool stopping_ = false;
   bool shut_down_ = false;
 
@@ -275,6 +276,8 @@ class Runtime {
       finishing_pids_;  ///< Local spawned workers that reported their end and are exiting.
   std::optional<Clock::time_point> spawn_started_;
   int spawn_count_ = 0;
+  /// How long a spawn holds all traffic, averaged over recent spawns (first guess 0.5 s).
+  std::chrono::microseconds typical_spawn_{500'000};
   std::string spawn_stuck_;  ///< Why spawning is impossible for the rest of the run, once it is.
   std::optional<Clock::time_point> static_rank_lost_at_;  ///< Last death of a static-world rank.
   bool worker_lost_ = false;                              ///< Any worker was declared dead.
