@@ -9,6 +9,7 @@ work="$(mktemp -d)"
 pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill -9 "$pid" 2> /dev/null; done
+  wait 2> /dev/null
   rm -rf "$work"
 }
 trap cleanup EXIT

@@ -80,7 +80,8 @@ def pool_table(rows):
 
 def resilience_table(rows):
     detection, churn = find(rows, "detection", "fibermpi"), find(rows, "churn", "fibermpi")
-    if not detection and not churn:
+    join = find(rows, "join", "fibermpi")
+    if not detection and not churn and not join:
         return
     print()
     print("Resilience (spawned workers)")
@@ -89,6 +90,10 @@ def resilience_table(rows):
     if churn:
         print(f"  1 ms tasks on 4 workers: {churn['calm_tasks_per_s']} tasks/s undisturbed, "
               f"{churn['churn_tasks_per_s']} with a worker killed every second ({churn['ratio'] * 100:.0f}%)")
+    if join:
+        print(f"  a 2-rank job joining a running pool: tasks running in it {join['join_median_s']} s after it was "
+              f"asked for (median, max {join['join_max_s']} s, includes its mpirun start-up); "
+              f"leaving on SIGTERM {join['leave_median_s']} s")
 
 
 def plot(rows, out):
