@@ -152,8 +152,8 @@ void PoolCore::cover_pause_locked(std::chrono::microseconds pause) {
   if (!settings_.cover_spawn_pauses || compute_samples_ == 0 || backlog_.empty() ||
       state_ == State::kTerminated)
     return;
-  const int ready = static_cast<int>(
-      std::count_if(workers_.begin(), workers_.end(), [](const auto& entry) {
+  const int ready =
+      static_cast<int>(std::count_if(workers_.begin(), workers_.end(), [](const auto& entry) {
         return entry.second.ready && !entry.second.leaving;
       }));
   if (ready == 0) return;

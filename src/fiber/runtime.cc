@@ -1,5 +1,6 @@
 #include "fiber/runtime.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/types.h>
@@ -114,8 +115,8 @@ void leave_if_start_up_stalls() {
       if (master_here && pid_gone(master_pid)) {
         why = "its master (pid " + std::to_string(master_pid) + ") is gone";
       } else if (std::chrono::steady_clock::now() - started > 2 * limit) {
-        why = "it was not welcomed by its master within " + std::to_string(2 * limit.count()) +
-              " s";
+        why =
+            "it was not welcomed by its master within " + std::to_string(2 * limit.count()) + " s";
       }
       if (!why.empty()) {
         std::fprintf(stderr, "fibermpi worker %d: leaving during start-up: %s\n",
@@ -245,6 +246,18 @@ void Runtime::begin(int& argc, char**& argv, Config config) {
     }
   } else {
     self_name_ = "Worker";
+    if (const char* fault = std::getenv("FIBER_FAULT_DROP_MESSAGE"); fault) {
+      // "<n>@<file>": only the process that creates <file> drops (one faulty worker per run).
+      const std::string spec = fault;
+      const auto at = spec.find('@');
+      if (at != std::string::npos) {
+        const int fd = ::open(spec.substr(at + 1).c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+        if (fd >= 0) {
+          ::close(fd);
+          fault_drop_message_ = std::strtoull(spec.substr(0, at).c_str(), nullptr, 10);
+        }
+      }
+    }
   }
   g_running.store(true, std::memory_order_release);
   progress_thread_ = std::thread([this] { progress_loop(); });
@@ -410,7 +423,8 @@ bool Runtime::poll_once() {
   if (!master_ && heartbeat_interval_.count() > 0 && now >= next_heartbeat_) {
     next_heartbeat_ = now + heartbeat_interval_;
     std::lock_guard lock(mu_);
-    send_master(Kind::kHeartbeat, 0, 0, {});
+    // How many messages arrived, for the master's delivery check.
+    send_master(Kind::kHeartbeat, 0, messages_received_, {});
   }
   expire_deadlines(now);
   return active;
@@ -534,7 +548,10 @@ void Runtime::send(MPI_Comm comm, int dest, Kind kind, uint64_t id, uint64_t aux
   outbox_.post(comm, dest, bridge::frame(envelope, payload));
   if (master_) {
     // Called with mu_ held, which guards slots_.
-    if (const Slot* slot = find_slot(comm, dest); slot && slot->local) ring_peer(slot->pid);
+    if (Slot* slot = find_slot(comm, dest)) {
+      ++slot->messages_sent;
+      if (slot->local) ring_peer(slot->pid);
+    }
   } else if (const int master = master_bell_pid_.load(std::memory_order_acquire); master != 0) {
     ring_peer(master);
   }
@@ -578,6 +595,7 @@ void Runtime::handle_master(Link& link, bridge::Received& message) {
       on_hello(link, source, message.payload);
       break;
     case Kind::kHeartbeat:
+      if (slot) check_delivery(*slot, message.envelope.aux);
       break;
     case Kind::kLeave:
       if (slot) on_leave(*slot);
@@ -681,6 +699,7 @@ void Runtime::on_hello(Link& link, int rank, const Bytes& payload) {
   slot->host = host;
   slot->local = host == host_;
   slot->last_heard = Clock::now();
+  slot->messages_sent = 1;  // the welcome, sent just below
   serial::Writer welcome;
   serial::save(welcome, static_cast<int>(::getpid()));
   serial::save(welcome, host_);
@@ -846,6 +865,32 @@ void Runtime::declare_dead(Slot& slot) {
   retire(slot);
 }
 
+void Runtime::check_delivery(Slot& slot, uint64_t received) {
+  const auto now = Clock::now();
+  const uint64_t owed = slot.sent_at_last_beat > received ? slot.sent_at_last_beat - received : 0;
+  slot.sent_at_last_beat = slot.messages_sent;
+  if (owed == 0 || slot.state == Slot::State::kGone) {
+    slot.owing_since.reset();
+    return;
+  }
+  if (!slot.owing_since) {
+    slot.owing_since = now;
+    return;
+  }
+  if (now - *slot.owing_since <= config_.heartbeat_timeout) return;
+  std::fprintf(stderr,
+               "fibermpi: worker pid %d on %s still lacks %llu message(s) sent to it more than "
+               "%.1f s ago (%llu of %llu arrived): Open MPI's transport lost or holds them; "
+               "declaring the worker dead so that its work runs elsewhere\n",
+               slot.pid, slot.host.c_str(), static_cast<unsigned long long>(owed),
+               std::chrono::duration<double>(now - *slot.owing_since).count(),
+               static_cast<unsigned long long>(received),
+               static_cast<unsigned long long>(slot.messages_sent));
+  // It cannot be told to stop: what it would be told is what does not arrive.
+  if (slot.local) ::kill(slot.pid, SIGKILL);
+  declare_dead(slot);
+}
+
 void Runtime::check_spawn_watchdog() {
   std::lock_guard lock(mu_);
   if (!spawn_started_ || !spawn_stuck_.empty()) return;
@@ -877,8 +922,8 @@ void Runtime::spawner_loop() {
     std::vector<int> finishing = std::move(finishing_pids_);
     finishing_pids_.clear();
     // After a kill, finalizing children can hang until their watchdog ends them.
-    const auto finishing_limit = worker_lost_ ? kFinalizeWatchdog + std::chrono::seconds(1)
-                                              : std::chrono::seconds(2);
+    const auto finishing_limit =
+        worker_lost_ ? kFinalizeWatchdog + std::chrono::seconds(1) : std::chrono::seconds(2);
     lock.unlock();
     // Open MPI 4.1's PMIx server sometimes never answers a new child's PMIx_Init when it
     // arrives while earlier children are still finalizing (a spawn started then was seen stuck
@@ -915,8 +960,10 @@ void Runtime::spawner_loop() {
     lock.lock();
     const auto took =
         std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - *spawn_started_);
-    typical_spawn_ = (3 * typical_spawn_ + std::min(took, std::chrono::duration_cast<std::chrono::microseconds>(
-                                                       config_.spawn_timeout / 10))) / 4;
+    typical_spawn_ =
+        (3 * typical_spawn_ + std::min(took, std::chrono::duration_cast<std::chrono::microseconds>(
+                                                 config_.spawn_timeout / 10))) /
+        4;
     spawn_started_.reset();
     for (auto& [id, pool] : pools_) pool->pause_over_locked();
     const bool watchdog_fired = !spawn_stuck_.empty();
@@ -1238,6 +1285,12 @@ void Runtime::queue_close(uint64_t queue) {
 
 void Runtime::handle_worker(bridge::Received& message) {
   std::lock_guard lock(mu_);
+  if (fault_drop_message_ != 0 && ++messages_seen_ == fault_drop_message_) {
+    std::fprintf(stderr, "fibermpi worker %d: discarding message %llu (FIBER_FAULT_DROP_MESSAGE)\n",
+                 static_cast<int>(::getpid()), static_cast<unsigned long long>(messages_seen_));
+    return;
+  }
+  ++messages_received_;
   switch (static_cast<Kind>(message.envelope.kind)) {
     case Kind::kWelcome: {
       serial::Reader reader(message.payload);

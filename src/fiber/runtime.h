@@ -80,6 +80,11 @@ struct Slot {
   std::optional<Clock::time_point> missing_since;  ///< When its pid was first seen gone.
   bool leaving = false;  ///< A joined worker that asked to leave: retired once its process ends.
   Clock::time_point last_heard;  ///< Its last message (heartbeats included).
+  /// Delivery check: every message to a worker is counted, and its heartbeats say how many
+  /// arrived. Messages sent before its previous heartbeat that have still not arrived are owed.
+  uint64_t messages_sent = 0;
+  uint64_t sent_at_last_beat = 0;
+  std::optional<Clock::time_point> owing_since;
 };
 
 /// Result of a queue get or poll.
@@ -209,6 +214,9 @@ class Runtime {
   void retire(Slot& slot);
   void check_liveness();
   void declare_dead(Slot& slot);
+  /// A heartbeat said `received` messages reached the worker: a worker whose messages stay
+  /// owed for heartbeat_timeout is declared dead (the transport to it lost or holds them).
+  void check_delivery(Slot& slot, uint64_t received);
   uint64_t requester_of(Slot* slot) const;
   Slot* find_slot(MPI_Comm comm, int rank);
   void spawner_loop();
@@ -295,6 +303,11 @@ class Runtime {
   std::deque<bridge::Received> mailbox_;
   std::deque<bridge::Received> pool_inbox_;
   uint64_t next_request_ = 1;
+  uint64_t messages_received_ = 0;  ///< In a worker: messages from the master so far.
+  /// Fault injection (FIBER_FAULT_DROP_MESSAGE=<n>@<file>): the one worker that creates <file>
+  /// discards the n-th message from its master, as a faulty transport would.
+  uint64_t fault_drop_message_ = 0;
+  uint64_t messages_seen_ = 0;
   std::unordered_map<uint64_t, std::optional<bridge::Received>> replies_;
 };
 

@@ -1,6 +1,7 @@
 // How long an independently started job takes to join a running pool: from the moment the master
 // asks for it (tests/bench/join_bench.sh then starts `mpirun -n 2 join_bench` with FIBER_CONNECT)
-// until its ranks have run a task, and how long they take to leave on SIGTERM. Prints one JSON line.
+// until its ranks have run a task, and how long they take to leave on SIGTERM. Prints one JSON
+// line.
 //   join_bench <repeats> <work dir>   the master (under mpirun --ompi-server)
 #include <signal.h>
 #include <unistd.h>

@@ -9,10 +9,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <map>
 #include <numeric>
 #include <random>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -162,6 +166,35 @@ TEST(PoolFault, SilentWorkerIsDeclaredDeadAndItsTaskRunsElsewhere) {
   EXPECT_LT(seconds_since(start), 10.0);
   ::kill(pids[0], SIGKILL);
   ::kill(pids[0], SIGCONT);
+}
+
+// Run with FIBER_FAULT_DROP_MESSAGE=<n>@<file>: the first worker to start discards the n-th message
+// from the master, as a faulty transport would. The master sees that message never arrive (the
+// worker's heartbeats count what did), declares that worker dead, and its chunks run elsewhere.
+TEST(PoolFault, LostMessageIsNoticedAndItsTasksRunElsewhere) {
+  const char* fault = std::getenv("FIBER_FAULT_DROP_MESSAGE");
+  if (!fault) GTEST_SKIP() << "needs FIBER_FAULT_DROP_MESSAGE";
+  const std::string once_file = std::string(fault).substr(std::string(fault).find('@') + 1);
+  std::remove(once_file.c_str());
+  fiber::Pool pool(2);
+  pool.wait_ready();
+  const auto first_pids = pool.worker_pids();
+  const auto start = std::chrono::steady_clock::now();
+  const auto values = inputs(400);
+  const auto squares = pool.map(slow_square, values, 1);
+  ASSERT_EQ(squares.size(), values.size());
+  for (size_t i = 0; i < values.size(); ++i) ASSERT_EQ(squares[i], values[i] * values[i]) << i;
+  // Noticed after heartbeat_timeout (1.5 s here) plus a heartbeat or two.
+  EXPECT_LT(seconds_since(start), 20.0);
+  std::ifstream created(once_file);
+  EXPECT_TRUE(created.good()) << "no worker took the fault";
+  pool.wait_ready();  // the replacement
+  const auto pids = pool.worker_pids();
+  EXPECT_EQ(pids.size(), 2u);
+  EXPECT_NE(std::set<int>(pids.begin(), pids.end()),
+            std::set<int>(first_pids.begin(), first_pids.end()))
+      << "the worker missing a message was replaced";
+  std::remove(once_file.c_str());
 }
 
 TEST(PoolFault, ResizeUpAndDownUnderLoad) {
