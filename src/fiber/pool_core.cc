@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "fiber/errors.h"
 #include "fiber/protocol.h"
@@ -19,10 +20,13 @@ constexpr double kQueuedWorkUs = 2000;
 // Most work queued per worker to cover a pause of the master's traffic, and most chunks.
 constexpr double kMaxCoverUs = 1'000'000;
 constexpr int kMaxCoverChunks = 4096;
+constexpr size_t kMaxCoverBytes = 8 << 20;
 
 // Most bytes of chunks in one task message (below Open MPI's eager limits: 4 kB is the
 // shared-memory one, but larger messages there are pulled by the receiver without the sender).
 constexpr size_t kMessageBytes = 32 * 1024;
+// One chunk travels in one MPI message, whose count is an int.
+constexpr size_t kMaxChunkBytes = INT32_MAX - 1024;
 
 // Ending before ever becoming ready this many times in a row per worker slot means starting
 // workers does not work (spawn failures, a crashing initializer): the pool gives up.
@@ -144,8 +148,11 @@ int PoolCore::tasks_in_flight_limit() const {
 }
 
 bool PoolCore::can_take(const Worker& worker) const {
-  return worker.ready && !worker.leaving &&
-         worker.in_flight < std::max(pause_depth_, tasks_in_flight_limit());
+  if (!worker.ready || worker.leaving) return false;
+  const int usual = tasks_in_flight_limit();
+  if (worker.in_flight < usual) return true;
+  // Covering a pause: deeper, but never more than kMaxCoverBytes of arguments per worker.
+  return worker.in_flight < pause_depth_ && worker.bytes_in_flight < kMaxCoverBytes;
 }
 
 void PoolCore::cover_pause_locked(std::chrono::microseconds pause) {
@@ -163,7 +170,8 @@ void PoolCore::cover_pause_locked(std::chrono::microseconds pause) {
   const int per_worker = static_cast<int>(cover_us / std::max(1.0, mean_compute_us_)) + 1;
   const int share = static_cast<int>((backlog_.size() + ready - 1) / ready);
   int most_held = 0;
-  for (const auto& [id, worker] : workers_) most_held = std::max(most_held, worker.in_flight);
+  for (const auto& [id, worker] : workers_)
+    if (worker.ready && !worker.leaving) most_held = std::max(most_held, worker.in_flight);
   pause_depth_ = std::min(kMaxCoverChunks, std::min(per_worker, most_held + share));
   dispatch_locked();
 }
@@ -241,6 +249,8 @@ void PoolCore::assign_task(Worker& worker, Task task) {
   // A worker leaves by itself after its last task under maxtasksperchild.
   if (settings_.maxtasksperchild > 0 && worker.assigned >= settings_.maxtasksperchild)
     worker.leaving = true;
+  worker.bytes_in_flight += task.payload->size();
+  if (worker.unsent.empty()) workers_to_flush_.push_back(task.worker);
   worker.unsent.push_back(task.id);
   in_flight_.emplace(task.id, std::move(task));
 }
@@ -250,27 +260,65 @@ void PoolCore::flush_sends_locked() {
   // a worker that dies holds one of Open MPI's shared-memory fragments for good (a few hundred
   // lost ones stall every later shared-memory send of the master). Messages stay below the
   // eager limits so they travel without the master's help (it may be busy spawning).
+  constexpr size_t kChunkHeader = sizeof(uint64_t) + sizeof(uint32_t);
   serial::Writer message;
-  for (auto& [id, worker] : workers_) {
+  std::vector<uint64_t> batch;
+  for (const uint64_t worker_id : std::exchange(workers_to_flush_, {})) {
+    auto found = workers_.find(worker_id);
+    if (found == workers_.end()) continue;
+    Worker& worker = found->second;
+    std::vector<uint64_t> unsent = std::exchange(worker.unsent, {});
     size_t next = 0;
-    while (next < worker.unsent.size()) {
+    while (next < unsent.size()) {
       message.buffer().clear();
-      const uint32_t slot = 0;
-      message.write_bytes(&slot, sizeof slot);  // chunk count, filled in below
-      uint32_t count = 0;
-      while (next < worker.unsent.size() &&
-             (count == 0 || message.buffer().size() < kMessageBytes)) {
-        const Task& task = in_flight_.at(worker.unsent[next++]);
-        const auto size = static_cast<uint32_t>(task.payload->size());
-        message.write_bytes(&task.id, sizeof task.id);
+      batch.clear();
+      const uint32_t count_slot = 0;
+      message.write_bytes(&count_slot, sizeof count_slot);  // the chunk count, filled in below
+      for (; next < unsent.size(); ++next) {
+        auto task = in_flight_.find(unsent[next]);
+        if (task == in_flight_.end()) continue;  // failed meanwhile
+        const Bytes& payload = *task->second.payload;
+        if (!batch.empty() &&
+            message.buffer().size() + kChunkHeader + payload.size() > kMessageBytes)
+          break;
+        if (payload.size() > kMaxChunkBytes) {
+          fail_unsent_locked(worker, {task->first},
+                             "a chunk of " + std::to_string(payload.size()) +
+                                 " bytes exceeds the 2 GiB limit of one MPI message; use a "
+                                 "smaller chunksize");
+          continue;
+        }
+        const auto size = static_cast<uint32_t>(payload.size());
+        message.write_bytes(&task->first, sizeof task->first);
         message.write_bytes(&size, sizeof size);
-        message.write_bytes(task.payload->data(), size);
-        ++count;
+        message.write_bytes(payload.data(), size);
+        batch.push_back(task->first);
       }
+      if (batch.empty()) continue;
+      const auto count = static_cast<uint32_t>(batch.size());
       std::memcpy(message.buffer().data(), &count, sizeof count);
-      runtime_.send_to_process_locked(*worker.process, Kind::kPoolTask, 0, id_, message.buffer());
+      try {
+        runtime_.send_to_process_locked(*worker.process, Kind::kPoolTask, 0, id_, message.buffer());
+      } catch (const std::exception& e) {
+        fail_unsent_locked(worker, batch,
+                           std::string("could not send tasks to the worker: ") + e.what());
+      }
     }
-    worker.unsent.clear();
+  }
+}
+
+void PoolCore::fail_unsent_locked(Worker& worker, const std::vector<uint64_t>& tasks,
+                                  const std::string& why) {
+  for (const uint64_t id : tasks) {
+    auto found = in_flight_.find(id);
+    if (found == in_flight_.end()) continue;
+    Task task = std::move(found->second);
+    in_flight_.erase(found);
+    --worker.in_flight;
+    worker.bytes_in_flight -= task.payload->size();
+    ChunkOutcome outcome;
+    outcome.error = std::make_exception_ptr(Error(why));
+    complete_chunk(*task.job, task.chunk, std::move(outcome));
   }
 }
 
@@ -325,8 +373,11 @@ void PoolCore::on_result(const ProcessState& process, uint64_t task_id, uint32_t
   Task task = std::move(found->second);
   in_flight_.erase(found);
   auto worker = workers_.find(process.id);
-  if (worker != workers_.end() && --worker->second.in_flight == 0)
-    worker->second.idle_since = std::chrono::steady_clock::now();
+  if (worker != workers_.end()) {
+    worker->second.bytes_in_flight -= task.payload->size();
+    if (--worker->second.in_flight == 0)
+      worker->second.idle_since = std::chrono::steady_clock::now();
+  }
 
   ChunkOutcome result;
   if (static_cast<PoolOutcome>(outcome) == PoolOutcome::kResults) {
@@ -490,7 +541,10 @@ void PoolCore::fail_all_locked(const std::exception_ptr& error) {
   }
   // Late results of these are ignored: their ids are no longer in flight.
   in_flight_.clear();
-  for (auto& [id, worker] : workers_) worker.in_flight = 0;
+  for (auto& [id, worker] : workers_) {
+    worker.in_flight = 0;
+    worker.bytes_in_flight = 0;
+  }
 }
 
 void PoolCore::close_locked() {

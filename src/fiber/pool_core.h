@@ -142,6 +142,7 @@ class PoolCore {
     uint64_t assigned = 0;
     std::chrono::steady_clock::time_point idle_since{};
     std::vector<uint64_t> unsent;  ///< Task ids assigned, waiting for the next flush.
+    size_t bytes_in_flight = 0;    ///< Argument bytes of the chunks it holds.
   };
 
   void launch_worker_locked();
@@ -153,6 +154,9 @@ class PoolCore {
   void assign_task(Worker& worker, Task task);
   /// Sends every worker's assigned chunks, several per message.
   void flush_sends_locked();
+  /// Fails assigned chunks that could not be sent, with `why`.
+  void fail_unsent_locked(Worker& worker, const std::vector<uint64_t>& tasks,
+                          const std::string& why);
   void release_idle_workers_locked();
   void complete_chunk(Job& job, size_t chunk, ChunkOutcome outcome);
   void fail_all_locked(const std::exception_ptr& error);
@@ -169,12 +173,13 @@ class PoolCore {
   uint64_t sends_ = 0;
   std::deque<Task> backlog_;
   std::unordered_map<uint64_t, Task> in_flight_;
-  std::map<uint64_t, Worker> workers_;  ///< By process id.
-  int failed_starts_ = 0;               ///< Workers in a row that ended before becoming ready.
-  bool replacements_stopped_ = false;   ///< Starting workers keeps failing; live ones carry on.
-  double mean_compute_us_ = 0;          ///< Moving average of a chunk's run time in a worker...
-  uint64_t compute_samples_ = 0;        ///< ...over this many results.
-  int pause_depth_ = 0;                 ///< Chunks per worker while a traffic pause is covered.
+  std::map<uint64_t, Worker> workers_;      ///< By process id.
+  int failed_starts_ = 0;                   ///< Workers in a row that ended before becoming ready.
+  bool replacements_stopped_ = false;       ///< Starting workers keeps failing; live ones carry on.
+  double mean_compute_us_ = 0;              ///< Moving average of a chunk's run time in a worker...
+  uint64_t compute_samples_ = 0;            ///< ...over this many results.
+  std::vector<uint64_t> workers_to_flush_;  ///< Workers with assigned, unsent chunks.
+  int pause_depth_ = 0;                     ///< Chunks per worker while a traffic pause is covered.
 
   std::deque<std::function<void()>> callbacks_;
   std::condition_variable callbacks_cv_;

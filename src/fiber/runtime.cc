@@ -424,7 +424,8 @@ bool Runtime::poll_once() {
     next_heartbeat_ = now + heartbeat_interval_;
     std::lock_guard lock(mu_);
     // How many messages arrived, for the master's delivery check.
-    send_master(Kind::kHeartbeat, 0, messages_received_, {});
+    send_master(Kind::kHeartbeat, 0, messages_received_,
+                serial::to_bytes(static_cast<int64_t>(now.time_since_epoch().count())));
   }
   expire_deadlines(now);
   return active;
@@ -595,7 +596,9 @@ void Runtime::handle_master(Link& link, bridge::Received& message) {
       on_hello(link, source, message.payload);
       break;
     case Kind::kHeartbeat:
-      if (slot) check_delivery(*slot, message.envelope.aux);
+      if (slot) {
+        check_delivery(*slot, message.envelope.aux, serial::from_bytes<int64_t>(message.payload));
+      }
       break;
     case Kind::kLeave:
       if (slot) on_leave(*slot);
@@ -865,29 +868,61 @@ void Runtime::declare_dead(Slot& slot) {
   retire(slot);
 }
 
-void Runtime::check_delivery(Slot& slot, uint64_t received) {
+void Runtime::check_delivery(Slot& slot, uint64_t received, int64_t sent_stamp_ns) {
   const auto now = Clock::now();
+  // Only a heartbeat read soon after it was sent tells what had arrived by now; one read late
+  // (after a spawn paused receiving, or while the master catches up) is skipped.
+  const int64_t lag = now.time_since_epoch().count() - sent_stamp_ns;
+  slot.least_heartbeat_lag_ns = std::min(slot.least_heartbeat_lag_ns, lag);
+  const int64_t interval_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(config_.heartbeat_interval).count();
+  if (lag - slot.least_heartbeat_lag_ns > interval_ns / 2) return;
+  // Messages sent before the previous fresh heartbeat was read had a heartbeat interval to
+  // arrive before this one was sent (MPI keeps their order, so a count tells which).
   const uint64_t owed = slot.sent_at_last_beat > received ? slot.sent_at_last_beat - received : 0;
   slot.sent_at_last_beat = slot.messages_sent;
   if (owed == 0 || slot.state == Slot::State::kGone) {
     slot.owing_since.reset();
     return;
   }
-  if (!slot.owing_since) {
-    slot.owing_since = now;
+  if (!slot.owing_since) slot.owing_since = now;
+  if (now - *slot.owing_since <= config_.heartbeat_timeout) return;
+  // Several workers lacking messages at once means the master's own sending is stuck (Open
+  // MPI's shared-memory fragments used up, say): declaring them all dead would not help.
+  const auto owing = std::count_if(slots_.begin(), slots_.end(), [&](const auto& entry) {
+    return entry.second->state != Slot::State::kGone && entry.second->owing_since &&
+           now - *entry.second->owing_since > config_.heartbeat_timeout;
+  });
+  const auto live = std::count_if(slots_.begin(), slots_.end(), [](const auto& entry) {
+    return entry.second->state != Slot::State::kGone;
+  });
+  if (owing >= 2 && 2 * owing > live) {
+    if (!sending_stuck_reported_) {
+      sending_stuck_reported_ = true;
+      std::fprintf(stderr,
+                   "fibermpi: messages from the master to %ld of its %ld workers have not arrived "
+                   "for over %.1f s: the master's MPI sends are stuck (Open MPI's shared-memory "
+                   "transport may have run out of fragments after killed processes)\n",
+                   static_cast<long>(owing), static_cast<long>(live),
+                   std::chrono::duration<double>(config_.heartbeat_timeout).count());
+    }
     return;
   }
-  if (now - *slot.owing_since <= config_.heartbeat_timeout) return;
+  const bool spawned = slot.link->spawned;
   std::fprintf(stderr,
                "fibermpi: worker pid %d on %s still lacks %llu message(s) sent to it more than "
                "%.1f s ago (%llu of %llu arrived): Open MPI's transport lost or holds them; "
-               "declaring the worker dead so that its work runs elsewhere\n",
+               "declaring the worker dead so that its work runs elsewhere%s\n",
                slot.pid, slot.host.c_str(), static_cast<unsigned long long>(owed),
                std::chrono::duration<double>(now - *slot.owing_since).count(),
                static_cast<unsigned long long>(received),
-               static_cast<unsigned long long>(slot.messages_sent));
-  // It cannot be told to stop: what it would be told is what does not arrive.
-  if (slot.local) ::kill(slot.pid, SIGKILL);
+               static_cast<unsigned long long>(slot.messages_sent),
+               spawned ? ""
+                       : " (the process is left running: it belongs to the static world or to a "
+                         "joined job, whose ranks fibermpi never kills)");
+  // It cannot be told to stop (what it would be told is what does not arrive); a spawned
+  // worker of this host is ended the way terminate() ends one.
+  if (spawned && slot.local) ::kill(slot.pid, SIGKILL);
   declare_dead(slot);
 }
 
@@ -905,6 +940,7 @@ void Runtime::check_spawn_watchdog() {
   // Traffic of the workers already running must go on even though the spawn never returns.
   spawn_in_progress_.store(false);
   outbox_.hold(false);
+  for (auto& [id, pool] : pools_) pool->pause_over_locked();
 }
 
 void Runtime::spawner_loop() {
@@ -915,8 +951,8 @@ void Runtime::spawner_loop() {
              (spawn_stuck_.empty() && static_cast<int>(pending_.size()) > slots_expected_);
     });
     if (stopping_) return;
-    const int count = std::min(static_cast<int>(pending_.size()) - slots_expected_,
-                               std::max(1, config_.max_spawn_batch));
+    int count = std::min(static_cast<int>(pending_.size()) - slots_expected_,
+                         std::max(1, config_.max_spawn_batch));
     slots_expected_ += count;
     const bridge::SpawnOptions options = config_.spawn;
     std::vector<int> finishing = std::move(finishing_pids_);
@@ -929,19 +965,40 @@ void Runtime::spawner_loop() {
     // arrives while earlier children are still finalizing (a spawn started then was seen stuck
     // for good); let those leave first (bounded).
     const auto give_up = Clock::now() + finishing_limit;
-    while (
-        std::any_of(finishing.begin(), finishing.end(), [](int pid) { return !pid_gone(pid); }) &&
-        Clock::now() < give_up) {
+    bool stop = false;
+    while (!stop && std::any_of(finishing.begin(), finishing.end(), [](int pid) {
+      return !pid_gone(pid);
+    }) && Clock::now() < give_up) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      lock.lock();
+      stop = stopping_;
+      lock.unlock();
     }
     lock.lock();
+    // Meanwhile the runtime may have begun to shut down, or pending starts may have been
+    // cancelled (a terminated pool): spawn only what is still wanted.
+    const int unwanted =
+        stopping_ ? count
+                  : std::clamp(slots_expected_ - static_cast<int>(pending_.size()), 0, count);
+    slots_expected_ -= unwanted;
+    count -= unwanted;
+    if (stopping_) return;
+    if (count == 0) continue;
     // Workers run their queued chunks while the master's traffic stops: queue enough to last.
-    for (auto& [id, pool] : pools_) pool->cover_pause_locked(typical_spawn_);
+    try {
+      for (auto& [id, pool] : pools_) pool->cover_pause_locked(typical_spawn_);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "fibermpi: queueing work before a spawn failed: %s\n", e.what());
+    }
     spawn_started_ = Clock::now();
     spawn_count_ = count;
     lock.unlock();
     // The sends just posted leave before traffic stops.
-    outbox_.progress();
+    try {
+      outbox_.progress();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "fibermpi: progress error: %s\n", e.what());
+    }
     auto link = std::make_unique<Link>();
     std::string error;
     outbox_.hold(true);
@@ -960,10 +1017,9 @@ void Runtime::spawner_loop() {
     lock.lock();
     const auto took =
         std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - *spawn_started_);
-    typical_spawn_ =
-        (3 * typical_spawn_ + std::min(took, std::chrono::duration_cast<std::chrono::microseconds>(
-                                                 config_.spawn_timeout / 10))) /
-        4;
+    const auto longest_counted =
+        std::chrono::duration_cast<std::chrono::microseconds>(config_.spawn_timeout) / 10;
+    typical_spawn_ = (3 * typical_spawn_ + std::min(took, longest_counted)) / 4;
     spawn_started_.reset();
     for (auto& [id, pool] : pools_) pool->pause_over_locked();
     const bool watchdog_fired = !spawn_stuck_.empty();

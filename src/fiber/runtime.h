@@ -85,6 +85,10 @@ struct Slot {
   uint64_t messages_sent = 0;
   uint64_t sent_at_last_beat = 0;
   std::optional<Clock::time_point> owing_since;
+  /// Smallest (master's read time - worker's send stamp) of its heartbeats: clock offset plus
+  /// the quickest delivery. A heartbeat read much later than that is stale (the master was
+  /// behind reading) and says nothing about messages sent meanwhile.
+  int64_t least_heartbeat_lag_ns = INT64_MAX;
 };
 
 /// Result of a queue get or poll.
@@ -216,7 +220,7 @@ class Runtime {
   void declare_dead(Slot& slot);
   /// A heartbeat said `received` messages reached the worker: a worker whose messages stay
   /// owed for heartbeat_timeout is declared dead (the transport to it lost or holds them).
-  void check_delivery(Slot& slot, uint64_t received);
+  void check_delivery(Slot& slot, uint64_t received, int64_t sent_stamp_ns);
   uint64_t requester_of(Slot* slot) const;
   Slot* find_slot(MPI_Comm comm, int rank);
   void spawner_loop();
@@ -288,7 +292,8 @@ class Runtime {
   std::chrono::microseconds typical_spawn_{500'000};
   std::string spawn_stuck_;  ///< Why spawning is impossible for the rest of the run, once it is.
   std::optional<Clock::time_point> static_rank_lost_at_;  ///< Last death of a static-world rank.
-  bool worker_lost_ = false;                              ///< Any worker was declared dead.
+  bool sending_stuck_reported_ = false;
+  bool worker_lost_ = false;  ///< Any worker was declared dead.
   static constexpr std::chrono::seconds kStaticRankSettle{2};
 
   // Worker state.
