@@ -5,19 +5,7 @@
 set -uo pipefail
 bin="$1"
 repeats="$2"
-work="$(mktemp -d)"
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill -9 "$pid" 2> /dev/null; done
-  wait 2> /dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-ompi-server --no-daemonize -r "$work/uri" &
-pids+=($!)
-for _ in $(seq 1 300); do [ -s "$work/uri" ] && break; sleep 0.1; done
-server="file:$work/uri"
+source "$(dirname "$0")/../mpi/name_server.sh"
 
 mpirun --ompi-server "$server" --enable-recovery -n 1 "$bin" "$repeats" "$work" &
 master=$!

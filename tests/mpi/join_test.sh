@@ -4,26 +4,7 @@
 set -uo pipefail
 bin="$1"
 scenario="$2"
-work="$(mktemp -d)"
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill -9 "$pid" 2> /dev/null; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-wait_for_file() {
-  for _ in $(seq 1 600); do
-    [ -s "$1" ] && return 0
-    sleep 0.1
-  done
-  echo "timed out waiting for $1"
-  return 1
-}
-
-ompi-server --no-daemonize -r "$work/uri" &
-pids+=($!)
-wait_for_file "$work/uri" || exit 1
-server="file:$work/uri"
+source "$(dirname "$0")/name_server.sh"
 
 mpirun --ompi-server "$server" --enable-recovery -n 1 "$bin" "$scenario" "$work/port" &
 master=$!
