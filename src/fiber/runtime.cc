@@ -65,6 +65,10 @@ int read_signal_file(const std::string& dir, int pid) {
   return 0;
 }
 
+// How long the master waits for the hello of a worker that was started (a spawned one, a static
+// rank, a rank of a joining job) before giving up on it.
+constexpr std::chrono::seconds kHelloTimeout{15};
+
 // How long a process waits for an MPI_Finalize that may never return after a kill.
 constexpr std::chrono::seconds kFinalizeWatchdog{10};
 
@@ -546,7 +550,16 @@ void Runtime::handle(Link& link, bridge::Received& message) {
 void Runtime::send(MPI_Comm comm, int dest, Kind kind, uint64_t id, uint64_t aux, uint32_t flags,
                    std::span<const std::byte> payload) {
   bridge::Envelope envelope{static_cast<uint32_t>(kind), flags, id, aux};
-  outbox_.post(comm, dest, bridge::frame(envelope, payload));
+  if (master_) {
+    outbox_.post(comm, dest, bridge::frame(envelope, payload));
+  } else {
+    // A heartbeat tells how many messages went before it; counted and posted in one step, so
+    // the count matches the order MPI delivers them in.
+    std::lock_guard order(send_order_mu_);
+    if (kind == Kind::kHeartbeat) envelope.id = messages_sent_;
+    ++messages_sent_;
+    outbox_.post(comm, dest, bridge::frame(envelope, payload));
+  }
   if (master_) {
     // Called with mu_ held, which guards slots_.
     if (Slot* slot = find_slot(comm, dest)) {
@@ -583,7 +596,16 @@ void Runtime::handle_master(Link& link, bridge::Received& message) {
   Slot* slot = find_slot(comm, source);
   const uint64_t request = message.envelope.id;
   const uint64_t queue = message.envelope.aux;
-  if (slot) slot->last_heard = Clock::now();
+  if (slot) {
+    slot->last_heard = Clock::now();
+    if (kind == Kind::kHeartbeat && slot->messages_received < request &&
+        slot->state != Slot::State::kGone) {
+      declare_unreachable(*slot, std::to_string(request - slot->messages_received) + " of its " +
+                                     std::to_string(request) +
+                                     " messages to the master never arrived");
+    }
+    ++slot->messages_received;
+  }
   auto reply = [this, comm, source, request](Outcome outcome, uint64_t aux,
                                              std::span<const std::byte> payload) {
     send(comm, source, Kind::kReply, request, aux, static_cast<uint32_t>(outcome), payload);
@@ -702,7 +724,8 @@ void Runtime::on_hello(Link& link, int rank, const Bytes& payload) {
   slot->host = host;
   slot->local = host == host_;
   slot->last_heard = Clock::now();
-  slot->messages_sent = 1;  // the welcome, sent just below
+  slot->messages_sent = 1;      // the welcome, sent just below
+  slot->messages_received = 1;  // its hello
   serial::Writer welcome;
   serial::save(welcome, static_cast<int>(::getpid()));
   serial::save(welcome, host_);
@@ -814,7 +837,11 @@ void Runtime::check_liveness() {
   const auto now = Clock::now();
   for (auto& link : links_) {
     const int missing = link->expected_hellos - link->hellos;
-    if (missing <= 0 || now - link->created < config_.spawn_timeout) continue;
+    // Children have finished MPI_Init when the spawn returns, so a hello is due within moments;
+    // one that has not come after kHelloTimeout is stuck (Open MPI's TCP transport sometimes
+    // refuses a new child's connection: "received unexpected process identifier").
+    const auto hello_timeout = std::min<Clock::duration>(config_.spawn_timeout, kHelloTimeout);
+    if (missing <= 0 || now - link->created < hello_timeout) continue;
     // Workers that died before saying hello have no slot to watch; stop waiting for them so
     // replacements get spawned.
     std::fprintf(stderr,
@@ -908,20 +935,26 @@ void Runtime::check_delivery(Slot& slot, uint64_t received, int64_t sent_stamp_n
     }
     return;
   }
+  declare_unreachable(
+      slot, "it still lacks " + std::to_string(owed) + " message(s) sent to it more than " +
+                std::to_string(
+                    std::chrono::duration_cast<std::chrono::milliseconds>(now - *slot.owing_since)
+                        .count()) +
+                " ms ago (" + std::to_string(received) + " of " +
+                std::to_string(slot.messages_sent) + " arrived)");
+}
+
+void Runtime::declare_unreachable(Slot& slot, const std::string& what) {
   const bool spawned = slot.link->spawned;
   std::fprintf(stderr,
-               "fibermpi: worker pid %d on %s still lacks %llu message(s) sent to it more than "
-               "%.1f s ago (%llu of %llu arrived): Open MPI's transport lost or holds them; "
+               "fibermpi: worker pid %d on %s: %s. Open MPI's transport lost or holds them; "
                "declaring the worker dead so that its work runs elsewhere%s\n",
-               slot.pid, slot.host.c_str(), static_cast<unsigned long long>(owed),
-               std::chrono::duration<double>(now - *slot.owing_since).count(),
-               static_cast<unsigned long long>(received),
-               static_cast<unsigned long long>(slot.messages_sent),
+               slot.pid, slot.host.c_str(), what.c_str(),
                spawned ? ""
                        : " (the process is left running: it belongs to the static world or to a "
                          "joined job, whose ranks fibermpi never kills)");
-  // It cannot be told to stop (what it would be told is what does not arrive); a spawned
-  // worker of this host is ended the way terminate() ends one.
+  // It cannot be told to stop (what it would be told may not arrive); a spawned worker of this
+  // host is ended the way terminate() ends one.
   if (spawned && slot.local) ::kill(slot.pid, SIGKILL);
   declare_dead(slot);
 }

@@ -89,6 +89,9 @@ struct Slot {
   /// the quickest delivery. A heartbeat read much later than that is stale (the master was
   /// behind reading) and says nothing about messages sent meanwhile.
   int64_t least_heartbeat_lag_ns = INT64_MAX;
+  /// Messages that came from it; each heartbeat says how many it had sent before, and MPI keeps
+  /// their order, so fewer means some were lost on the way.
+  uint64_t messages_received = 0;
 };
 
 /// Result of a queue get or poll.
@@ -221,6 +224,8 @@ class Runtime {
   /// A heartbeat said `received` messages reached the worker: a worker whose messages stay
   /// owed for heartbeat_timeout is declared dead (the transport to it lost or holds them).
   void check_delivery(Slot& slot, uint64_t received, int64_t sent_stamp_ns);
+  /// Gives up on a worker whose messages are lost in either direction: `what` says which.
+  void declare_unreachable(Slot& slot, const std::string& what);
   uint64_t requester_of(Slot* slot) const;
   Slot* find_slot(MPI_Comm comm, int rank);
   void spawner_loop();
@@ -309,6 +314,8 @@ class Runtime {
   std::deque<bridge::Received> pool_inbox_;
   uint64_t next_request_ = 1;
   uint64_t messages_received_ = 0;  ///< In a worker: messages from the master so far.
+  std::mutex send_order_mu_;        ///< In a worker: counts and posts each send as one step.
+  uint64_t messages_sent_ = 0;      ///< In a worker: messages to the master so far.
   /// Fault injection (FIBER_FAULT_DROP_MESSAGE=<n>@<file>): the one worker that creates <file>
   /// discards the n-th message from its master, as a faulty transport would.
   uint64_t fault_drop_message_ = 0;
