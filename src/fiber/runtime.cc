@@ -600,9 +600,10 @@ void Runtime::handle_master(Link& link, bridge::Received& message) {
     slot->last_heard = Clock::now();
     if (kind == Kind::kHeartbeat && slot->messages_received < request &&
         slot->state != Slot::State::kGone) {
-      declare_unreachable(*slot, std::to_string(request - slot->messages_received) + " of its " +
-                                     std::to_string(request) +
-                                     " messages to the master never arrived");
+      declare_unreachable(
+          *slot, std::to_string(request - slot->messages_received) + " of its " +
+                     std::to_string(request) +
+                     " messages to the master never arrived (lost by Open MPI's transport)");
     }
     ++slot->messages_received;
   }
@@ -868,6 +869,16 @@ void Runtime::check_liveness() {
     }
     if (!pid_gone(slot->pid)) {
       slot->missing_since.reset();
+      // Alive, yet silent: it is stopped or hung, or its messages no longer reach this process
+      // (a transport connection that broke one way). Its work must not wait for it.
+      if (const auto silent = now - std::max(slot->last_heard, receiving_since_);
+          silent > config_.heartbeat_timeout) {
+        declare_unreachable(
+            *slot, "its process is alive but nothing from it arrived for " +
+                       std::to_string(
+                           std::chrono::duration_cast<std::chrono::milliseconds>(silent).count()) +
+                       " ms, not even a heartbeat");
+      }
       continue;
     }
     // Messages it sent just before dying may still be in transit: give them two rounds.
@@ -941,14 +952,15 @@ void Runtime::check_delivery(Slot& slot, uint64_t received, int64_t sent_stamp_n
                     std::chrono::duration_cast<std::chrono::milliseconds>(now - *slot.owing_since)
                         .count()) +
                 " ms ago (" + std::to_string(received) + " of " +
-                std::to_string(slot.messages_sent) + " arrived)");
+                std::to_string(slot.messages_sent) +
+                " arrived; Open MPI's transport lost or holds them)");
 }
 
 void Runtime::declare_unreachable(Slot& slot, const std::string& what) {
   const bool spawned = slot.link->spawned;
   std::fprintf(stderr,
-               "fibermpi: worker pid %d on %s: %s. Open MPI's transport lost or holds them; "
-               "declaring the worker dead so that its work runs elsewhere%s\n",
+               "fibermpi: worker pid %d on %s: %s; declaring the worker dead so that its work "
+               "runs elsewhere%s\n",
                slot.pid, slot.host.c_str(), what.c_str(),
                spawned ? ""
                        : " (the process is left running: it belongs to the static world or to a "
