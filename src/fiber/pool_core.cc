@@ -307,6 +307,23 @@ void PoolCore::flush_sends_locked() {
   }
 }
 
+std::vector<TaskChunk> split_task_message(std::span<const std::byte> message) {
+  serial::Reader reader(message);
+  uint32_t count = 0;
+  reader.read_bytes(&count, sizeof count);
+  std::vector<TaskChunk> chunks;
+  for (uint32_t i = 0; i < count; ++i) {
+    TaskChunk chunk;
+    uint32_t size = 0;
+    reader.read_bytes(&chunk.task, sizeof chunk.task);
+    reader.read_bytes(&size, sizeof size);
+    const auto bytes = reader.read_span(size);
+    chunk.payload.assign(bytes.begin(), bytes.end());
+    chunks.push_back(std::move(chunk));
+  }
+  return chunks;
+}
+
 void PoolCore::fail_unsent_locked(Worker& worker, const std::vector<uint64_t>& tasks,
                                   const std::string& why) {
   for (const uint64_t id : tasks) {

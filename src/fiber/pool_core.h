@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -186,6 +187,15 @@ class PoolCore {
   std::thread callback_thread_;
   bool callbacks_stopping_ = false;
 };
+
+/// One chunk of a task message: the task id and its encoded {invoker, fn, count, args...}.
+struct TaskChunk {
+  uint64_t task = 0;
+  Bytes payload;
+};
+/// Splits a kPoolTask message (as PoolCore sends it: a chunk count, then per chunk its task id,
+/// size and bytes) into its chunks; throws ProtocolError on a malformed one, giving none.
+std::vector<TaskChunk> split_task_message(std::span<const std::byte> message);
 
 /// The function a pool worker process runs: announce itself, then run chunks until told to stop
 /// or `maxtasks` chunks are done.

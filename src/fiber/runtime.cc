@@ -552,7 +552,14 @@ void Runtime::send(MPI_Comm comm, int dest, Kind kind, uint64_t id, uint64_t aux
   bridge::Envelope envelope{static_cast<uint32_t>(kind), flags, id, aux};
   if (master_) {
     outbox_.post(comm, dest, bridge::frame(envelope, payload));
-  } else {
+    // Called with mu_ held, which guards slots_.
+    if (Slot* slot = find_slot(comm, dest)) {
+      ++slot->messages_sent;
+      if (slot->local) ring_peer(slot->pid);
+    }
+    return;
+  }
+  {
     // A heartbeat tells how many messages went before it; counted and posted in one step, so
     // the count matches the order MPI delivers them in.
     std::lock_guard order(send_order_mu_);
@@ -560,15 +567,8 @@ void Runtime::send(MPI_Comm comm, int dest, Kind kind, uint64_t id, uint64_t aux
     ++messages_sent_;
     outbox_.post(comm, dest, bridge::frame(envelope, payload));
   }
-  if (master_) {
-    // Called with mu_ held, which guards slots_.
-    if (Slot* slot = find_slot(comm, dest)) {
-      ++slot->messages_sent;
-      if (slot->local) ring_peer(slot->pid);
-    }
-  } else if (const int master = master_bell_pid_.load(std::memory_order_acquire); master != 0) {
+  if (const int master = master_bell_pid_.load(std::memory_order_acquire); master != 0)
     ring_peer(master);
-  }
 }
 
 void Runtime::send_master(Kind kind, uint64_t id, uint64_t aux,
@@ -598,13 +598,7 @@ void Runtime::handle_master(Link& link, bridge::Received& message) {
   const uint64_t queue = message.envelope.aux;
   if (slot) {
     slot->last_heard = Clock::now();
-    if (kind == Kind::kHeartbeat && slot->messages_received < request &&
-        slot->state != Slot::State::kGone) {
-      declare_unreachable(
-          *slot, std::to_string(request - slot->messages_received) + " of its " +
-                     std::to_string(request) +
-                     " messages to the master never arrived (lost by Open MPI's transport)");
-    }
+    if (kind == Kind::kHeartbeat) check_heartbeat(*slot, message);
     ++slot->messages_received;
   }
   auto reply = [this, comm, source, request](Outcome outcome, uint64_t aux,
@@ -618,10 +612,7 @@ void Runtime::handle_master(Link& link, bridge::Received& message) {
     case Kind::kHello:
       on_hello(link, source, message.payload);
       break;
-    case Kind::kHeartbeat:
-      if (slot) {
-        check_delivery(*slot, message.envelope.aux, serial::from_bytes<int64_t>(message.payload));
-      }
+    case Kind::kHeartbeat:  // checked above
       break;
     case Kind::kLeave:
       if (slot) on_leave(*slot);
@@ -906,6 +897,21 @@ void Runtime::declare_dead(Slot& slot) {
   retire(slot);
 }
 
+void Runtime::check_heartbeat(Slot& slot, const bridge::Received& heartbeat) {
+  if (slot.state == Slot::State::kGone) return;
+  // It says how many messages it sent before this one (id); MPI keeps their order.
+  const uint64_t sent = heartbeat.envelope.id;
+  if (slot.messages_received < sent) {
+    declare_unreachable(slot, std::to_string(sent - slot.messages_received) + " of its " +
+                                  std::to_string(sent) +
+                                  " messages to the master never arrived (lost by Open MPI's "
+                                  "transport)");
+    return;
+  }
+  // And how many of the master's arrived (aux), as of when it was sent (payload).
+  check_delivery(slot, heartbeat.envelope.aux, serial::from_bytes<int64_t>(heartbeat.payload));
+}
+
 void Runtime::check_delivery(Slot& slot, uint64_t received, int64_t sent_stamp_ns) {
   const auto now = Clock::now();
   // Only a heartbeat read soon after it was sent tells what had arrived by now; one read late
@@ -919,7 +925,7 @@ void Runtime::check_delivery(Slot& slot, uint64_t received, int64_t sent_stamp_n
   // arrive before this one was sent (MPI keeps their order, so a count tells which).
   const uint64_t owed = slot.sent_at_last_beat > received ? slot.sent_at_last_beat - received : 0;
   slot.sent_at_last_beat = slot.messages_sent;
-  if (owed == 0 || slot.state == Slot::State::kGone) {
+  if (owed == 0) {
     slot.owing_since.reset();
     return;
   }
@@ -1413,27 +1419,17 @@ void Runtime::handle_worker(bridge::Received& message) {
     case Kind::kShutdown:
       mailbox_.push_back(std::move(message));
       break;
-    case Kind::kPoolTask: {
-      // Several chunks per message: each becomes an inbox entry of its own (all or none, should
-      // the message be malformed).
-      serial::Reader reader(message.payload);
-      uint32_t count = 0;
-      reader.read_bytes(&count, sizeof count);
-      std::vector<bridge::Received> chunks;
-      for (uint32_t i = 0; i < count; ++i) {
-        bridge::Received chunk;
-        chunk.envelope = message.envelope;
-        chunk.source = message.source;
-        uint32_t size = 0;
-        reader.read_bytes(&chunk.envelope.id, sizeof chunk.envelope.id);
-        reader.read_bytes(&size, sizeof size);
-        const auto bytes = reader.read_span(size);
-        chunk.payload.assign(bytes.begin(), bytes.end());
-        chunks.push_back(std::move(chunk));
+    case Kind::kPoolTask:
+      // Several chunks per message: each becomes an inbox entry of its own.
+      for (auto& chunk : split_task_message(message.payload)) {
+        bridge::Received entry;
+        entry.envelope = message.envelope;
+        entry.envelope.id = chunk.task;
+        entry.source = message.source;
+        entry.payload = std::move(chunk.payload);
+        pool_inbox_.push_back(std::move(entry));
       }
-      for (auto& chunk : chunks) pool_inbox_.push_back(std::move(chunk));
       break;
-    }
     case Kind::kPoolStop:
       pool_inbox_.push_back(std::move(message));
       break;

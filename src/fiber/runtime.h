@@ -223,6 +223,8 @@ class Runtime {
   void declare_dead(Slot& slot);
   /// A heartbeat said `received` messages reached the worker: a worker whose messages stay
   /// owed for heartbeat_timeout is declared dead (the transport to it lost or holds them).
+  /// The delivery checks a heartbeat allows, both ways (before it is counted as received).
+  void check_heartbeat(Slot& slot, const bridge::Received& heartbeat);
   void check_delivery(Slot& slot, uint64_t received, int64_t sent_stamp_ns);
   /// Gives up on a worker whose messages are lost in either direction: `what` says which.
   void declare_unreachable(Slot& slot, const std::string& what);

@@ -7,9 +7,7 @@ bin="$1"
 repeats="$2"
 source "$(dirname "$0")/../mpi/name_server.sh"
 
-mpirun --ompi-server "$server" --enable-recovery -n 1 "$bin" "$repeats" "$work" &
-master=$!
-pids+=($master)
+start_master "$bin" "$repeats" "$work"
 served=""
 while kill -0 "$master" 2> /dev/null; do
   request="$(cat "$work/request" 2> /dev/null || true)"

@@ -6,9 +6,7 @@ bin="$1"
 scenario="$2"
 source "$(dirname "$0")/name_server.sh"
 
-mpirun --ompi-server "$server" --enable-recovery -n 1 "$bin" "$scenario" "$work/port" &
-master=$!
-pids+=($master)
+start_master "$bin" "$scenario" "$work/port"
 wait_for_file "$work/port" || exit 1
 
 FIBER_CONNECT="$(cat "$work/port")" mpirun --ompi-server "$server" --enable-recovery \

@@ -1,6 +1,7 @@
 # Sourced by the scripts that run jobs joining a master (join_test.sh, tests/bench/join_bench.sh):
 # makes a work directory, starts an ompi-server whose URI the jobs share, and on exit kills
-# every process recorded in `pids` and removes the directory. Sets `work` and `server`.
+# every process recorded in `pids` and removes the directory. Sets `work` and `server`;
+# `start_master <program> <args...>` starts the master job and sets `master` to its pid.
 work="$(mktemp -d)"
 pids=()
 cleanup() {
@@ -21,3 +22,8 @@ ompi-server --no-daemonize -r "$work/uri" &
 pids+=($!)
 wait_for_file "$work/uri" || exit 1
 server="file:$work/uri"
+start_master() {
+  mpirun --ompi-server "$server" --enable-recovery -n 1 "$@" &
+  master=$!
+  pids+=($master)
+}
