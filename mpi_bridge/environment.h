@@ -40,8 +40,11 @@ class Environment {
   static int world_size();
   /// Intercommunicator to the spawning parent, or MPI_COMM_NULL.
   static MPI_Comm parent();
-  /// True when started by mpirun without --enable-recovery: a killed child aborts the job.
+  /// True when started by mpirun without recovery_option(): a killed child aborts the job.
   static bool recovery_disabled_under_launcher();
+  /// The mpirun option that keeps a job alive when one of its processes is killed: Open MPI
+  /// 4.1's "--enable-recovery", Open MPI 5's "--with-ft ulfm".
+  static const char* recovery_option();
   static std::string hostname();
 };
 

@@ -24,6 +24,14 @@ struct InfoDeleter {
 };
 using Info = std::unique_ptr<MPI_Info, InfoDeleter>;
 
+// The info key for the children's environment ("NAME=value" lines): Open MPI 5 renamed it, and
+// warns on every spawn that uses the old name.
+#if defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5
+constexpr const char* kEnvInfoKey = "PMIX_ENVAR";
+#else
+constexpr const char* kEnvInfoKey = "env";
+#endif
+
 Info make_info(const SpawnOptions& options) {
   Info info(new MPI_Info(MPI_INFO_NULL));
   FIBER_MPI_CHECK(MPI_Info_create(info.get()));
@@ -40,7 +48,7 @@ Info make_info(const SpawnOptions& options) {
       if (!env.empty()) env += '\n';
       env += name + "=" + value;
     }
-    FIBER_MPI_CHECK(MPI_Info_set(*info, "env", env.c_str()));
+    FIBER_MPI_CHECK(MPI_Info_set(*info, kEnvInfoKey, env.c_str()));
   }
   return info;
 }

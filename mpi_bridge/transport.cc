@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "mpi_bridge/error.h"
+#include "mpi_bridge/failure_notice.h"
 
 namespace fiber::bridge {
 
@@ -18,7 +19,10 @@ bool try_receive(MPI_Comm comm, Received& out) {
   int found = 0;
   MPI_Message message = MPI_MESSAGE_NULL;
   MPI_Status status;
-  FIBER_MPI_CHECK(MPI_Improbe(MPI_ANY_SOURCE, kRuntimeTag, comm, &found, &message, &status));
+  const int code = MPI_Improbe(MPI_ANY_SOURCE, kRuntimeTag, comm, &found, &message, &status);
+  if (code != MPI_SUCCESS && is_peer_failure(code))
+    throw PeersFailed("MPI_Improbe", code, acknowledge_failed_peers(comm));
+  detail::check_mpi(code, "MPI_Improbe");
   if (!found) return false;
   int count = 0;
   FIBER_MPI_CHECK(MPI_Get_count(&status, MPI_BYTE, &count));
@@ -77,7 +81,14 @@ size_t Outbox::progress() {
   size_t done = 0;
   for (size_t i = 0; i < pending_.size();) {
     int complete = 0;
-    FIBER_MPI_CHECK(MPI_Test(&pending_[i].request, &complete, MPI_STATUS_IGNORE));
+    const int code = MPI_Test(&pending_[i].request, &complete, MPI_STATUS_IGNORE);
+    // A send to a peer that died is over: its loss is seen (and its work redone) by the layer
+    // above; the request is complete as far as MPI is concerned.
+    if (code != MPI_SUCCESS && is_peer_failure(code)) {
+      complete = 1;
+    } else {
+      detail::check_mpi(code, "MPI_Test");
+    }
     if (complete) {
       pending_[i] = std::move(pending_.back());
       pending_.pop_back();

@@ -35,7 +35,8 @@ std::vector<std::byte> frame(const Envelope& envelope, std::span<const std::byte
 
 /// Receives one runtime message from any source on `comm` if one is waiting (MPI_Improbe +
 /// MPI_Mrecv, so a concurrent receiver cannot steal it). Throws ProtocolError on a message too
-/// short to hold an envelope.
+/// short to hold an envelope, and PeersFailed (failures acknowledged) when MPI reports that
+/// members of `comm` died.
 bool try_receive(MPI_Comm comm, Received& out);
 
 /// Sends in flight. post() starts a non-blocking send and keeps its buffer alive until MPI is

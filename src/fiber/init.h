@@ -30,8 +30,24 @@ struct Config {
   /// overrides.
   std::chrono::seconds spawn_timeout{120};
   /// Most processes started by one MPI_Comm_spawn call; more pending starts take several calls.
-  /// Large single spawns are where Open MPI 4.1 most often gets stuck on small machines.
   int max_spawn_batch = 8;
+  /// Fewest processes one MPI_Comm_spawn call starts: a spawn costs a pause of the master's
+  /// traffic (0.3-1.5 s) whatever its size, so the extra ones wait in the reserve for the next
+  /// pool, replacement or Process. 1 spawns exactly what is asked for.
+  int min_spawn_batch = 4;
+  /// The warm reserve: spawned worker processes that are idle (their pool ended, or started
+  /// ahead) are kept for later pools and Processes instead of exiting, so a program that makes
+  /// many pools, or replaces workers, does not pay a spawn each time. A worker that served one
+  /// pool may serve the next (its initializer runs again); a Process always gets a process that
+  /// has run nothing else. At most `reserve_max_idle` are kept (the oldest leave first, workers
+  /// that served a pool before never-used ones), each for at most `reserve_idle_timeout`.
+  /// 0 idle workers turns the reserve off. FIBER_RESERVE_MAX_IDLE and
+  /// FIBER_RESERVE_IDLE_TIMEOUT_S override.
+  int reserve_max_idle = 8;
+  std::chrono::seconds reserve_idle_timeout{60};
+  /// Once the program has started a Process, keep this many never-used workers started ahead in
+  /// the reserve, so that the next Process starts at once instead of waiting for a spawn.
+  int processes_ahead = 2;
 };
 
 /// Starts the runtime: initialises MPI (or adopts the program's MPI_THREAD_MULTIPLE one) and

@@ -247,8 +247,11 @@ void PoolCore::assign_task(Worker& worker, Task task) {
   ++worker.in_flight;
   ++worker.assigned;
   // A worker leaves by itself after its last task under maxtasksperchild.
-  if (settings_.maxtasksperchild > 0 && worker.assigned >= settings_.maxtasksperchild)
+  if (settings_.maxtasksperchild > 0 && worker.assigned >= settings_.maxtasksperchild) {
     worker.leaving = true;
+    // Its replacement must be a fresh process: this one does not go back to the reserve.
+    worker.process->retire_worker_after = true;
+  }
   worker.bytes_in_flight += task.payload->size();
   if (worker.unsent.empty()) workers_to_flush_.push_back(task.worker);
   worker.unsent.push_back(task.id);

@@ -76,7 +76,7 @@ void pool_worker_main(uint64_t pool, std::vector<std::byte> initializer, uint64_
   uint64_t done = 0;
   serial::Writer out;
   for (;;) {
-    bridge::Received message = runtime.next_pool_message();
+    bridge::Received message = runtime.next_pool_message(pool);
     if (static_cast<Kind>(message.envelope.kind) == Kind::kPoolStop) return;
     out.buffer().clear();
     const PoolOutcome outcome = run_chunk(message.payload, out);

@@ -6,14 +6,15 @@
 namespace fiber::detail {
 
 /// Bumped whenever a message layout changes; checked at handshake.
-inline constexpr uint32_t kProtocolVersion = 3;
+inline constexpr uint32_t kProtocolVersion = 4;
 
 enum class Kind : uint32_t {
   kHello = 1,    ///< worker -> master: {protocol, main module id, pid, host}
   kWelcome,      ///< master -> worker: {master pid, master host, signal directory,
                  ///< heartbeat interval in ms}
   kRefuse,       ///< master -> worker: {reason}
-  kRun,          ///< master -> worker: id = process id; {name, invoker, fn, args}
+  kRun,          ///< master -> worker: id = process id; flags = kStayAfterRun when the
+                 ///< worker serves on after it (the reserve); {name, invoker, fn, args}
   kTerminate,    ///< master -> worker: raise SIGTERM (for workers on other hosts)
   kExited,       ///< worker -> master: id = process id; {exit code, error text}
   kShutdown,     ///< master -> worker: finalise and exit
@@ -37,6 +38,8 @@ enum class Kind : uint32_t {
 };
 
 inline constexpr uint32_t kDropQueuedTasks = 1;
+/// kRun flag: a spawned worker stays (waiting in the reserve) after the process ends.
+inline constexpr uint32_t kStayAfterRun = 1;
 
 /// How a pool task ended.
 enum class PoolOutcome : uint32_t {

@@ -17,6 +17,7 @@
 #include "mpi_bridge/backoff.h"
 #include "mpi_bridge/environment.h"
 #include "mpi_bridge/error.h"
+#include "mpi_bridge/failure_notice.h"
 #include "mpi_bridge/function_ref.h"
 #include "mpi_bridge/serialization.h"
 
@@ -163,6 +164,20 @@ void Runtime::begin(int& argc, char**& argv, Config config) {
   if (const char* checks = std::getenv("FIBER_PID_CHECKS")) {
     config_.pid_checks = std::string(checks) != "0";
   }
+  if (const char* idle = std::getenv("FIBER_RESERVE_MAX_IDLE")) {
+    config_.reserve_max_idle = std::max(0, std::atoi(idle));
+  }
+  if (const char* timeout = std::getenv("FIBER_RESERVE_IDLE_TIMEOUT_S")) {
+    config_.reserve_idle_timeout = std::chrono::seconds(std::max(0, std::atoi(timeout)));
+  }
+  if (config_.max_spawn_batch < 1 || config_.min_spawn_batch < 1 || config_.reserve_max_idle < 0 ||
+      config_.processes_ahead < 0) {
+    throw UsageError("fiber::Config: max_spawn_batch (" + std::to_string(config_.max_spawn_batch) +
+                     ") and min_spawn_batch (" + std::to_string(config_.min_spawn_batch) +
+                     ") must be at least 1, reserve_max_idle (" +
+                     std::to_string(config_.reserve_max_idle) + ") and processes_ahead (" +
+                     std::to_string(config_.processes_ahead) + ") at least 0");
+  }
   if (config_.heartbeat_interval <= std::chrono::milliseconds(0) ||
       config_.heartbeat_timeout <= config_.heartbeat_interval) {
     throw UsageError("fiber::Config: heartbeat_timeout (" +
@@ -243,10 +258,11 @@ void Runtime::begin(int& argc, char**& argv, Config config) {
     if (::mkdtemp(dir)) signal_dir_ = dir;
     doorbell_.open(signal_dir_, static_cast<int>(::getpid()));
     if (bridge::Environment::recovery_disabled_under_launcher() && !std::getenv("FIBER_QUIET")) {
-      std::fprintf(
-          stderr,
-          "fibermpi: started by mpirun without --enable-recovery: a child process that is killed "
-          "will abort the whole job (add --enable-recovery, or set FIBER_QUIET=1 to hide this)\n");
+      const char* option = bridge::Environment::recovery_option();
+      std::fprintf(stderr,
+                   "fibermpi: started by mpirun without %s: a child process that is killed will "
+                   "abort the whole job (add %s, or set FIBER_QUIET=1 to hide this)\n",
+                   option, option);
     }
   } else {
     self_name_ = "Worker";
@@ -393,6 +409,10 @@ bool Runtime::poll_once() {
       bridge::Received message;
       try {
         if (!bridge::try_receive(link->comm.get(), message)) break;
+      } catch (const bridge::PeersFailed& failed) {
+        // Acknowledged: receiving from the others works again.
+        on_peers_failed(*link, failed.ranks());
+        continue;
       } catch (const std::exception& e) {
         std::fprintf(stderr, "fibermpi: receive failed: %s\n", e.what());
         break;
@@ -716,6 +736,7 @@ void Runtime::on_hello(Link& link, int rank, const Bytes& payload) {
   slot->host = host;
   slot->local = host == host_;
   slot->last_heard = Clock::now();
+  slot->idle_since = slot->last_heard;
   slot->messages_sent = 1;      // the welcome, sent just below
   slot->messages_received = 1;  // its hello
   serial::Writer welcome;
@@ -733,24 +754,63 @@ void Runtime::on_hello(Link& link, int rank, const Bytes& payload) {
   assign_idle_slots();
 }
 
+Slot* Runtime::pick_idle_slot(const ProcessState& process) {
+  const bool needs_fresh_process = process.pool == 0;
+  Slot* best = nullptr;
+  int best_preference = 0;
+  for (auto& [key, slot] : slots_) {
+    if (slot->state != Slot::State::kIdle || slot->leaving || !reusable(*slot)) continue;
+    int preference = 0;  // lower is better
+    if (!slot->link->spawned) {
+      // The static world's ranks and joined jobs are there anyway; they run one process after
+      // another.
+      preference = slot->link->connected ? 1 : 0;
+    } else if (needs_fresh_process) {
+      if (slot->used) continue;
+      preference = 2;
+    } else {
+      // Pools take workers that served a pool before, keeping never-used ones for Processes.
+      preference = slot->used ? 2 : 3;
+    }
+    if (!best || preference < best_preference) {
+      best = slot.get();
+      best_preference = preference;
+    }
+  }
+  return best;
+}
+
 void Runtime::assign_idle_slots() {
   if (stopping_) return;
-  for (auto& [key, slot] : slots_) {
-    if (pending_.empty()) break;
-    if (slot->state != Slot::State::kIdle) continue;
-    auto process = pending_.front();
-    pending_.pop_front();
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    Slot* slot = pick_idle_slot(**it);
+    if (!slot) {
+      ++it;
+      continue;
+    }
+    auto process = *it;
+    it = pending_.erase(it);
     slot->state = Slot::State::kBusy;
+    slot->used = true;
     slot->process = process;
-    process->slot = slot.get();
+    process->slot = slot;
     process->pid = slot->pid;
     process->host = slot->host;
     process->status = ProcessStatus::kRunning;
     serial::Writer run;
     serial::save(run, process->name);
     save_task(run, process->task);
-    send(slot->link->comm.get(), slot->rank, Kind::kRun, process->id, 0, 0, run.buffer());
+    // A spawned pool worker waits in the reserve afterwards; anything else run in a spawned
+    // process ends it (a Process is the whole life of its process, as in Python).
+    const uint32_t flags = slot->link->spawned && process->pool != 0 ? kStayAfterRun : 0;
+    send(slot->link->comm.get(), slot->rank, Kind::kRun, process->id, 0, flags, run.buffer());
+    if (slot->link->spawned && process->pool == 0) processes_started_ = true;
   }
+  // A Process that had to wait for a spawn: keep some started ahead from now on.
+  if (std::any_of(pending_.begin(), pending_.end(), [](const auto& p) { return p->pool == 0; }))
+    processes_started_ = true;
+  // A never-used worker may have been taken: the spawner tops the reserve up.
+  spawn_cv_.notify_one();
   notify_locked();
 }
 
@@ -764,18 +824,80 @@ void Runtime::on_exited(Slot& slot, uint64_t id, const Bytes& payload) {
                         std::to_string(id) + ", which it was not running");
   }
   auto process = slot.process;
-  end_process(process, code, describe_exit(*process, code));
   slot.process.reset();
-  if (slot.link->spawned && slot.local) finishing_pids_.push_back(slot.pid);
-  if (slot.leaving) {
-    send(slot.link->comm.get(), slot.rank, Kind::kShutdown, 0, 0, 0, {});
+  // The slot's fate is settled before the process ends, so that a replacement the pool starts
+  // as it learns of the end can take this very slot (a static rank stays in use).
+  if (worker_leaves) {
+    if (slot.link->spawned && slot.local) finishing_pids_.push_back(slot.pid);
     retire(slot);
-  } else if (slot.link->spawned || worker_leaves) {
-    retire(slot);
+  } else if (slot.leaving ||
+             (slot.link->spawned && (process->retire_worker_after || !reusable(slot)))) {
+    shut_down_slot(slot);
   } else {
+    // Idle again: a static rank or joined worker waits for the next process, a spawned pool
+    // worker waits in the reserve.
     slot.state = Slot::State::kIdle;
-    assign_idle_slots();
+    slot.idle_since = Clock::now();
   }
+  end_process(process, code, describe_exit(*process, code));
+  assign_idle_slots();
+}
+
+bool Runtime::reusable(const Slot& slot) const {
+  // A worker spawned from another executable (set_executable since) serves nothing new.
+  return !slot.link->spawned ||
+         (config_.reserve_max_idle > 0 && slot.link->executable == config_.spawn.executable);
+}
+
+void Runtime::shut_down_slot(Slot& slot) {
+  send(slot.link->comm.get(), slot.rank, Kind::kShutdown, 0, 0, 0, {});
+  if (slot.link->spawned && slot.local) finishing_pids_.push_back(slot.pid);
+  retire(slot);
+}
+
+void Runtime::trim_reserve(Clock::time_point now) {
+  std::vector<Slot*> idle;
+  for (auto& [key, slot] : slots_) {
+    if (slot->link->spawned && slot->state == Slot::State::kIdle && !slot->process)
+      idle.push_back(slot.get());
+  }
+  // Beyond the size limit, workers that served a pool leave before never-used ones (kept for
+  // Processes), the longest idle first.
+  std::sort(idle.begin(), idle.end(), [](const Slot* a, const Slot* b) {
+    if (a->used != b->used) return a->used;
+    return a->idle_since < b->idle_since;
+  });
+  const auto limit = static_cast<size_t>(config_.reserve_max_idle);
+  size_t excess = idle.size() > limit ? idle.size() - limit : 0;
+  for (Slot* slot : idle) {
+    const bool over_limit = excess > 0;
+    if (over_limit) --excess;
+    const bool expired = now - slot->idle_since > config_.reserve_idle_timeout;
+    if (!over_limit && !expired && reusable(*slot)) continue;
+    // No Process wanted a started-ahead worker for the whole idle timeout: stop keeping some
+    // ahead until the next Process starts.
+    if (expired && !slot->used) processes_started_ = false;
+    shut_down_slot(*slot);
+  }
+}
+
+int Runtime::spawn_wanted_locked() const {
+  // Pending processes that no idle slot can take and no spawn in flight will serve...
+  const int missing = static_cast<int>(pending_.size()) - slots_expected_;
+  int wanted = std::max(0, missing);
+  if (processes_started_) {
+    // ...plus never-used workers to keep ready for the next Processes (those in flight beyond
+    // the pending ones count).
+    int fresh = std::max(0, -missing);
+    for (const auto& [key, slot] : slots_) {
+      if (slot->link->spawned && slot->state == Slot::State::kIdle && !slot->used &&
+          !slot->leaving && reusable(*slot))
+        ++fresh;
+    }
+    const int ahead = std::min(config_.processes_ahead, config_.reserve_max_idle);
+    wanted += std::max(0, ahead - fresh);
+  }
+  return wanted;
 }
 
 void Runtime::on_leave(Slot& slot) {
@@ -879,6 +1001,7 @@ void Runtime::check_liveness() {
       declare_dead(*slot);
     }
   }
+  trim_reserve(now);
   std::erase_if(slots_,
                 [](const auto& entry) { return entry.second->state == Slot::State::kGone; });
 }
@@ -895,6 +1018,26 @@ void Runtime::declare_dead(Slot& slot) {
   }
   slot.process.reset();
   retire(slot);
+}
+
+void Runtime::on_peers_failed(Link& link, const std::vector<int>& ranks) {
+  if (!master_) {
+    // In the static world the link is shared with the other workers, whose deaths do not matter.
+    if (&link != master_link_ || std::find(ranks.begin(), ranks.end(), master_rank_) == ranks.end())
+      return;
+    std::fprintf(stderr, "fibermpi worker %d: MPI reports that the master died, exiting\n",
+                 static_cast<int>(::getpid()));
+    std::_Exit(1);
+  }
+  std::lock_guard lock(mu_);
+  for (const int rank : ranks) {
+    Slot* slot = find_slot(link.comm.get(), rank);
+    if (!slot || slot->state == Slot::State::kGone) continue;
+    std::fprintf(stderr, "fibermpi: MPI reports that worker pid %d on %s died\n", slot->pid,
+                 slot->host.c_str());
+    declare_dead(*slot);
+  }
+  notify_locked();
 }
 
 void Runtime::check_heartbeat(Slot& slot, const bridge::Received& heartbeat) {
@@ -997,14 +1140,9 @@ void Runtime::check_spawn_watchdog() {
 void Runtime::spawner_loop() {
   std::unique_lock lock(mu_);
   for (;;) {
-    spawn_cv_.wait(lock, [this] {
-      return stopping_ ||
-             (spawn_stuck_.empty() && static_cast<int>(pending_.size()) > slots_expected_);
-    });
+    spawn_cv_.wait(
+        lock, [this] { return stopping_ || (spawn_stuck_.empty() && spawn_wanted_locked() > 0); });
     if (stopping_) return;
-    int count = std::min(static_cast<int>(pending_.size()) - slots_expected_,
-                         std::max(1, config_.max_spawn_batch));
-    slots_expected_ += count;
     const bridge::SpawnOptions options = config_.spawn;
     std::vector<int> finishing = std::move(finishing_pids_);
     finishing_pids_.clear();
@@ -1027,14 +1165,15 @@ void Runtime::spawner_loop() {
     }
     lock.lock();
     // Meanwhile the runtime may have begun to shut down, or pending starts may have been
-    // cancelled (a terminated pool): spawn only what is still wanted.
-    const int unwanted =
-        stopping_ ? count
-                  : std::clamp(slots_expected_ - static_cast<int>(pending_.size()), 0, count);
-    slots_expected_ -= unwanted;
-    count -= unwanted;
+    // cancelled (a terminated pool) or served (a worker came back to the reserve): spawn only
+    // what is still wanted, in one batch of at least min_spawn_batch (the extra ones wait in the
+    // reserve: one spawn pauses traffic about as long whatever its size).
     if (stopping_) return;
-    if (count == 0) continue;
+    const int wanted = spawn_wanted_locked();
+    if (wanted == 0) continue;
+    const int count = std::clamp(std::max(wanted, config_.min_spawn_batch), 1,
+                                 std::max(1, config_.max_spawn_batch));
+    slots_expected_ += count;
     // Workers run their queued chunks while the master's traffic stops: queue enough to last.
     try {
       for (auto& [id, pool] : pools_) pool->cover_pause_locked(typical_spawn_);
@@ -1058,6 +1197,7 @@ void Runtime::spawner_loop() {
     while (polls_running_.load() > 0) std::this_thread::yield();
     try {
       link->comm = bridge::spawn(options, count);
+      link->executable = options.executable;
       link->expected_hellos = count;
       link->created = Clock::now();
     } catch (const std::exception& e) {
@@ -1508,6 +1648,7 @@ Assignment Runtime::next_assignment() {
     return assignment;
   }
   assignment.process_id = message.envelope.id;
+  assignment.stay_after = (message.envelope.flags & kStayAfterRun) != 0;
   serial::Reader reader(message.payload);
   assignment.name = serial::read<std::string>(reader);
   assignment.task = load_task(reader);
@@ -1519,9 +1660,16 @@ void Runtime::send_to_master(Kind kind, uint64_t id, uint64_t aux, uint32_t flag
   send(master_link_->comm.get(), master_rank_, kind, id, aux, flags, payload);
 }
 
-bridge::Received Runtime::next_pool_message() {
+bridge::Received Runtime::next_pool_message(uint64_t pool) {
   std::unique_lock lock(mu_);
-  await(lock, [this] { return !pool_inbox_.empty(); });
+  // Messages of a pool this process served before (it came back to the reserve or its rank
+  // serves one pool after another) are no business of this one.
+  auto current = [this, pool] {
+    std::erase_if(pool_inbox_,
+                  [pool](const bridge::Received& m) { return m.envelope.aux != pool; });
+    return !pool_inbox_.empty();
+  };
+  await(lock, current);
   // A terminated pool's stop overtakes the tasks still queued here.
   for (auto it = pool_inbox_.begin(); it != pool_inbox_.end(); ++it) {
     if (static_cast<Kind>(it->envelope.kind) == Kind::kPoolStop &&

@@ -55,6 +55,9 @@ struct ProcessState {
   int signal_sent = 0;
   Slot* slot = nullptr;
   uint64_t pool = 0;  ///< The pool it serves as a worker, 0 for a plain Process.
+  /// The worker process it runs in leaves when it ends instead of waiting in the reserve (a pool
+  /// worker at maxtasksperchild wants a fresh process next).
+  bool retire_worker_after = false;
 };
 
 /// A communicator to a group of workers: the static world, or one MPI_Comm_spawn call's children.
@@ -66,6 +69,7 @@ struct Link {
   int expected_hellos = 0;  ///< Workers started on it; each must say hello within spawn_timeout.
   int hellos = 0;
   std::chrono::steady_clock::time_point created;
+  std::string executable;  ///< What a spawned link's workers run.
 };
 
 /// One worker process as the master sees it.
@@ -79,6 +83,8 @@ struct Slot {
   std::shared_ptr<ProcessState> process;
   std::optional<Clock::time_point> missing_since;  ///< When its pid was first seen gone.
   bool leaving = false;  ///< A joined worker that asked to leave: retired once its process ends.
+  bool used = false;     ///< Has run a process (a Process needs one that has run nothing).
+  Clock::time_point idle_since;  ///< When it last became idle (the reserve's idle timeout).
   Clock::time_point last_heard;  ///< Its last message (heartbeats included).
   /// Delivery check: every message to a worker is counted, and its heartbeats say how many
   /// arrived. Messages sent before its previous heartbeat that have still not arrived are owed.
@@ -104,6 +110,7 @@ struct QueueResult {
 /// What a worker is told to do next.
 struct Assignment {
   bool shutdown = false;
+  bool stay_after = false;  ///< kStayAfterRun: serve on after this process ends.
   uint64_t process_id = 0;
   std::string name;
   TaskSpec task;
@@ -176,8 +183,9 @@ class Runtime {
   [[noreturn]] void finish_worker(int code);
   void send_to_master(Kind kind, uint64_t id, uint64_t aux, uint32_t flags,
                       std::span<const std::byte> payload);
-  /// The next kPoolTask or kPoolStop for the pool this worker serves.
-  bridge::Received next_pool_message();
+  /// The next kPoolTask or kPoolStop for `pool` (messages left over from a pool this process
+  /// served before are dropped).
+  bridge::Received next_pool_message(uint64_t pool);
   bool spawned_worker() const noexcept { return spawned_worker_; }
   /// A worker of a job that joined through the rendezvous.
   bool joined_worker() const noexcept { return joined_worker_; }
@@ -215,6 +223,20 @@ class Runtime {
   void on_exited(Slot& slot, uint64_t id, const Bytes& payload);
   void on_leave(Slot& slot);
   void assign_idle_slots();
+  /// The idle slot `process` should run on, or null: static-world ranks first, then joined
+  /// jobs, then the reserve (used workers for pools, never-used ones for Processes).
+  Slot* pick_idle_slot(const ProcessState& process);
+  /// Spawned workers the spawner should start now: the pending processes no slot is coming
+  /// for, plus never-used ones to keep Config::processes_ahead ready.
+  int spawn_wanted_locked() const;
+  /// Ends reserve workers idle longer than Config::reserve_idle_timeout or beyond
+  /// Config::reserve_max_idle.
+  void trim_reserve(Clock::time_point now);
+  /// Tells an idle worker to exit and forgets it.
+  void shut_down_slot(Slot& slot);
+  /// The slot may serve another process after its current one: static ranks and joined workers
+  /// always, spawned ones while the reserve is on and they run the current executable.
+  bool reusable(const Slot& slot) const;
   void end_process(const std::shared_ptr<ProcessState>& process, std::optional<int> code,
                    const std::string& how);
   void fail_pending(size_t count, const std::string& reason);
@@ -226,6 +248,9 @@ class Runtime {
   /// The delivery checks a heartbeat allows, both ways (before it is counted as received).
   void check_heartbeat(Slot& slot, const bridge::Received& heartbeat);
   void check_delivery(Slot& slot, uint64_t received, int64_t sent_stamp_ns);
+  /// MPI reported that these ranks of `link` died (Open MPI 5's failure notices): a worker
+  /// gives up on them at once; a worker whose master died exits.
+  void on_peers_failed(Link& link, const std::vector<int>& ranks);
   /// Gives up on a worker whose messages are lost in either direction: `what` says which.
   void declare_unreachable(Slot& slot, const std::string& what);
   uint64_t requester_of(Slot* slot) const;
@@ -291,6 +316,8 @@ class Runtime {
   std::deque<std::shared_ptr<ProcessState>> pending_;
   std::map<uint64_t, std::shared_ptr<ProcessState>> children_;
   int slots_expected_ = 0;
+  /// A Process had to be spawned: keep never-used workers started ahead from now on.
+  bool processes_started_ = false;
   std::vector<int>
       finishing_pids_;  ///< Local spawned workers that reported their end and are exiting.
   std::optional<Clock::time_point> spawn_started_;

@@ -139,8 +139,10 @@ void run_task(const TaskSpec& task, serial::Writer* result) {
     const int code = execute(assignment);
     g_running_process = 0;
     std::fflush(nullptr);
-    runtime.report_exit(assignment.process_id, code, {}, runtime.spawned_worker());
-    if (runtime.spawned_worker()) runtime.finish_worker(0);
+    // A spawned worker ends with its process unless the master keeps it in the reserve.
+    const bool leaves = runtime.spawned_worker() && !assignment.stay_after;
+    runtime.report_exit(assignment.process_id, code, {}, leaves);
+    if (leaves) runtime.finish_worker(0);
   }
 }
 

@@ -5,11 +5,12 @@
 #include <string>
 
 #include "fiber/fiber.h"
+#include "test_support.h"
 
 void train(int seed) { throw std::invalid_argument("bad seed " + std::to_string(seed)); }
 
 int main(int argc, char** argv) {
-  fiber::init(argc, argv);
+  fiber::testing::init(argc, argv);
   fiber::Process p(train, 7);
   p.start();
   p.join();

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "fiber/fiber.h"
+#include "test_support.h"
 
 void report_environment(fiber::SimpleQueue<std::string> out) {
   const char* value = std::getenv("FIBER_TEST_SETTING");
@@ -19,7 +20,7 @@ int main(int argc, char** argv) {
   fiber::Config config;
   config.spawn.env.emplace_back("FIBER_TEST_SETTING", "lr=3e-4");
   config.spawn.wdir = "/tmp";
-  fiber::init(argc, argv, config);
+  fiber::testing::init(argc, argv, config);
   fiber::SimpleQueue<std::string> out;
   fiber::Process p(report_environment, out);
   p.start();

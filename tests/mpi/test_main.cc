@@ -3,9 +3,10 @@
 #include <gtest/gtest.h>
 
 #include "fiber/fiber.h"
+#include "test_support.h"
 
 int main(int argc, char** argv) {
-  fiber::init(argc, argv);
+  fiber::testing::init(argc, argv);
   testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }
