@@ -1,5 +1,6 @@
 #include "mpi_bridge/transport.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "mpi_bridge/error.h"
@@ -103,6 +104,13 @@ size_t Outbox::progress() {
 bool Outbox::empty() {
   std::lock_guard lock(mutex_);
   return pending_.empty() && queued_.empty();
+}
+
+bool Outbox::has_sends(MPI_Comm comm) {
+  std::lock_guard lock(mutex_);
+  auto on_comm = [comm](const Pending& send) { return send.comm == comm; };
+  return std::any_of(pending_.begin(), pending_.end(), on_comm) ||
+         std::any_of(queued_.begin(), queued_.end(), on_comm);
 }
 
 void Outbox::abandon(MPI_Comm comm, int dest) {

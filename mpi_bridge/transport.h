@@ -57,6 +57,8 @@ class Outbox {
   /// Starts queued sends (unless held) and retires completed ones; returns how many completed.
   size_t progress();
   bool empty();
+  /// True while a send on `comm` is queued or in flight: the communicator must not be freed.
+  bool has_sends(MPI_Comm comm);
   /// Abandons sends to a peer that is gone (they can never complete); the buffers are kept until
   /// MPI is finalised because MPI may still read them.
   void abandon(MPI_Comm comm, int dest);

@@ -429,10 +429,11 @@ bool Runtime::poll_once() {
       std::lock_guard lock(mu_);
       check_liveness();
       for (auto& [id, pool] : pools_) pool->tick_locked(now);
-      // Free communicators whose workers are all gone; only this thread touches links_.
+      // Free communicators whose workers are all gone, once the last messages to them (a
+      // shutdown) have left; only this thread touches links_.
       std::erase_if(links_, [this](const std::unique_ptr<Link>& link) {
         return (link->spawned || link->connected) && link->live_slots <= 0 &&
-               link.get() != master_link_;
+               link.get() != master_link_ && !outbox_.has_sends(link->comm.get());
       });
     } else {
       check_master_alive();
@@ -759,7 +760,8 @@ Slot* Runtime::pick_idle_slot(const ProcessState& process) {
   Slot* best = nullptr;
   int best_preference = 0;
   for (auto& [key, slot] : slots_) {
-    if (slot->state != Slot::State::kIdle || slot->leaving || !reusable(*slot)) continue;
+    if (slot->state != Slot::State::kIdle || slot->leaving || !runs_current_executable(*slot))
+      continue;
     int preference = 0;  // lower is better
     if (!slot->link->spawned) {
       // The static world's ranks and joined jobs are there anyway; they run one process after
@@ -831,7 +833,8 @@ void Runtime::on_exited(Slot& slot, uint64_t id, const Bytes& payload) {
     if (slot.link->spawned && slot.local) finishing_pids_.push_back(slot.pid);
     retire(slot);
   } else if (slot.leaving ||
-             (slot.link->spawned && (process->retire_worker_after || !reusable(slot)))) {
+             (slot.link->spawned && (process->retire_worker_after || config_.reserve_max_idle == 0 ||
+                                     !runs_current_executable(slot)))) {
     shut_down_slot(slot);
   } else {
     // Idle again: a static rank or joined worker waits for the next process, a spawned pool
@@ -843,10 +846,8 @@ void Runtime::on_exited(Slot& slot, uint64_t id, const Bytes& payload) {
   assign_idle_slots();
 }
 
-bool Runtime::reusable(const Slot& slot) const {
-  // A worker spawned from another executable (set_executable since) serves nothing new.
-  return !slot.link->spawned ||
-         (config_.reserve_max_idle > 0 && slot.link->executable == config_.spawn.executable);
+bool Runtime::runs_current_executable(const Slot& slot) const {
+  return !slot.link->spawned || slot.link->executable == config_.spawn.executable;
 }
 
 void Runtime::shut_down_slot(Slot& slot) {
@@ -873,7 +874,7 @@ void Runtime::trim_reserve(Clock::time_point now) {
     const bool over_limit = excess > 0;
     if (over_limit) --excess;
     const bool expired = now - slot->idle_since > config_.reserve_idle_timeout;
-    if (!over_limit && !expired && reusable(*slot)) continue;
+    if (!over_limit && !expired && runs_current_executable(*slot)) continue;
     // No Process wanted a started-ahead worker for the whole idle timeout: stop keeping some
     // ahead until the next Process starts.
     if (expired && !slot->used) processes_started_ = false;
@@ -891,7 +892,7 @@ int Runtime::spawn_wanted_locked() const {
     int fresh = std::max(0, -missing);
     for (const auto& [key, slot] : slots_) {
       if (slot->link->spawned && slot->state == Slot::State::kIdle && !slot->used &&
-          !slot->leaving && reusable(*slot))
+          !slot->leaving && runs_current_executable(*slot))
         ++fresh;
     }
     const int ahead = std::min(config_.processes_ahead, config_.reserve_max_idle);

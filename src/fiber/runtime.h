@@ -234,9 +234,8 @@ class Runtime {
   void trim_reserve(Clock::time_point now);
   /// Tells an idle worker to exit and forgets it.
   void shut_down_slot(Slot& slot);
-  /// The slot may serve another process after its current one: static ranks and joined workers
-  /// always, spawned ones while the reserve is on and they run the current executable.
-  bool reusable(const Slot& slot) const;
+  /// A spawned worker started before set_executable chose another program serves nothing new.
+  bool runs_current_executable(const Slot& slot) const;
   void end_process(const std::shared_ptr<ProcessState>& process, std::optional<int> code,
                    const std::string& how);
   void fail_pending(size_t count, const std::string& reason);
