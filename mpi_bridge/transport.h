@@ -18,6 +18,11 @@ struct Envelope {
   uint32_t flags = 0;
   uint64_t id = 0;
   uint64_t aux = 0;
+  /// Who sent it (the sender's pid) and its number among the sender's messages on this link:
+  /// the receiver checks both, so a message that is not the one expected next (lost, or a stale
+  /// one MPI delivered in its place) is noticed instead of silently taken.
+  uint32_t sender = 0;
+  uint32_t seq = 0;
 };
 
 /// One received message.

@@ -33,7 +33,8 @@ struct Config {
   int max_spawn_batch = 8;
   /// Fewest processes one MPI_Comm_spawn call starts: a spawn costs a pause of the master's
   /// traffic (0.3-1.5 s) whatever its size, so the extra ones wait in the reserve for the next
-  /// pool, replacement or Process. 1 spawns exactly what is asked for.
+  /// pool, replacement or Process. 1 spawns exactly what is asked for. FIBER_MIN_SPAWN_BATCH
+  /// overrides.
   int min_spawn_batch = 4;
   /// The warm reserve: spawned worker processes that are idle (their pool ended, or started
   /// ahead) are kept for later pools and Processes instead of exiting, so a program that makes

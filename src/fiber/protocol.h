@@ -6,7 +6,7 @@
 namespace fiber::detail {
 
 /// Bumped whenever a message layout changes; checked at handshake.
-inline constexpr uint32_t kProtocolVersion = 4;
+inline constexpr uint32_t kProtocolVersion = 5;
 
 enum class Kind : uint32_t {
   kHello = 1,    ///< worker -> master: {protocol, main module id, pid, host}
@@ -35,11 +35,20 @@ enum class Kind : uint32_t {
   kLeave,        ///< worker -> master: a joined worker asks to leave once its work is done
   kPoolStop,     ///< master -> worker: aux = pool; leave the pool once nothing is left to run;
                  ///< flags = kDropQueuedTasks: leave after the current task, dropping the rest
+  kGoodbye,      ///< worker -> master: its last message, answering kShutdown
 };
+
+/// A worker sends nothing after its last message (kGoodbye, or kExited when its process ends),
+/// and the master frees a communicator only once every worker on it has said its last word or
+/// died, and nothing has arrived on it for a while. A message arriving for a communicator that
+/// was freed is kept by Open MPI and delivered, in place of the real one, to whichever
+/// communicator later reuses its context id (a later spawn): a task result was lost that way.
 
 inline constexpr uint32_t kDropQueuedTasks = 1;
 /// kRun flag: a spawned worker stays (waiting in the reserve) after the process ends.
 inline constexpr uint32_t kStayAfterRun = 1;
+/// kExited flag: the worker process ends too; this is its last message.
+inline constexpr uint32_t kWorkerLeaves = 1;
 
 /// How a pool task ended.
 enum class PoolOutcome : uint32_t {

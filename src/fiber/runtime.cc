@@ -70,6 +70,10 @@ int read_signal_file(const std::string& dir, int pid) {
 // rank, a rank of a joining job) before giving up on it.
 constexpr std::chrono::seconds kHelloTimeout{15};
 
+// A communicator whose workers are all gone is freed once nothing has arrived on it for this
+// long: messages of a worker that died may still be on the way (see kGoodbye in protocol.h).
+constexpr std::chrono::seconds kLinkQuietPeriod{1};
+
 // How long a process waits for an MPI_Finalize that may never return after a kill.
 constexpr std::chrono::seconds kFinalizeWatchdog{10};
 
@@ -163,6 +167,9 @@ void Runtime::begin(int& argc, char**& argv, Config config) {
   }
   if (const char* checks = std::getenv("FIBER_PID_CHECKS")) {
     config_.pid_checks = std::string(checks) != "0";
+  }
+  if (const char* batch = std::getenv("FIBER_MIN_SPAWN_BATCH")) {
+    config_.min_spawn_batch = std::max(1, std::atoi(batch));
   }
   if (const char* idle = std::getenv("FIBER_RESERVE_MAX_IDLE")) {
     config_.reserve_max_idle = std::max(0, std::atoi(idle));
@@ -418,6 +425,7 @@ bool Runtime::poll_once() {
         break;
       }
       active = true;
+      link->last_heard = Clock::now();
       handle(*link, message);
     }
   }
@@ -431,9 +439,12 @@ bool Runtime::poll_once() {
       for (auto& [id, pool] : pools_) pool->tick_locked(now);
       // Free communicators whose workers are all gone, once the last messages to them (a
       // shutdown) have left; only this thread touches links_.
-      std::erase_if(links_, [this](const std::unique_ptr<Link>& link) {
+      // Messages of workers that died may still be on the way: the link must also have been
+      // quiet for a while (see kGoodbye in protocol.h).
+      std::erase_if(links_, [this, now](const std::unique_ptr<Link>& link) {
         return (link->spawned || link->connected) && link->live_slots <= 0 &&
-               link.get() != master_link_ && !outbox_.has_sends(link->comm.get());
+               link.get() != master_link_ && !outbox_.has_sends(link->comm.get()) &&
+               now - link->last_heard > kLinkQuietPeriod;
       });
     } else {
       check_master_alive();
@@ -570,22 +581,25 @@ void Runtime::handle(Link& link, bridge::Received& message) {
 
 void Runtime::send(MPI_Comm comm, int dest, Kind kind, uint64_t id, uint64_t aux, uint32_t flags,
                    std::span<const std::byte> payload) {
-  bridge::Envelope envelope{static_cast<uint32_t>(kind), flags, id, aux};
+  bridge::Envelope envelope{static_cast<uint32_t>(kind),       flags, id, aux,
+                            static_cast<uint32_t>(::getpid()), 0};
   if (master_) {
-    outbox_.post(comm, dest, bridge::frame(envelope, payload));
     // Called with mu_ held, which guards slots_.
-    if (Slot* slot = find_slot(comm, dest)) {
-      ++slot->messages_sent;
-      if (slot->local) ring_peer(slot->pid);
-    }
+    Slot* slot = find_slot(comm, dest);
+    if (slot) envelope.seq = static_cast<uint32_t>(slot->messages_sent++);
+    outbox_.post(comm, dest, bridge::frame(envelope, payload));
+    if (slot && slot->local) ring_peer(slot->pid);
     return;
   }
   {
-    // A heartbeat tells how many messages went before it; counted and posted in one step, so
-    // the count matches the order MPI delivers them in.
+    // A heartbeat tells how many messages went before it; numbered and posted in one step, so
+    // the numbers follow the order MPI delivers them in.
     std::lock_guard order(send_order_mu_);
+    if (last_word_sent_) return;
+    if (kind == Kind::kGoodbye || (kind == Kind::kExited && (flags & kWorkerLeaves) != 0))
+      last_word_sent_ = true;
     if (kind == Kind::kHeartbeat) envelope.id = messages_sent_;
-    ++messages_sent_;
+    envelope.seq = static_cast<uint32_t>(messages_sent_++);
     outbox_.post(comm, dest, bridge::frame(envelope, payload));
   }
   if (const int master = master_bell_pid_.load(std::memory_order_acquire); master != 0)
@@ -617,7 +631,20 @@ void Runtime::handle_master(Link& link, bridge::Received& message) {
   Slot* slot = find_slot(comm, source);
   const uint64_t request = message.envelope.id;
   const uint64_t queue = message.envelope.aux;
-  if (slot) {
+  if (slot && slot->state != Slot::State::kGone) {
+    if (message.envelope.sender != static_cast<uint32_t>(slot->pid) ||
+        message.envelope.seq != static_cast<uint32_t>(slot->messages_received)) {
+      // Not the message expected next from this worker: one was lost, or MPI delivered a stale
+      // message of another process in its place. Either way what it carried cannot be trusted
+      // and something it sent is missing: its work runs elsewhere.
+      declare_unreachable(*slot, "a message arrived in place of its message " +
+                                     std::to_string(slot->messages_received) + " (sent by pid " +
+                                     std::to_string(message.envelope.sender) + " as its message " +
+                                     std::to_string(message.envelope.seq) + ", kind " +
+                                     std::to_string(message.envelope.kind) + ")");
+      notify_locked();
+      return;
+    }
     slot->last_heard = Clock::now();
     if (kind == Kind::kHeartbeat) check_heartbeat(*slot, message);
     ++slot->messages_received;
@@ -634,6 +661,9 @@ void Runtime::handle_master(Link& link, bridge::Received& message) {
       on_hello(link, source, message.payload);
       break;
     case Kind::kHeartbeat:  // checked above
+      break;
+    case Kind::kGoodbye:
+      if (slot) retire(*slot);
       break;
     case Kind::kLeave:
       if (slot) on_leave(*slot);
@@ -738,15 +768,14 @@ void Runtime::on_hello(Link& link, int rank, const Bytes& payload) {
   slot->local = host == host_;
   slot->last_heard = Clock::now();
   slot->idle_since = slot->last_heard;
-  slot->messages_sent = 1;      // the welcome, sent just below
   slot->messages_received = 1;  // its hello
   serial::Writer welcome;
   serial::save(welcome, static_cast<int>(::getpid()));
   serial::save(welcome, host_);
   serial::save(welcome, signal_dir_);
   serial::save(welcome, static_cast<int64_t>(config_.heartbeat_interval.count()));
-  send(link.comm.get(), rank, Kind::kWelcome, 0, 0, 0, welcome.buffer());
   slots_[{link.comm.get(), rank}] = std::move(slot);
+  send(link.comm.get(), rank, Kind::kWelcome, 0, 0, 0, welcome.buffer());
   if (link.connected) {
     // A worker of a job that joined: the first pool that takes such workers grows onto it.
     for (auto& [id, pool] : std::map(pools_.begin(), pools_.end()))
@@ -832,9 +861,9 @@ void Runtime::on_exited(Slot& slot, uint64_t id, const Bytes& payload) {
   if (worker_leaves) {
     if (slot.link->spawned && slot.local) finishing_pids_.push_back(slot.pid);
     retire(slot);
-  } else if (slot.leaving ||
-             (slot.link->spawned && (process->retire_worker_after || config_.reserve_max_idle == 0 ||
-                                     !runs_current_executable(slot)))) {
+  } else if (slot.leaving || (slot.link->spawned &&
+                              (process->retire_worker_after || config_.reserve_max_idle == 0 ||
+                               !runs_current_executable(slot)))) {
     shut_down_slot(slot);
   } else {
     // Idle again: a static rank or joined worker waits for the next process, a spawned pool
@@ -853,7 +882,9 @@ bool Runtime::runs_current_executable(const Slot& slot) const {
 void Runtime::shut_down_slot(Slot& slot) {
   send(slot.link->comm.get(), slot.rank, Kind::kShutdown, 0, 0, 0, {});
   if (slot.link->spawned && slot.local) finishing_pids_.push_back(slot.pid);
-  retire(slot);
+  // Gone once its goodbye arrives (or it dies): until then it may still send.
+  slot.state = Slot::State::kClosing;
+  slot.process.reset();
 }
 
 void Runtime::trim_reserve(Clock::time_point now) {
@@ -904,10 +935,7 @@ int Runtime::spawn_wanted_locked() const {
 void Runtime::on_leave(Slot& slot) {
   slot.leaving = true;
   if (!slot.process) {
-    if (slot.state == Slot::State::kIdle) {
-      send(slot.link->comm.get(), slot.rank, Kind::kShutdown, 0, 0, 0, {});
-      retire(slot);
-    }
+    if (slot.state == Slot::State::kIdle) shut_down_slot(slot);
     return;
   }
   // Whatever it runs finishes first: a pool worker drains, a Process runs to its end.
@@ -1438,10 +1466,7 @@ void Runtime::shutdown() {
     lock.lock();
   }
   for (auto& [key, slot] : slots_) {
-    if (slot->state == Slot::State::kIdle) {
-      send(slot->link->comm.get(), slot->rank, Kind::kShutdown, 0, 0, 0, {});
-      retire(*slot);
-    }
+    if (slot->state == Slot::State::kIdle) shut_down_slot(*slot);
   }
   lock.unlock();
   drain_outbox(std::chrono::seconds(5));
@@ -1537,6 +1562,19 @@ void Runtime::handle_worker(bridge::Received& message) {
     std::fprintf(stderr, "fibermpi worker %d: discarding message %llu (FIBER_FAULT_DROP_MESSAGE)\n",
                  static_cast<int>(::getpid()), static_cast<unsigned long long>(messages_seen_));
     return;
+  }
+  const bool from_master =
+      master_pid_ == 0 || message.envelope.sender == static_cast<uint32_t>(master_pid_);
+  if (!from_master || message.envelope.seq != static_cast<uint32_t>(messages_received_)) {
+    // A message of the master's is missing, or MPI delivered one that is not the master's next:
+    // this worker cannot know what it was asked to do. It leaves; its work runs elsewhere.
+    std::fprintf(stderr,
+                 "fibermpi worker %d: expected message %llu from the master (pid %d), got message "
+                 "%u from pid %u (kind %u); leaving so that its work runs elsewhere\n",
+                 static_cast<int>(::getpid()), static_cast<unsigned long long>(messages_received_),
+                 master_pid_, message.envelope.seq, message.envelope.sender, message.envelope.kind);
+    std::fflush(nullptr);
+    std::_Exit(1);
   }
   ++messages_received_;
   switch (static_cast<Kind>(message.envelope.kind)) {
@@ -1691,7 +1729,12 @@ void Runtime::report_exit(uint64_t process_id, int code, const std::string& erro
   serial::save(report, code);
   serial::save(report, error);
   serial::save(report, worker_leaves);
-  send_master(Kind::kExited, process_id, 0, report.buffer());
+  send(master_link_->comm.get(), master_rank_, Kind::kExited, process_id, 0,
+       worker_leaves ? kWorkerLeaves : 0, report.buffer());
+}
+
+void Runtime::say_goodbye() {
+  send(master_link_->comm.get(), master_rank_, Kind::kGoodbye, 0, 0, 0, {});
 }
 
 void Runtime::drain_outbox(std::chrono::seconds limit) {
@@ -1717,6 +1760,10 @@ void Runtime::stop_progress_thread() {
 
 void Runtime::finish_worker(int code) {
   drain_outbox(std::chrono::seconds(10));
+  // Fault injection (tests): the process lingers after its last message, its progress thread
+  // still running, the way a slow exit does.
+  if (const char* linger = std::getenv("FIBER_FAULT_LINGER_MS"))
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(linger)));
   stop_progress_thread();
   g_running.store(false, std::memory_order_release);
   links_.clear();

@@ -69,7 +69,8 @@ struct Link {
   int expected_hellos = 0;  ///< Workers started on it; each must say hello within spawn_timeout.
   int hellos = 0;
   std::chrono::steady_clock::time_point created;
-  std::string executable;  ///< What a spawned link's workers run.
+  std::chrono::steady_clock::time_point last_heard;  ///< Last message on it (any rank).
+  std::string executable;                            ///< What a spawned link's workers run.
 };
 
 /// One worker process as the master sees it.
@@ -79,7 +80,8 @@ struct Slot {
   int pid = 0;
   std::string host;
   bool local = false;  ///< Same host as the master: its pid can be checked.
-  enum class State { kIdle, kBusy, kGone } state = State::kIdle;
+  /// kClosing: told to shut down, its last word (kGoodbye) not yet read.
+  enum class State { kIdle, kBusy, kClosing, kGone } state = State::kIdle;
   std::shared_ptr<ProcessState> process;
   std::optional<Clock::time_point> missing_since;  ///< When its pid was first seen gone.
   bool leaving = false;  ///< A joined worker that asked to leave: retired once its process ends.
@@ -181,6 +183,8 @@ class Runtime {
   /// (spawned workers, or a task that called std::exit), so it gets no further work.
   void report_exit(uint64_t process_id, int code, const std::string& error, bool worker_leaves);
   [[noreturn]] void finish_worker(int code);
+  /// Answers the master's kShutdown with this worker's last message.
+  void say_goodbye();
   void send_to_master(Kind kind, uint64_t id, uint64_t aux, uint32_t flags,
                       std::span<const std::byte> payload);
   /// The next kPoolTask or kPoolStop for `pool` (messages left over from a pool this process
@@ -269,6 +273,8 @@ class Runtime {
   bool spawned_worker_ = false;
   bool joined_worker_ = false;
   bool leave_sent_ = false;
+  /// In a worker: its last message is posted; nothing more may be sent (see kGoodbye).
+  bool last_word_sent_ = false;
   uint64_t self_id_ = kMasterId;
   std::string self_name_ = "MainProcess";
   std::string host_;

@@ -133,7 +133,10 @@ void run_task(const TaskSpec& task, serial::Writer* result) {
   ::on_exit(report_exit_from_task, nullptr);
   for (;;) {
     Assignment assignment = runtime.next_assignment();
-    if (assignment.shutdown) runtime.finish_worker(0);
+    if (assignment.shutdown) {
+      runtime.say_goodbye();
+      runtime.finish_worker(0);
+    }
     runtime.set_current(assignment.process_id, assignment.name);
     g_running_process = assignment.process_id;
     const int code = execute(assignment);

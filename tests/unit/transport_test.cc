@@ -13,7 +13,7 @@ using fiber::bridge::Envelope;
 using fiber::bridge::frame;
 
 // Peers decode the envelope with memcpy, so its layout is part of the wire format.
-static_assert(sizeof(Envelope) == 24);
+static_assert(sizeof(Envelope) == 32);
 
 Envelope envelope_of(const std::vector<std::byte>& bytes) {
   Envelope envelope;
@@ -22,7 +22,8 @@ Envelope envelope_of(const std::vector<std::byte>& bytes) {
 }
 
 TEST(TransportTest, FrameIsEnvelopeThenPayload) {
-  const Envelope envelope{11, 0x80000001u, 0x1122334455667788ull, 0xfedcba9876543210ull};
+  const Envelope envelope{11,   0x80000001u, 0x1122334455667788ull, 0xfedcba9876543210ull,
+                          4242, 0xa0b0c0d0u};
   std::vector<std::byte> payload(300);
   for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<std::byte>(i % 251);
 
@@ -33,6 +34,8 @@ TEST(TransportTest, FrameIsEnvelopeThenPayload) {
   EXPECT_EQ(back.flags, 0x80000001u);
   EXPECT_EQ(back.id, 0x1122334455667788ull);
   EXPECT_EQ(back.aux, 0xfedcba9876543210ull);
+  EXPECT_EQ(back.sender, 4242u);
+  EXPECT_EQ(back.seq, 0xa0b0c0d0u);
   EXPECT_TRUE(std::equal(payload.begin(), payload.end(), bytes.begin() + sizeof(Envelope)));
 }
 

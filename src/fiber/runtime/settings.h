@@ -1,0 +1,62 @@
+// Every timeout and limit of the runtime in one place: the ones fiber::Config sets (and FIBER_*
+// environment variables override), and the fixed ones Open MPI's behaviour dictates. Internal.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+#include "fiber/init.h"
+#include "fiber/spawn_options.h"
+
+namespace fiber::detail {
+
+struct Settings {
+  // ---- From fiber::Config (see init.h for their meaning) ----
+  SpawnOptions spawn;
+  std::chrono::milliseconds liveness_interval{20};
+  std::chrono::milliseconds heartbeat_interval{500};
+  std::chrono::milliseconds heartbeat_timeout{5000};
+  bool pid_checks = true;
+  std::chrono::seconds spawn_timeout{120};
+  int max_spawn_batch = 8;
+  int min_spawn_batch = 4;
+  int reserve_max_idle = 8;
+  std::chrono::seconds reserve_idle_timeout{60};
+  int processes_ahead = 2;
+
+  // ---- Fixed ----
+  /// A started worker (spawned, static rank, joining rank) that has not said hello after this
+  /// long is given up on. Children have finished MPI_Init when the spawn returns, so a hello is
+  /// due within moments; Open MPI's TCP transport sometimes refuses a new child's connection
+  /// ("received unexpected process identifier") and such a child never reports.
+  std::chrono::seconds hello_timeout{15};
+  /// How long a process waits for an MPI_Finalize that may never return after a kill (Open MPI
+  /// 4.1's finalize fence over the static world; Open MPI 5's, ompi#11404).
+  std::chrono::seconds finalize_watchdog{10};
+  /// After a static-world rank died, the master gives mpirun this long to take note before the
+  /// other ranks start the finalize fence that could otherwise wait for the dead one.
+  std::chrono::seconds static_rank_settle{2};
+  /// A worker checks that its master's process still exists this often.
+  std::chrono::milliseconds master_check_interval{200};
+  /// Once no thread has waited for this long, the progress thread polls again (a thread that
+  /// just stopped waiting usually waits again soon; taking over at once makes two threads trade
+  /// the MPI lock on every message).
+  std::chrono::microseconds progress_take_over{2000};
+  /// A receiver polls for at least 100 us after waking or after any message, so ringing it again
+  /// sooner than this only costs a system call.
+  std::chrono::microseconds ring_min_gap{50};
+  /// How long shutdown waits for queued and in-flight sends to leave, in the master and in a
+  /// worker.
+  std::chrono::seconds master_drain_limit{5};
+  std::chrono::seconds worker_drain_limit{10};
+  /// How long shutdown waits for workers still starting up to say hello (they then get their
+  /// shutdown).
+  std::chrono::seconds starting_workers_limit{10};
+
+  /// Settings from `config`, with FIBER_SPAWN_TIMEOUT_S, FIBER_HEARTBEAT_TIMEOUT_MS,
+  /// FIBER_PID_CHECKS, FIBER_MIN_SPAWN_BATCH, FIBER_RESERVE_MAX_IDLE and
+  /// FIBER_RESERVE_IDLE_TIMEOUT_S applied. Throws fiber::UsageError naming a value out of range.
+  static Settings from(const Config& config);
+};
+
+}  // namespace fiber::detail
