@@ -1,47 +1,23 @@
-// Error types shared by every layer, and the one place MPI return codes are checked.
+// The one place MPI return codes are checked: a failing call becomes fiber::MpiError naming the
+// routine, the code and MPI's own text for it.
 #pragma once
 
-#include <stdexcept>
 #include <string>
 
-namespace fiber {
+#include "fiber/errors.h"
 
-/// Root of every exception fibermpi throws.
-class Error : public std::runtime_error {
- public:
-  explicit Error(const std::string& what) : std::runtime_error(what) {}
-};
+namespace fiber::bridge {
 
-/// An MPI routine returned an error code. Carries the routine, the code and MPI's own text for it.
-class MpiError : public Error {
- public:
-  MpiError(std::string routine, int code);
-  const std::string& routine() const noexcept { return routine_; }
-  int code() const noexcept { return code_; }
+/// MPI's text for an error code ("MPI_ERR_PROC_FAILED: Process Failure").
+std::string mpi_error_text(int code);
 
- private:
-  std::string routine_;
-  int code_;
-};
+/// The MpiError for `code` returned by `routine` (a routine name or the call's source text).
+MpiError mpi_error(const std::string& routine, int code);
 
-/// A process could not be started: missing executable, a refused handshake, MPI_Comm_spawn failing.
-class SpawnError : public Error {
- public:
-  explicit SpawnError(const std::string& what) : Error(what) {}
-};
-
-/// A message that does not decode: wrong size, unknown function, corrupt payload.
-class ProtocolError : public Error {
- public:
-  explicit ProtocolError(const std::string& what) : Error(what) {}
-};
-
-namespace detail {
 /// Throws MpiError when `code` is not MPI_SUCCESS.
 void check_mpi(int code, const char* routine);
-}  // namespace detail
 
-}  // namespace fiber
+}  // namespace fiber::bridge
 
 /// Calls an MPI routine and throws fiber::MpiError naming it when it fails.
-#define FIBER_MPI_CHECK(call) ::fiber::detail::check_mpi((call), #call)
+#define FIBER_MPI_CHECK(call) ::fiber::bridge::check_mpi((call), #call)

@@ -28,8 +28,8 @@ std::vector<int> acknowledge_failed_peers(MPI_Comm comm);
 /// already acknowledged.
 class PeersFailed : public MpiError {
  public:
-  PeersFailed(std::string routine, int code, std::vector<int> ranks)
-      : MpiError(std::move(routine), code), ranks_(std::move(ranks)) {}
+  PeersFailed(const std::string& routine, int code, std::vector<int> ranks)
+      : MpiError(mpi_error(routine, code)), ranks_(std::move(ranks)) {}
   /// Ranks (in the communicator's remote group for an intercommunicator) that failed.
   const std::vector<int>& ranks() const noexcept { return ranks_; }
 

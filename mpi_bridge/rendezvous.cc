@@ -31,7 +31,7 @@ Communicator connect(const std::string& address) {
   if (code != MPI_SUCCESS) {
     throw MpiError("MPI_Comm_connect to " + address +
                        " (are both jobs started by mpirun with the same --ompi-server?)",
-                   code);
+                   code, mpi_error_text(code));
   }
   MPI_Comm_set_errhandler(joined, MPI_ERRORS_RETURN);
   return Communicator(joined);

@@ -9,9 +9,9 @@
 #include <iterator>
 #include <memory>
 
+#include "fiber/function_ref.h"
 #include "mpi_bridge/environment.h"
 #include "mpi_bridge/error.h"
-#include "mpi_bridge/function_ref.h"
 
 namespace fiber::bridge {
 namespace {
@@ -72,7 +72,7 @@ void check_spawnable(const std::string& path) {
   if (!S_ISREG(info.st_mode) || ::access(path.c_str(), X_OK) != 0) {
     throw SpawnError("cannot spawn '" + path + "': not an executable file");
   }
-  if (build_id_of_file(path) != ModuleTable::instance().main_module_id() &&
+  if (detail::build_id_of_file(path) != detail::ModuleTable::instance().main_module_id() &&
       !file_contains(path, kWorkerAbiMarker)) {
     throw SpawnError("cannot spawn '" + path + "': it is not a program linked with fibermpi");
   }
@@ -82,7 +82,7 @@ Communicator spawn(const SpawnOptions& options, int count) {
   if (count <= 0)
     throw SpawnError("spawn: process count must be positive, got " + std::to_string(count));
   const std::string executable =
-      options.executable.empty() ? ModuleTable::executable_path() : options.executable;
+      options.executable.empty() ? detail::ModuleTable::executable_path() : options.executable;
   check_spawnable(executable);
   std::vector<char*> argv;
   for (const auto& arg : options.args) argv.push_back(const_cast<char*>(arg.c_str()));
@@ -94,7 +94,7 @@ Communicator spawn(const SpawnOptions& options, int count) {
                                   &intercomm, errors.data());
   if (code != MPI_SUCCESS) {
     throw SpawnError("MPI_Comm_spawn of " + std::to_string(count) + " x '" + executable +
-                     "' failed: " + MpiError("MPI_Comm_spawn", code).what());
+                     "' failed: " + mpi_error("MPI_Comm_spawn", code).what());
   }
   return Communicator(intercomm);
 }

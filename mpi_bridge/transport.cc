@@ -23,7 +23,7 @@ bool try_receive(MPI_Comm comm, Received& out) {
   const int code = MPI_Improbe(MPI_ANY_SOURCE, kRuntimeTag, comm, &found, &message, &status);
   if (code != MPI_SUCCESS && is_peer_failure(code))
     throw PeersFailed("MPI_Improbe", code, acknowledge_failed_peers(comm));
-  detail::check_mpi(code, "MPI_Improbe");
+  check_mpi(code, "MPI_Improbe");
   if (!found) return false;
   int count = 0;
   FIBER_MPI_CHECK(MPI_Get_count(&status, MPI_BYTE, &count));
@@ -88,7 +88,7 @@ size_t Outbox::progress() {
     if (code != MPI_SUCCESS && is_peer_failure(code)) {
       complete = 1;
     } else {
-      detail::check_mpi(code, "MPI_Test");
+      check_mpi(code, "MPI_Test");
     }
     if (complete) {
       pending_[i] = std::move(pending_.back());

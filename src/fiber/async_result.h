@@ -17,9 +17,9 @@
 #include <variant>
 #include <vector>
 
+#include "fiber/detail/job.h"
 #include "fiber/errors.h"
-#include "fiber/pool_core.h"
-#include "mpi_bridge/serialization.h"
+#include "fiber/serialization.h"
 
 namespace fiber {
 

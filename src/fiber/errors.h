@@ -1,11 +1,42 @@
 // The exceptions of the public API. All derive from fiber::Error.
 #pragma once
 
+#include <stdexcept>
 #include <string>
 
-#include "mpi_bridge/error.h"
-
 namespace fiber {
+
+/// Root of every exception fibermpi throws.
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& what) : std::runtime_error(what) {}
+};
+
+/// An MPI routine returned an error code: carries the routine, the code and MPI's own text for
+/// it (fiber/mpi.h checks codes for programs that call MPI themselves).
+class MpiError : public Error {
+ public:
+  MpiError(std::string routine, int code, const std::string& mpi_text);
+  const std::string& routine() const noexcept { return routine_; }
+  int code() const noexcept { return code_; }
+
+ private:
+  std::string routine_;
+  int code_;
+};
+
+/// A process could not be started: missing executable, a refused handshake, MPI_Comm_spawn
+/// failing or stuck.
+class SpawnError : public Error {
+ public:
+  explicit SpawnError(const std::string& what) : Error(what) {}
+};
+
+/// A message that does not decode: wrong size, unknown function, corrupt payload.
+class ProtocolError : public Error {
+ public:
+  explicit ProtocolError(const std::string& what) : Error(what) {}
+};
 
 /// A wait with a timeout (get(timeout), join-style waits on results) ran out of time.
 class TimeoutError : public Error {

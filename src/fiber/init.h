@@ -4,7 +4,7 @@
 #include <chrono>
 #include <string>
 
-#include "mpi_bridge/spawn.h"
+#include "fiber/spawn_options.h"
 
 namespace fiber {
 
@@ -12,7 +12,7 @@ namespace fiber {
 struct Config {
   /// How spawned processes start: executable (default: this program), host, wdir, env,
   /// oversubscription (default on, so 8 processes run on 2 cores).
-  bridge::SpawnOptions spawn;
+  SpawnOptions spawn;
   /// How often the master checks that the workers on its host are still alive.
   std::chrono::milliseconds liveness_interval{20};
   /// Workers send a heartbeat this often (any message also counts as a sign of life).

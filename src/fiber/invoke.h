@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "mpi_bridge/function_ref.h"
-#include "mpi_bridge/serialization.h"
+#include "fiber/function_ref.h"
+#include "fiber/serialization.h"
 
 namespace fiber::detail {
 
@@ -22,8 +22,8 @@ using Invoker = void (*)(void* fn, serial::Reader& args, serial::Writer* result)
 
 /// A callable bound to its arguments, ready to travel.
 struct TaskSpec {
-  bridge::FunctionRef invoker;
-  bridge::FunctionRef fn;  ///< Zero for stateless callable classes (captureless lambdas).
+  detail::FunctionRef invoker;
+  detail::FunctionRef fn;  ///< Zero for stateless callable classes (captureless lambdas).
   std::vector<std::byte> args;
   std::vector<uint64_t> produces;  ///< Queues the task can put into (handles among its arguments).
 };
@@ -123,15 +123,15 @@ void invoke_entry(void* fn, serial::Reader& reader, serial::Writer* result) {
 /// The references a worker needs to call `fn` with an ArgsTuple: the invoker, and the function
 /// itself unless the callable is a stateless class the worker makes for itself.
 template <class F, class ArgsTuple>
-std::pair<bridge::FunctionRef, bridge::FunctionRef> encode_callable(const F& fn) {
+std::pair<detail::FunctionRef, detail::FunctionRef> encode_callable(const F& fn) {
   static_assert(
       FunctionPointer<F> || StatelessCallable<F>,
       "fibermpi: only free functions, captureless lambdas and stateless function objects can "
       "run in another process (code travels by reference); pass captured values as arguments");
-  auto& modules = bridge::ModuleTable::instance();
-  bridge::FunctionRef invoker =
+  auto& modules = detail::ModuleTable::instance();
+  detail::FunctionRef invoker =
       modules.encode(reinterpret_cast<const void*>(&invoke_entry<F, ArgsTuple>));
-  bridge::FunctionRef function;
+  detail::FunctionRef function;
   if constexpr (FunctionPointer<F>)
     function = modules.encode(reinterpret_cast<const void*>(fn));
   else

@@ -6,14 +6,16 @@
 #include <thread>
 
 #include "fiber/errors.h"
-#include "fiber/runtime.h"
+#include "fiber/master/master.h"
+#include "fiber/master/pool_core.h"
+#include "fiber/runtime/runtime.h"
 
 namespace fiber {
 namespace detail {
 
 bool wait_for_job(const std::function<bool()>& done,
                   std::optional<SteadyClock::time_point> deadline) {
-  return Runtime::instance().wait_until(done, deadline);
+  return Runtime::instance().engine().wait_until(done, deadline);
 }
 
 void when_ready(const std::shared_ptr<Job>& job, std::function<void()> callback) {
@@ -99,7 +101,9 @@ Pool::Pool(int processes, Initializer init, uint64_t maxtasksperchild)
     : Pool(options_of(processes, std::move(init), maxtasksperchild)) {}
 
 Pool::Pool(Options options)
-    : core_(detail::Runtime::instance().create_pool(settings_from(std::move(options)))) {}
+    : core_(detail::Runtime::instance()
+                .master("a Pool can only be created in the master process")
+                .create_pool(settings_from(std::move(options)))) {}
 
 Pool& Pool::operator=(Pool&& other) noexcept {
   if (this != &other) {
@@ -120,7 +124,7 @@ void Pool::release() {
     std::fprintf(stderr, "fibermpi: ending a Pool: %s\n", e.what());
   }
   core_->stop_callbacks();
-  if (detail::Runtime::exists()) detail::Runtime::instance().release_pool(core_->id());
+  if (detail::Runtime::exists()) detail::Runtime::instance().master().release_pool(core_->id());
   core_.reset();
 }
 

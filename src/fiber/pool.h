@@ -17,10 +17,16 @@
 #include <vector>
 
 #include "fiber/async_result.h"
+#include "fiber/detail/job.h"
+#include "fiber/detail/task_chunk.h"
 #include "fiber/invoke.h"
-#include "fiber/pool_core.h"
 
 namespace fiber {
+
+namespace detail {
+class PoolCore;
+struct PoolSettings;
+}  // namespace detail
 
 /// A function and its arguments that every pool worker runs once when it starts (Python's
 /// initializer + initargs). Make one with fiber::initializer(fn, args...).
@@ -164,13 +170,10 @@ class Pool {
     serial::require_serializable<ArgsTuple>();
     auto job = std::make_shared<detail::Job>();
     job->chunk_sizes = {1};
-    serial::Writer writer;
-    writer.write_bytes(header<F, ArgsTuple>(fn).data(), kHeaderSize);
-    const uint32_t one = 1;
-    writer.write_bytes(&one, sizeof one);
-    serial::save(writer, ArgsTuple(std::forward<Args>(args)...));
+    auto encoder = chunk_encoder<F, ArgsTuple>(fn);
+    serial::save(encoder.add_item(), ArgsTuple(std::forward<Args>(args)...));
     std::vector<detail::Bytes> chunks;
-    chunks.push_back(writer.take());
+    chunks.push_back(encoder.take());
     submit_job(job, std::move(chunks));
     return AsyncResult<R>(job, [](const detail::Job& done) {
       std::vector<detail::ValueOf<R>> values;
@@ -224,8 +227,6 @@ class Pool {
     }
   };
 
-  static constexpr size_t kHeaderSize = 4 * sizeof(uint64_t);
-
   template <class R>
   static constexpr void check_result() {
     if constexpr (!std::is_void_v<R>) {
@@ -236,13 +237,9 @@ class Pool {
   }
 
   template <class F, class ArgsTuple>
-  static std::array<std::byte, kHeaderSize> header(const F& fn) {
+  static detail::ChunkEncoder chunk_encoder(const F& fn) {
     const auto [invoker, function] = detail::encode_callable<F, ArgsTuple>(fn);
-    const uint64_t words[4] = {invoker.module_id, invoker.offset, function.module_id,
-                               function.offset};
-    std::array<std::byte, kHeaderSize> bytes;
-    std::memcpy(bytes.data(), words, kHeaderSize);
-    return bytes;
+    return detail::ChunkEncoder(invoker, function);
   }
 
   template <class Inputs>
@@ -261,26 +258,18 @@ class Pool {
     check_result<typename Spec::Result>();
     serial::require_serializable<ArgsTuple>();
     if (chunksize == 0) chunksize = 1;
-    const auto head = header<typename Spec::Function, ArgsTuple>(fn);
+    auto encoder = chunk_encoder<typename Spec::Function, ArgsTuple>(fn);
     auto job = std::make_shared<detail::Job>();
     std::vector<detail::Bytes> chunks;
-    serial::Writer writer;
-    uint32_t in_chunk = 0;
     auto finish_chunk = [&] {
-      std::memcpy(writer.buffer().data() + kHeaderSize, &in_chunk, sizeof in_chunk);
-      job->chunk_sizes.push_back(in_chunk);
-      chunks.push_back(writer.take());
-      in_chunk = 0;
+      job->chunk_sizes.push_back(encoder.items());
+      chunks.push_back(encoder.take());
     };
     for (const auto& item : inputs) {
-      if (in_chunk == 0) {
-        writer.write_bytes(head.data(), head.size());
-        writer.write_bytes(&in_chunk, sizeof in_chunk);
-      }
-      serial::save(writer, Spec::arguments(item));
-      if (++in_chunk == chunksize) finish_chunk();
+      serial::save(encoder.add_item(), Spec::arguments(item));
+      if (encoder.items() == chunksize) finish_chunk();
     }
-    if (in_chunk > 0) finish_chunk();
+    if (encoder.items() > 0) finish_chunk();
     submit_job(job, std::move(chunks));
     return job;
   }

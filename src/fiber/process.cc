@@ -2,8 +2,11 @@
 
 #include <unistd.h>
 
+#include <atomic>
+
 #include "fiber/errors.h"
-#include "fiber/runtime.h"
+#include "fiber/master/master.h"
+#include "fiber/runtime/runtime.h"
 
 namespace fiber {
 namespace detail {
@@ -11,7 +14,16 @@ namespace detail {
 std::shared_ptr<ProcessState> make_process_state(TaskSpec task) {
   auto& runtime = Runtime::instance();
   auto lock = runtime.lock();
-  return runtime.new_process_locked(std::move(task), "Process");
+  if (!runtime.is_master()) {
+    // Made in a worker: it can be looked at, and starting it says why it cannot run.
+    static std::atomic<uint64_t> next_id{uint64_t{1} << 62};
+    auto state = std::make_shared<ProcessState>();
+    state->id = next_id++;
+    state->task = std::move(task);
+    state->name = "Process-" + std::to_string(state->id);
+    return state;
+  }
+  return runtime.master().new_process_locked(std::move(task), "Process");
 }
 
 }  // namespace detail
@@ -19,6 +31,7 @@ std::shared_ptr<ProcessState> make_process_state(TaskSpec task) {
 namespace {
 
 detail::Runtime& runtime() { return detail::Runtime::instance(); }
+detail::Master& master(const char* what) { return runtime().master(what); }
 
 void require_started(const detail::ProcessState& state, const char* what) {
   if (state.status == detail::ProcessStatus::kCreated) {
@@ -34,7 +47,7 @@ bool Process::is_self() const {
 
 void Process::start() {
   if (is_self()) throw UsageError("cannot start " + state_->name + ": it is the current process");
-  runtime().start_process(state_);
+  master("a Process can only be started from the master process").start_process(state_);
 }
 
 void Process::join() {
@@ -43,7 +56,7 @@ void Process::join() {
     auto lock = runtime().lock();
     require_started(*state_, "join");
   }
-  runtime().wait_ended(state_, std::nullopt);
+  master("a Process can only be joined in the master process").wait_ended(state_, std::nullopt);
   auto lock = runtime().lock();
   if (state_->start_error) std::rethrow_exception(state_->start_error);
 }
@@ -54,7 +67,8 @@ bool Process::join_for(std::chrono::nanoseconds timeout) {
     auto lock = runtime().lock();
     require_started(*state_, "join");
   }
-  const bool ended = runtime().wait_ended(state_, detail::Clock::now() + timeout);
+  const bool ended = master("a Process can only be joined in the master process")
+                         .wait_ended(state_, detail::Clock::now() + timeout);
   auto lock = runtime().lock();
   if (ended && state_->start_error) std::rethrow_exception(state_->start_error);
   return ended;
@@ -62,7 +76,7 @@ bool Process::join_for(std::chrono::nanoseconds timeout) {
 
 void Process::terminate() {
   if (is_self()) throw UsageError("a process cannot terminate itself; return or call std::exit");
-  runtime().terminate(state_);
+  master("a Process can only be terminated from the master process").terminate(state_);
 }
 
 bool Process::is_alive() const {
@@ -84,7 +98,7 @@ int Process::pid() const {
     auto lock = runtime().lock();
     if (state_->status == detail::ProcessStatus::kCreated) return 0;
   }
-  return runtime().wait_pid(state_);
+  return master("a Process's pid is known in the master process only").wait_pid(state_);
 }
 
 std::string Process::name() const {
@@ -122,7 +136,8 @@ Process current_process() {
 
 std::vector<Process> active_children() {
   std::vector<Process> children;
-  for (auto& state : runtime().live_children()) children.push_back(Process(state));
+  if (!runtime().is_master()) return children;
+  for (auto& state : runtime().master().live_children()) children.push_back(Process(state));
   return children;
 }
 

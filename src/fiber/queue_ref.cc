@@ -1,21 +1,21 @@
 #include "fiber/queue_ref.h"
 
 #include "fiber/errors.h"
-#include "fiber/runtime.h"
+#include "fiber/runtime/runtime.h"
 
 namespace fiber::detail {
 
 QueueRef QueueRef::create(bool pipe_channel) {
-  return QueueRef(Runtime::instance().queue_create(pipe_channel));
+  return QueueRef(Runtime::instance().queues().queue_create(pipe_channel));
 }
 
 void QueueRef::put(std::vector<std::byte> item) const {
-  Runtime::instance().queue_put(id_, std::move(item));
+  Runtime::instance().queues().queue_put(id_, std::move(item));
 }
 
 std::vector<std::byte> QueueRef::get(std::optional<std::chrono::microseconds> timeout,
                                      const char* what) const {
-  QueueResult result = Runtime::instance().queue_wait(id_, true, timeout);
+  QueueResult result = Runtime::instance().queues().queue_wait(id_, true, timeout);
   switch (result.outcome) {
     case Outcome::kItem:
       return std::move(result.item);
@@ -30,11 +30,11 @@ std::vector<std::byte> QueueRef::get(std::optional<std::chrono::microseconds> ti
 }
 
 bool QueueRef::poll(std::optional<std::chrono::microseconds> timeout) const {
-  return Runtime::instance().queue_wait(id_, false, timeout).outcome != Outcome::kTimeout;
+  return Runtime::instance().queues().queue_wait(id_, false, timeout).outcome != Outcome::kTimeout;
 }
 
-size_t QueueRef::size() const { return Runtime::instance().queue_size(id_); }
+size_t QueueRef::size() const { return Runtime::instance().queues().queue_size(id_); }
 
-void QueueRef::close_producer() const { Runtime::instance().queue_close(id_); }
+void QueueRef::close_producer() const { Runtime::instance().queues().queue_close(id_); }
 
 }  // namespace fiber::detail

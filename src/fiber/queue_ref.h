@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "mpi_bridge/serialization.h"
+#include "fiber/serialization.h"
 
 namespace fiber::detail {
 

@@ -7,7 +7,7 @@
 
 #include "fiber/invoke.h"
 #include "fiber/queue_ref.h"
-#include "mpi_bridge/serialization.h"
+#include "fiber/serialization.h"
 
 namespace fiber {
 

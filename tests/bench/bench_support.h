@@ -6,12 +6,33 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <exception>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 namespace fiber::bench {
+
+/// Runs a benchmark's `body(argc, argv)`. A failure (a spawn stuck in Open MPI reported as
+/// fiber::SpawnError, a worker lost for good...) is reported as a JSON row of its own,
+/// {"bench": name, "error": what}, and the exit status says so; scripts/bench goes on with the
+/// next benchmark and lists the failures.
+template <class Body>
+int run_reporting_failures(const char* name, Body body, int argc, char** argv) {
+  try {
+    return body(argc, argv);
+  } catch (const std::exception& e) {
+    std::string text = e.what();
+    for (char& c : text)
+      if (c == '"' || c == '\\' || c == '\n') c = ' ';
+    std::printf("{\"bench\":\"%s\",\"error\":\"%s\"}\n", name, text.c_str());
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s failed: %s\n", name, e.what());
+    return 1;
+  }
+}
 
 inline double seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();

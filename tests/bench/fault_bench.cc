@@ -66,7 +66,9 @@ double churn_rate(int tasks, bool kill_every_second) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   fiber::init(argc, argv);
   const int repeats = argc > 1 ? std::atoi(argv[1]) : 5;
   const int tasks = argc > 2 ? std::atoi(argv[2]) : 16000;
@@ -122,4 +124,11 @@ int main(int argc, char** argv) {
       "spawned\",\"calm_tasks_per_s\":%.0f,\"churn_tasks_per_s\":%.0f,\"ratio\":%.3f}\n",
       fiber::bench::median(calm), fiber::bench::median(churn),
       fiber::bench::median(churn) / fiber::bench::median(calm));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return fiber::bench::run_reporting_failures("fault_bench", run, argc, argv);
 }

@@ -47,7 +47,9 @@ bool wait_for(const std::function<bool()>& done, std::chrono::seconds limit) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   fiber::init(argc, argv);  // the ranks of a joining job serve tasks in here and never return
   if (argc < 3) {
     std::fprintf(stderr, "usage: join_bench <repeats> <work dir>\n");
@@ -100,4 +102,10 @@ int main(int argc, char** argv) {
       fiber::bench::median(join_s), *std::max_element(join_s.begin(), join_s.end()),
       fiber::bench::median(leave_s), join_s.size());
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return fiber::bench::run_reporting_failures("join_bench", run, argc, argv);
 }

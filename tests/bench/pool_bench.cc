@@ -41,7 +41,9 @@ std::vector<int> worker_pids(fiber::Pool& pool) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   fiber::init(argc, argv);
   const int repeats = argc > 1 ? std::atoi(argv[1]) : 3;
   const int round_trips = argc > 2 ? std::atoi(argv[2]) : 2000;
@@ -140,4 +142,11 @@ int main(int argc, char** argv) {
                 n, median(samples));
     std::fflush(stdout);
   }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return fiber::bench::run_reporting_failures("pool_bench", run, argc, argv);
 }

@@ -37,7 +37,9 @@ void block_in_get(fiber::SimpleQueue<int> in, fiber::SimpleQueue<int> ready) {
   in.get();
 }
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   fiber::init(argc, argv);
   const int repeats = argc > 1 ? std::atoi(argv[1]) : 5;
   const int round_trips = argc > 2 ? std::atoi(argv[2]) : 2000;
@@ -106,4 +108,11 @@ int main(int argc, char** argv) {
         "pct\":%.2f}\n",
         100.0 * child_cpu / elapsed, 100.0 * own_cpu / elapsed);
   }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return fiber::bench::run_reporting_failures("process_bench", run, argc, argv);
 }

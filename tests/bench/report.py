@@ -12,7 +12,7 @@ def load(path):
 
 def find(rows, bench, impl_prefix, **match):
     for row in rows:
-        if row["bench"] == bench and row["impl"].startswith(impl_prefix) and all(row.get(k) == v for k, v in match.items()):
+        if row["bench"] == bench and row.get("impl", "").startswith(impl_prefix) and all(row.get(k) == v for k, v in match.items()):
             return row
     return None
 
@@ -96,6 +96,33 @@ def resilience_table(rows):
               f"leaving on SIGTERM {join['leave_median_s']} s")
 
 
+def spawn_table(rows):
+    loops = [row for row in rows if row["bench"] == "spawn_loop"]
+    cycles = [row for row in rows if row["bench"] == "pool_cycle"]
+    if not loops and not cycles:
+        return
+    print()
+    print("Spawning")
+    for row in loops:
+        print(f"  raw MPI_Comm_spawn loop, {row['mpi']}: {row['completed']} of {row['iterations']} iterations "
+              f"(spawn of 8: median {row['spawn_s_p50']} s, max {row['spawn_s_max']} s)"
+              f"{', then stuck' if row['stuck'] else ''}")
+    for row in cycles:
+        print(f"  {row['pools']} pools of {row['workers']} workers x {row['tasks']} tasks one after another, "
+              f"reserve {'on' if row['reserve'] else 'off'}: {row['seconds']} s, "
+              f"{row['worker_processes']} worker processes")
+
+
+def failures(rows):
+    failed = [row for row in rows if "error" in row]
+    if not failed:
+        return
+    print()
+    print("Benchmarks that failed (reported, not fatal)")
+    for row in failed:
+        print(f"  {row['bench']}: {row['error']}")
+
+
 def plot(rows, out):
     try:
         import matplotlib
@@ -142,6 +169,8 @@ def main():
     process_table(rows)
     pool_table(rows)
     resilience_table(rows)
+    spawn_table(rows)
+    failures(rows)
     plot(rows, out)
 
 

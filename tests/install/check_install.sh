@@ -16,6 +16,25 @@ quietly() {
 }
 
 quietly cmake --install "$build_dir" --prefix "$work/prefix"
+
+# Only public headers are installed, and the umbrella header pulls in neither <mpi.h> nor any of
+# the runtime's internals (fiber/mpi.h is the one public header that includes <mpi.h>).
+for internal in mpi_bridge fiber/runtime fiber/master fiber/worker fiber/wire; do
+  if [ -e "$work/prefix/include/$internal" ]; then
+    echo "failed: internal headers installed: include/$internal"
+    exit 1
+  fi
+done
+echo '#include <fiber/fiber.h>' > "$work/umbrella.cc"
+if ! c++ -std=c++20 -fsyntax-only -H -I"$work/prefix/include" "$work/umbrella.cc" 2> "$work/includes.txt"; then
+  echo "failed: fiber/fiber.h does not compile on its own from the installed headers"
+  cat "$work/includes.txt"
+  exit 1
+fi
+if grep -E '/mpi\.h$|mpi-ext\.h$' "$work/includes.txt"; then
+  echo "failed: fiber/fiber.h pulls in <mpi.h>"
+  exit 1
+fi
 quietly cmake -S "$source_dir/consumer" -B "$work/build" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" \
   -DCMAKE_BUILD_TYPE=Release
 quietly cmake --build "$work/build"

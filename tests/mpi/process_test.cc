@@ -213,7 +213,7 @@ TEST(Spawn, DifferentBinaryIsRefusedAtHandshake) {
     EXPECT_NE(std::string(e.what()).find("different binary"), std::string::npos) << e.what();
   }
   EXPECT_FALSE(p.exitcode().has_value());
-  fiber::set_executable(fiber::bridge::ModuleTable::executable_path());
+  fiber::set_executable(fiber::detail::ModuleTable::executable_path());
   fiber::Process again(return_normally);
   again.start();
   again.join();

@@ -1,4 +1,4 @@
-#include "mpi_bridge/function_ref.h"
+#include "fiber/function_ref.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "mpi_bridge/error.h"
+#include "fiber/errors.h"
 
 // External linkage and noinline keep a real, distinct body in the executable's code segment.
 __attribute__((noinline)) int function_ref_test_add_one(int value) { return value + 1; }
@@ -22,9 +22,9 @@ int function_ref_test_data = 42;
 
 namespace {
 
-using fiber::bridge::build_id_of_file;
-using fiber::bridge::FunctionRef;
-using fiber::bridge::ModuleTable;
+using fiber::detail::build_id_of_file;
+using fiber::detail::FunctionRef;
+using fiber::detail::ModuleTable;
 
 const void* address_of(int (*function)(int)) { return reinterpret_cast<const void*>(function); }
 

@@ -1,4 +1,4 @@
-#include "fiber/queue_hub.h"
+#include "fiber/master/queue_hub.h"
 
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "fiber/protocol.h"
-#include "mpi_bridge/error.h"
+#include "fiber/errors.h"
+#include "fiber/wire/message_kind.h"
 
 namespace {
 

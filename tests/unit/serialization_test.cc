@@ -1,4 +1,4 @@
-#include "mpi_bridge/serialization.h"
+#include "fiber/serialization.h"
 
 #include <gtest/gtest.h>
 
@@ -22,7 +22,7 @@
 #include <variant>
 #include <vector>
 
-#include "mpi_bridge/error.h"
+#include "fiber/errors.h"
 
 namespace serialization_test {
 

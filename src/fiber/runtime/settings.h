@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 
 #include "fiber/init.h"
 #include "fiber/spawn_options.h"

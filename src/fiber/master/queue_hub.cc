@@ -1,8 +1,8 @@
-#include "fiber/queue_hub.h"
+#include "fiber/master/queue_hub.h"
 
 #include <algorithm>
 
-#include "mpi_bridge/error.h"
+#include "fiber/errors.h"
 
 namespace fiber::detail {
 

@@ -19,34 +19,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "fiber/detail/job.h"
 #include "fiber/invoke.h"
+#include "fiber/master/pool_host.h"
 
 namespace fiber::detail {
-
-class Runtime;
-struct ProcessState;
-using Bytes = std::vector<std::byte>;
-
-/// What became of one chunk of a job: its items' encoded results, or why there are none.
-struct ChunkOutcome {
-  Bytes results;             ///< Encoded results of the chunk's items, in order...
-  size_t offset = 0;         ///< ...starting here.
-  std::exception_ptr error;  ///< RemoteError, WorkerLost, TerminatedError or SpawnError.
-};
-
-/// One submission: an apply (one chunk of one item) or a map-family call (chunks of items).
-/// Guarded by the runtime's lock; complete chunks never change again.
-struct Job {
-  std::vector<uint32_t> chunk_sizes;  ///< Items per chunk.
-  std::vector<std::optional<ChunkOutcome>> chunks;
-  std::deque<size_t> arrivals;  ///< Chunk indices in the order they completed.
-  size_t completed = 0;
-  std::exception_ptr first_error;
-  std::vector<std::function<void()>> on_ready;  ///< Run on the pool's callback thread.
-
-  /// Every chunk is in, or one failed (a map fails as a whole, like Python's).
-  bool ready() const { return first_error != nullptr || completed == chunks.size(); }
-};
 
 /// How a pool is made; see fiber::Pool::Options for the meaning.
 struct PoolSettings {
@@ -67,7 +44,7 @@ struct PoolSettings {
 
 class PoolCore {
  public:
-  PoolCore(Runtime& runtime, uint64_t id, PoolSettings settings);
+  PoolCore(PoolHost& host, uint64_t id, PoolSettings settings);
   PoolCore(const PoolCore&) = delete;
   PoolCore& operator=(const PoolCore&) = delete;
 
@@ -164,7 +141,7 @@ class PoolCore {
   int tasks_in_flight_limit() const;
   void callback_loop();
 
-  Runtime& runtime_;
+  PoolHost& host_;
   const uint64_t id_;
   PoolSettings settings_;
   Bytes initializer_bytes_;
@@ -187,18 +164,5 @@ class PoolCore {
   std::thread callback_thread_;
   bool callbacks_stopping_ = false;
 };
-
-/// One chunk of a task message: the task id and its encoded {invoker, fn, count, args...}.
-struct TaskChunk {
-  uint64_t task = 0;
-  Bytes payload;
-};
-/// Splits a kPoolTask message (as PoolCore sends it: a chunk count, then per chunk its task id,
-/// size and bytes) into its chunks; throws ProtocolError on a malformed one, giving none.
-std::vector<TaskChunk> split_task_message(std::span<const std::byte> message);
-
-/// The function a pool worker process runs: announce itself, then run chunks until told to stop
-/// or `maxtasks` chunks are done.
-void pool_worker_main(uint64_t pool, std::vector<std::byte> initializer, uint64_t maxtasks);
 
 }  // namespace fiber::detail

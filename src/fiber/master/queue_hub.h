@@ -14,12 +14,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "fiber/protocol.h"
+#include "fiber/master/process_state.h"
+#include "fiber/wire/message_kind.h"
 
 namespace fiber::detail {
-
-/// Process id of the master in the hub's bookkeeping.
-inline constexpr uint64_t kMasterId = 0;
 
 /// Not thread-safe: the runtime calls it under its own lock.
 class QueueHub {

@@ -39,7 +39,7 @@
 #include <boost/serialization/utility.hpp>
 #include <boost/serialization/vector.hpp>
 
-#include "mpi_bridge/error.h"
+#include "fiber/errors.h"
 
 namespace fiber::serial {
 

@@ -5,10 +5,15 @@
 #include <exception>
 #include <string>
 
-#include "fiber/pool_core.h"
-#include "fiber/protocol.h"
-#include "fiber/runtime.h"
-#include "mpi_bridge/function_ref.h"
+#include "fiber/worker/pool_worker.h"
+
+#include "fiber/detail/job.h"
+#include "fiber/detail/task_chunk.h"
+#include "fiber/function_ref.h"
+#include "fiber/invoke.h"
+#include "fiber/runtime/runtime.h"
+#include "fiber/wire/message_kind.h"
+#include "fiber/worker/master_link.h"
 
 namespace fiber::detail {
 namespace {
@@ -33,17 +38,11 @@ PoolOutcome run_chunk(const Bytes& payload, serial::Writer& out) {
   out.write_bytes(&compute_ns_slot, sizeof compute_ns_slot);
   try {
     serial::Reader reader(payload);
-    bridge::FunctionRef invoker_ref;
-    bridge::FunctionRef fn_ref;
-    serial::load(reader, invoker_ref.module_id);
-    serial::load(reader, invoker_ref.offset);
-    serial::load(reader, fn_ref.module_id);
-    serial::load(reader, fn_ref.offset);
-    const auto count = serial::read<uint32_t>(reader);
-    auto& modules = bridge::ModuleTable::instance();
-    const auto invoker = reinterpret_cast<Invoker>(modules.decode(invoker_ref));
-    void* fn = fn_ref.module_id == 0 ? nullptr : modules.decode(fn_ref);
-    for (uint32_t i = 0; i < count; ++i) invoker(fn, reader, &out);
+    const ChunkHead head = read_chunk_head(reader);
+    auto& modules = ModuleTable::instance();
+    const auto invoker = reinterpret_cast<Invoker>(modules.decode(head.invoker));
+    void* fn = head.fn.module_id == 0 ? nullptr : modules.decode(head.fn);
+    for (uint32_t i = 0; i < head.count; ++i) invoker(fn, reader, &out);
   } catch (...) {
     out.buffer().clear();
     save_current_exception(out);
@@ -60,7 +59,7 @@ PoolOutcome run_chunk(const Bytes& payload, serial::Writer& out) {
 }  // namespace
 
 void pool_worker_main(uint64_t pool, std::vector<std::byte> initializer, uint64_t maxtasks) {
-  auto& runtime = Runtime::instance();
+  MasterLink& link = Runtime::instance().worker();
   if (!initializer.empty()) {
     try {
       serial::Reader reader(initializer);
@@ -68,20 +67,20 @@ void pool_worker_main(uint64_t pool, std::vector<std::byte> initializer, uint64_
     } catch (...) {
       serial::Writer error;
       save_current_exception(error);
-      runtime.send_to_master(Kind::kPoolReady, 0, pool, 1, error.buffer());
+      link.send(Kind::kPoolReady, 0, pool, 1, error.buffer());
       return;
     }
   }
-  runtime.send_to_master(Kind::kPoolReady, 0, pool, 0, {});
+  link.send(Kind::kPoolReady, 0, pool, 0, {});
   uint64_t done = 0;
   serial::Writer out;
   for (;;) {
-    bridge::Received message = runtime.next_pool_message(pool);
+    bridge::Received message = link.next_pool_message(pool);
     if (static_cast<Kind>(message.envelope.kind) == Kind::kPoolStop) return;
     out.buffer().clear();
     const PoolOutcome outcome = run_chunk(message.payload, out);
-    runtime.send_to_master(Kind::kPoolResult, message.envelope.id, pool,
-                           static_cast<uint32_t>(outcome), out.buffer());
+    link.send(Kind::kPoolResult, message.envelope.id, pool, static_cast<uint32_t>(outcome),
+              out.buffer());
     if (maxtasks > 0 && ++done >= maxtasks) return;
   }
 }

@@ -1,32 +1,15 @@
-#include "fiber/pool_core.h"
-
-#include <unistd.h>
+#include "fiber/master/pool_core.h"
 
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <utility>
 
 #include "fiber/errors.h"
-#include "fiber/protocol.h"
-#include "fiber/runtime.h"
+#include "fiber/wire/message_kind.h"
+#include "fiber/worker/pool_worker.h"
 
 namespace fiber::detail {
 namespace {
-
-// Work queued per worker beyond the running chunk, in expected run time.
-constexpr double kQueuedWorkUs = 2000;
-
-// Most work queued per worker to cover a pause of the master's traffic, and most chunks.
-constexpr double kMaxCoverUs = 1'000'000;
-constexpr int kMaxCoverChunks = 4096;
-constexpr size_t kMaxCoverBytes = 8 << 20;
-
-// Most bytes of chunks in one task message (below Open MPI's eager limits: 4 kB is the
-// shared-memory one, but larger messages there are pulled by the receiver without the sender).
-constexpr size_t kMessageBytes = 32 * 1024;
-// One chunk travels in one MPI message, whose count is an int.
-constexpr size_t kMaxChunkBytes = INT32_MAX - 1024;
 
 // Ending before ever becoming ready this many times in a row per worker slot means starting
 // workers does not work (spawn failures, a crashing initializer): the pool gives up.
@@ -44,8 +27,8 @@ std::string describe_end(const ProcessState& process) {
 
 }  // namespace
 
-PoolCore::PoolCore(Runtime& runtime, uint64_t id, PoolSettings settings)
-    : runtime_(runtime), id_(id), settings_(std::move(settings)) {
+PoolCore::PoolCore(PoolHost& host, uint64_t id, PoolSettings settings)
+    : host_(host), id_(id), settings_(std::move(settings)) {
   if (settings_.initializer) {
     serial::Writer writer;
     save_task(writer, *settings_.initializer);
@@ -58,14 +41,14 @@ void PoolCore::start_workers_locked() {
 }
 
 void PoolCore::launch_worker_locked() {
-  auto process = runtime_.new_process_locked(
+  auto process = host_.new_process_locked(
       make_task(pool_worker_main, id_, initializer_bytes_, settings_.maxtasksperchild),
       "PoolWorker");
   process->pool = id_;
   // Daemonic: a pool left alive at exit is terminated rather than waited for forever.
   process->daemon = true;
   workers_[process->id].process = process;
-  runtime_.start_process_locked(process);
+  host_.start_process_locked(process);
 }
 
 int PoolCore::members_locked() const {
@@ -97,12 +80,12 @@ void PoolCore::resize_locked(int processes) {
     worker->retired = true;
     worker->leaving = true;
     if (worker->ready) {
-      runtime_.send_to_process_locked(*worker->process, Kind::kPoolStop, 0, id_, {});
+      host_.send_to_process_locked(*worker->process, Kind::kPoolStop, 0, id_, {});
     } else {
       not_started.push_back(worker->process);
     }
   }
-  for (auto& process : not_started) runtime_.terminate_locked(process);
+  for (auto& process : not_started) host_.terminate_locked(process);
 }
 
 std::vector<int> PoolCore::pids_locked() const {
@@ -137,217 +120,12 @@ void PoolCore::submit_locked(const std::shared_ptr<Job>& job, std::vector<Bytes>
   dispatch_locked();
 }
 
-int PoolCore::tasks_in_flight_limit() const {
-  const int limit = std::max(1, settings_.tasks_in_flight_per_worker);
-  // Until the first results tell how long a chunk runs, stay shallow; then queue about
-  // kQueuedWorkUs of work per worker: deep for tiny tasks (hides the round trip), one at a
-  // time for long ones (a queued chunk would only wait behind the running one).
-  if (compute_samples_ == 0) return std::min(limit, 2);
-  const double fit = kQueuedWorkUs / std::max(1.0, mean_compute_us_);
-  return std::clamp(static_cast<int>(fit), 1, limit);
-}
-
-bool PoolCore::can_take(const Worker& worker) const {
-  if (!worker.ready || worker.leaving) return false;
-  const int usual = tasks_in_flight_limit();
-  if (worker.in_flight < usual) return true;
-  // Covering a pause: deeper, but never more than kMaxCoverBytes of arguments per worker.
-  return worker.in_flight < pause_depth_ && worker.bytes_in_flight < kMaxCoverBytes;
-}
-
-void PoolCore::cover_pause_locked(std::chrono::microseconds pause) {
-  if (!settings_.cover_spawn_pauses || compute_samples_ == 0 || backlog_.empty() ||
-      state_ == State::kTerminated)
-    return;
-  const int ready =
-      static_cast<int>(std::count_if(workers_.begin(), workers_.end(), [](const auto& entry) {
-        return entry.second.ready && !entry.second.leaving;
-      }));
-  if (ready == 0) return;
-  // Enough measured work to last through the pause, but no more than an even share of what waits:
-  // one worker must not sit on chunks the others could run once traffic flows again.
-  const double cover_us = std::min(kMaxCoverUs, 1.5 * static_cast<double>(pause.count()));
-  const int per_worker = static_cast<int>(cover_us / std::max(1.0, mean_compute_us_)) + 1;
-  const int share = static_cast<int>((backlog_.size() + ready - 1) / ready);
-  int most_held = 0;
-  for (const auto& [id, worker] : workers_)
-    if (worker.ready && !worker.leaving) most_held = std::max(most_held, worker.in_flight);
-  pause_depth_ = std::min(kMaxCoverChunks, std::min(per_worker, most_held + share));
-  dispatch_locked();
-}
-
-void PoolCore::pause_over_locked() { pause_depth_ = 0; }
-
-void PoolCore::grow_for_backlog_locked() {
-  if (!autoscaling() || state_ == State::kTerminated || !broken_.empty()) return;
-  // Workers still starting will take the first waiting chunks; start more only beyond that.
-  const auto starting = std::count_if(workers_.begin(), workers_.end(), [](const auto& entry) {
-    return !entry.second.ready && !entry.second.retired;
-  });
-  const int waiting = static_cast<int>(backlog_.size()) - static_cast<int>(starting);
-  const int room = settings_.max_processes - members_locked();
-  for (int i = 0; i < std::min(waiting, room); ++i) launch_worker_locked();
-  settings_.processes = std::max(settings_.processes, members_locked());
-}
-
-bool PoolCore::adopt_joined_worker_locked() {
-  if (state_ != State::kRunning || !settings_.take_joined_workers || !broken_.empty()) return false;
-  ++settings_.processes;
-  if (autoscaling()) ++settings_.max_processes;
-  launch_worker_locked();
-  return true;
-}
-
-void PoolCore::release_worker_locked(uint64_t process_id) {
-  auto it = workers_.find(process_id);
-  if (it == workers_.end() || it->second.retired) return;
-  Worker& worker = it->second;
-  worker.retired = true;
-  worker.leaving = true;
-  settings_.processes = std::max(1, settings_.processes - 1);
-  if (autoscaling()) settings_.max_processes = std::max(1, settings_.max_processes - 1);
-  if (worker.ready) runtime_.send_to_process_locked(*worker.process, Kind::kPoolStop, 0, id_, {});
-}
-
-void PoolCore::tick_locked(std::chrono::steady_clock::time_point now) {
-  if (!autoscaling() || state_ != State::kRunning) return;
-  for (auto& [id, worker] : workers_) {
-    if (members_locked() <= settings_.min_processes) break;
-    if (!worker.ready || worker.retired || worker.leaving || worker.in_flight > 0) continue;
-    if (now - worker.idle_since < settings_.idle_timeout) continue;
-    worker.retired = true;
-    worker.leaving = true;
-    runtime_.send_to_process_locked(*worker.process, Kind::kPoolStop, 0, id_, {});
-  }
-  settings_.processes = std::max(settings_.min_processes, members_locked());
-}
-
-void PoolCore::dispatch_locked() {
-  while (!backlog_.empty() && state_ != State::kTerminated) {
-    // The least loaded worker, so a round of N tasks on N idle workers gives each one.
-    Worker* target = nullptr;
-    for (auto& [id, worker] : workers_) {
-      if (!can_take(worker)) continue;
-      if (!target || worker.in_flight < target->in_flight) target = &worker;
-      if (target->in_flight == 0) break;
-    }
-    if (!target) break;
-    Task task = std::move(backlog_.front());
-    backlog_.pop_front();
-    assign_task(*target, std::move(task));
-  }
-  flush_sends_locked();
-  if (!backlog_.empty()) grow_for_backlog_locked();
-  if (state_ == State::kClosed && backlog_.empty()) release_idle_workers_locked();
-}
-
-void PoolCore::assign_task(Worker& worker, Task task) {
-  task.worker = worker.process->id;
-  task.sent = ++sends_;
-  ++worker.in_flight;
-  ++worker.assigned;
-  // A worker leaves by itself after its last task under maxtasksperchild.
-  if (settings_.maxtasksperchild > 0 && worker.assigned >= settings_.maxtasksperchild) {
-    worker.leaving = true;
-    // Its replacement must be a fresh process: this one does not go back to the reserve.
-    worker.process->retire_worker_after = true;
-  }
-  worker.bytes_in_flight += task.payload->size();
-  if (worker.unsent.empty()) workers_to_flush_.push_back(task.worker);
-  worker.unsent.push_back(task.id);
-  in_flight_.emplace(task.id, std::move(task));
-}
-
-void PoolCore::flush_sends_locked() {
-  // Several chunks per message: fewer messages cost less, and every message still in flight to
-  // a worker that dies holds one of Open MPI's shared-memory fragments for good (a few hundred
-  // lost ones stall every later shared-memory send of the master). Messages stay below the
-  // eager limits so they travel without the master's help (it may be busy spawning).
-  constexpr size_t kChunkHeader = sizeof(uint64_t) + sizeof(uint32_t);
-  serial::Writer message;
-  std::vector<uint64_t> batch;
-  for (const uint64_t worker_id : std::exchange(workers_to_flush_, {})) {
-    auto found = workers_.find(worker_id);
-    if (found == workers_.end()) continue;
-    Worker& worker = found->second;
-    std::vector<uint64_t> unsent = std::exchange(worker.unsent, {});
-    size_t next = 0;
-    while (next < unsent.size()) {
-      message.buffer().clear();
-      batch.clear();
-      const uint32_t count_slot = 0;
-      message.write_bytes(&count_slot, sizeof count_slot);  // the chunk count, filled in below
-      for (; next < unsent.size(); ++next) {
-        auto task = in_flight_.find(unsent[next]);
-        if (task == in_flight_.end()) continue;  // failed meanwhile
-        const Bytes& payload = *task->second.payload;
-        if (!batch.empty() &&
-            message.buffer().size() + kChunkHeader + payload.size() > kMessageBytes)
-          break;
-        if (payload.size() > kMaxChunkBytes) {
-          fail_unsent_locked(worker, {task->first},
-                             "a chunk of " + std::to_string(payload.size()) +
-                                 " bytes exceeds the 2 GiB limit of one MPI message; use a "
-                                 "smaller chunksize");
-          continue;
-        }
-        const auto size = static_cast<uint32_t>(payload.size());
-        message.write_bytes(&task->first, sizeof task->first);
-        message.write_bytes(&size, sizeof size);
-        message.write_bytes(payload.data(), size);
-        batch.push_back(task->first);
-      }
-      if (batch.empty()) continue;
-      const auto count = static_cast<uint32_t>(batch.size());
-      std::memcpy(message.buffer().data(), &count, sizeof count);
-      try {
-        runtime_.send_to_process_locked(*worker.process, Kind::kPoolTask, 0, id_, message.buffer());
-      } catch (const std::exception& e) {
-        fail_unsent_locked(worker, batch,
-                           std::string("could not send tasks to the worker: ") + e.what());
-      }
-    }
-  }
-}
-
-std::vector<TaskChunk> split_task_message(std::span<const std::byte> message) {
-  serial::Reader reader(message);
-  uint32_t count = 0;
-  reader.read_bytes(&count, sizeof count);
-  std::vector<TaskChunk> chunks;
-  for (uint32_t i = 0; i < count; ++i) {
-    TaskChunk chunk;
-    uint32_t size = 0;
-    reader.read_bytes(&chunk.task, sizeof chunk.task);
-    reader.read_bytes(&size, sizeof size);
-    const auto bytes = reader.read_span(size);
-    chunk.payload.assign(bytes.begin(), bytes.end());
-    chunks.push_back(std::move(chunk));
-  }
-  return chunks;
-}
-
-void PoolCore::fail_unsent_locked(Worker& worker, const std::vector<uint64_t>& tasks,
-                                  const std::string& why) {
-  for (const uint64_t id : tasks) {
-    auto found = in_flight_.find(id);
-    if (found == in_flight_.end()) continue;
-    Task task = std::move(found->second);
-    in_flight_.erase(found);
-    --worker.in_flight;
-    worker.bytes_in_flight -= task.payload->size();
-    ChunkOutcome outcome;
-    outcome.error = std::make_exception_ptr(Error(why));
-    complete_chunk(*task.job, task.chunk, std::move(outcome));
-  }
-}
-
 void PoolCore::release_idle_workers_locked() {
   for (auto& [id, worker] : workers_) {
     if (!worker.ready || worker.leaving || worker.in_flight > 0) continue;
     worker.leaving = true;
     worker.retired = true;
-    runtime_.send_to_process_locked(*worker.process, Kind::kPoolStop, 0, id_, {});
+    host_.send_to_process_locked(*worker.process, Kind::kPoolStop, 0, id_, {});
   }
 }
 
@@ -366,19 +144,19 @@ void PoolCore::on_worker_ready(const ProcessState& process, bool initializer_fai
     return;
   }
   it->second.ready = true;
-  it->second.joined = runtime_.on_connected_job_locked(process);
-  it->second.idle_since = std::chrono::steady_clock::now();
+  it->second.joined = host_.on_joined_job_locked(process);
+  it->second.idle_since = host_.now();
   failed_starts_ = 0;
   replacements_stopped_ = false;
   if (state_ == State::kTerminated) {
     it->second.leaving = true;
-    runtime_.send_to_process_locked(process, Kind::kPoolStop, 0, id_, {});
+    host_.send_to_process_locked(process, Kind::kPoolStop, 0, id_, {});
     return;
   }
   if (it->second.retired) {
     // Retired by a resize while it was starting.
     it->second.leaving = true;
-    runtime_.send_to_process_locked(process, Kind::kPoolStop, 0, id_, {});
+    host_.send_to_process_locked(process, Kind::kPoolStop, 0, id_, {});
     return;
   }
   dispatch_locked();
@@ -395,8 +173,7 @@ void PoolCore::on_result(const ProcessState& process, uint64_t task_id, uint32_t
   auto worker = workers_.find(process.id);
   if (worker != workers_.end()) {
     worker->second.bytes_in_flight -= task.payload->size();
-    if (--worker->second.in_flight == 0)
-      worker->second.idle_since = std::chrono::steady_clock::now();
+    if (--worker->second.in_flight == 0) worker->second.idle_since = host_.now();
   }
 
   ChunkOutcome result;
@@ -447,7 +224,7 @@ void PoolCore::schedule_callbacks_locked(Job& job) {
 }
 
 void PoolCore::callback_loop() {
-  auto lock = runtime_.lock();
+  auto lock = host_.lock();
   for (;;) {
     callbacks_cv_.wait(lock, [this] { return !callbacks_.empty() || callbacks_stopping_; });
     if (callbacks_.empty()) return;
@@ -467,7 +244,7 @@ void PoolCore::callback_loop() {
 
 void PoolCore::stop_callbacks() {
   {
-    auto lock = runtime_.lock();
+    auto lock = host_.lock();
     callbacks_stopping_ = true;
   }
   callbacks_cv_.notify_all();
@@ -582,14 +359,13 @@ void PoolCore::terminate_locked() {
     if (worker.ready && worker.in_flight == 0) {
       // Between tasks: it leaves by itself.
       if (!worker.leaving)
-        runtime_.send_to_process_locked(*worker.process, Kind::kPoolStop, 0, id_, {});
-    } else if (worker.ready && (runtime_.on_static_rank_locked(*worker.process) ||
-                                runtime_.on_connected_job_locked(*worker.process))) {
+        host_.send_to_process_locked(*worker.process, Kind::kPoolStop, 0, id_, {});
+    } else if (worker.ready && (host_.on_static_rank_locked(*worker.process) ||
+                                host_.on_joined_job_locked(*worker.process))) {
       // Killing a rank of the static world would cost the job that rank for good (and Open MPI
       // copes badly with it): it drops what is queued, leaves after its current task, and is
       // no longer waited for.
-      runtime_.send_to_process_locked(*worker.process, Kind::kPoolStop, 0, id_, {},
-                                      kDropQueuedTasks);
+      host_.send_to_process_locked(*worker.process, Kind::kPoolStop, 0, id_, {}, kDropQueuedTasks);
       detached.push_back(id);
     } else {
       // Running user code in a spawned process, or still starting: killed, like Python's.
@@ -600,7 +376,7 @@ void PoolCore::terminate_locked() {
   for (const uint64_t id : detached) workers_.erase(id);
   fail_all_locked(std::make_exception_ptr(
       TerminatedError("the Pool was terminated before this task finished")));
-  for (auto& process : to_kill) runtime_.terminate_locked(process);
+  for (auto& process : to_kill) host_.terminate_locked(process);
 }
 
 }  // namespace fiber::detail

@@ -1,4 +1,4 @@
-#include "mpi_bridge/function_ref.h"
+#include "fiber/function_ref.h"
 
 #include <elf.h>
 #include <link.h>
@@ -10,9 +10,9 @@
 #include <iterator>
 #include <limits>
 
-#include "mpi_bridge/error.h"
+#include "fiber/errors.h"
 
-namespace fiber::bridge {
+namespace fiber::detail {
 namespace {
 
 uint64_t fnv1a(const void* data, size_t size, uint64_t hash = 1469598103934665603ull) {
@@ -179,4 +179,4 @@ uint64_t build_id_of_file(const std::string& path) {
   return 0;
 }
 
-}  // namespace fiber::bridge
+}  // namespace fiber::detail

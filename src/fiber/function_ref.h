@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace fiber::bridge {
+namespace fiber::detail {
 
 /// A code address that means the same thing in every process running the same binaries.
 struct FunctionRef {
@@ -58,4 +58,4 @@ class ModuleTable {
 /// 0 when the file has none or cannot be read.
 uint64_t build_id_of_file(const std::string& path);
 
-}  // namespace fiber::bridge
+}  // namespace fiber::detail

@@ -1,0 +1,50 @@
+#include "fiber/master/join_acceptor.h"
+
+#include <chrono>
+#include <cstdio>
+
+namespace fiber::detail {
+
+std::string JoinAcceptor::open() {
+  if (!rendezvous_) {
+    rendezvous_ = std::make_unique<bridge::Rendezvous>();
+    thread_ = std::thread([this] { loop(); });
+  }
+  return rendezvous_->address();
+}
+
+void JoinAcceptor::loop() {
+  for (;;) {
+    bridge::Communicator joined;
+    accepting_ = true;
+    try {
+      joined = rendezvous_->accept();
+    } catch (const std::exception& e) {
+      accepting_ = false;
+      if (stopping_) return;
+      std::fprintf(stderr, "fibermpi: accepting a joining job failed: %s\n", e.what());
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      continue;
+    }
+    accepting_ = false;
+    if (stopping_) return;
+    auto link = std::make_unique<Link>();
+    const int workers = joined.remote_size();
+    link->comm = std::move(joined);
+    link->connected = true;
+    link->live_slots = workers;
+    link->expected_hellos = workers;
+    link->created = Clock::now();
+    link->last_heard = link->created;
+    engine_.add_link(std::move(link));
+  }
+}
+
+bool JoinAcceptor::stop() {
+  if (!thread_.joinable()) return true;
+  stopping_ = true;
+  thread_.detach();
+  return !accepting_;
+}
+
+}  // namespace fiber::detail

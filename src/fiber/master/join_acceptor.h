@@ -1,0 +1,39 @@
+// The rendezvous independently started jobs join through (fiber::listen): a port, and a thread
+// blocked in MPI_Comm_accept that hands each joining job to the progress engine as a link.
+// Internal.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "fiber/runtime/progress_engine.h"
+#include "mpi_bridge/rendezvous.h"
+
+namespace fiber::detail {
+
+class JoinAcceptor {
+ public:
+  explicit JoinAcceptor(ProgressEngine& engine) : engine_(engine) {}
+  JoinAcceptor(const JoinAcceptor&) = delete;
+  JoinAcceptor& operator=(const JoinAcceptor&) = delete;
+
+  /// Opens the rendezvous (once) and returns its address.
+  std::string open();
+  /// Stops taking jobs. MPI_Comm_accept cannot be cancelled (and connecting to the process's own
+  /// port to end it deadlocks in Open MPI 4.1): the thread stays blocked until the process
+  /// exits. Returns false when it is blocked inside MPI, so MPI must not be finalised.
+  bool stop();
+
+ private:
+  void loop();
+
+  ProgressEngine& engine_;
+  std::unique_ptr<bridge::Rendezvous> rendezvous_;
+  std::thread thread_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> accepting_{false};  ///< Inside MPI_Comm_accept.
+};
+
+}  // namespace fiber::detail

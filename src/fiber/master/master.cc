@@ -1,0 +1,342 @@
+// The master's processes and slots: starting, placing, ending, and shutting down.
+#include "fiber/master/master.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+
+#include "fiber/errors.h"
+#include "fiber/serialization.h"
+#include "mpi_bridge/environment.h"
+#include "mpi_bridge/spawn.h"
+
+namespace fiber::detail {
+namespace {
+
+bool pid_gone(int pid) { return pid > 0 && ::kill(pid, 0) == -1 && errno == ESRCH; }
+
+}  // namespace
+
+Master::Master(Settings& settings, ProgressEngine& engine, std::unique_ptr<Link> static_world)
+    : settings_(settings),
+      engine_(engine),
+      host_(bridge::Environment::hostname()),
+      table_(settings),
+      liveness_(settings, pid_gone),
+      queues_(engine,
+              [this](MPI_Comm comm, int rank, uint64_t request, Outcome outcome, uint64_t aux,
+                     std::span<const std::byte> payload) {
+                send_locked(comm, rank, Kind::kReply, request, aux, static_cast<uint32_t>(outcome),
+                            payload);
+              }),
+      spawner_(settings, engine, *this),
+      acceptor_(engine) {
+  if (static_world) {
+    slots_expected_ = static_world->expected_hellos;
+    engine_.add_link(std::move(static_world));
+  }
+}
+
+void Master::start() {
+  // What a spawned worker needs to give up on a start-up that cannot complete.
+  settings_.spawn.env.emplace_back("FIBER_MASTER_PID", std::to_string(::getpid()));
+  settings_.spawn.env.emplace_back("FIBER_MASTER_HOST", host_);
+  settings_.spawn.env.emplace_back("FIBER_START_TIMEOUT_S",
+                                   std::to_string(settings_.spawn_timeout.count()));
+  char dir[] = "/tmp/fibermpi-XXXXXX";
+  if (::mkdtemp(dir)) signal_dir_ = dir;
+  engine_.open_doorbell(signal_dir_, static_cast<int>(::getpid()));
+  spawner_.start();
+}
+
+bool Master::worker_lost() const {
+  auto held = engine_.lock();
+  return worker_lost_;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Processes
+
+std::shared_ptr<ProcessState> Master::new_process_locked(TaskSpec task,
+                                                         const std::string& name_prefix) {
+  return table_.create(std::move(task), name_prefix);
+}
+
+void Master::start_process(const std::shared_ptr<ProcessState>& process) {
+  auto held = engine_.lock();
+  start_process_locked(process);
+}
+
+void Master::start_process_locked(const std::shared_ptr<ProcessState>& process) {
+  if (stopping_) throw UsageError("cannot start a Process: fibermpi is shutting down");
+  if (process->status != ProcessStatus::kCreated)
+    throw UsageError(process->name + ": processes can only be started once");
+  process->status = ProcessStatus::kPending;
+  for (const uint64_t queue : process->task.produces) {
+    if (queues_.hub().exists(queue)) queues_.hub().add_producer(queue, process->id);
+  }
+  table_.children()[process->id] = process;
+  table_.pending().push_back(process);
+  assign_idle_slots_locked();
+  if (!spawner_.stuck_locked().empty())
+    fail_pending_locked(table_.pending().size(), spawner_.stuck_locked());
+  spawner_.wake_locked();
+}
+
+void Master::assign_idle_slots_locked() {
+  if (stopping_) return;
+  auto& pending = table_.pending();
+  for (auto it = pending.begin(); it != pending.end();) {
+    Slot* slot = table_.pick_idle_slot(**it, settings_.spawn.executable);
+    if (!slot) {
+      ++it;
+      continue;
+    }
+    auto process = *it;
+    it = pending.erase(it);
+    slot->state = Slot::State::kBusy;
+    slot->used = true;
+    slot->process = process;
+    process->slot = slot;
+    process->pid = slot->pid;
+    process->host = slot->host;
+    process->status = ProcessStatus::kRunning;
+    serial::Writer run;
+    serial::save(run, process->name);
+    save_task(run, process->task);
+    // A spawned pool worker waits in the reserve afterwards; anything else run in a spawned
+    // process ends it (a Process is the whole life of its process, as in Python).
+    const uint32_t flags = slot->spawned() && process->pool != 0 ? kStayAfterRun : 0;
+    send_locked(slot->link->comm.get(), slot->rank, Kind::kRun, process->id, 0, flags,
+                run.buffer());
+    if (slot->spawned() && process->pool == 0) processes_started_ = true;
+  }
+  // A Process that has to wait for a spawn: keep some started ahead from now on.
+  if (std::any_of(pending.begin(), pending.end(), [](const auto& p) { return p->pool == 0; }))
+    processes_started_ = true;
+  // A never-used worker may have been taken: the spawner tops the reserve up.
+  spawner_.wake_locked();
+  engine_.notify_locked();
+}
+
+void Master::end_process_locked(const std::shared_ptr<ProcessState>& process,
+                                std::optional<int> code, const std::string& how) {
+  if (process->status == ProcessStatus::kEnded) return;
+  process->status = ProcessStatus::kEnded;
+  process->exitcode = code;
+  process->slot = nullptr;
+  table_.children().erase(process->id);
+  queues_.hub().process_ended(process->id, how);
+  if (process->pool != 0) {
+    if (auto pool = pools_.find(process->pool); pool != pools_.end())
+      pool->second->on_worker_ended(process);
+  }
+  engine_.notify_locked();
+}
+
+void Master::fail_pending_locked(size_t count, const std::string& reason) {
+  auto& pending = table_.pending();
+  for (size_t i = 0; i < count && !pending.empty(); ++i) {
+    auto process = pending.front();
+    pending.pop_front();
+    process->start_error =
+        std::make_exception_ptr(SpawnError(process->name + " could not start: " + reason));
+    end_process_locked(process, std::nullopt, describe_exit(*process, std::nullopt));
+  }
+}
+
+void Master::retire_locked(Slot& slot) {
+  if (slot.gone()) return;
+  slot.state = Slot::State::kGone;
+  --slot.link->live_slots;
+}
+
+void Master::shut_down_slot_locked(Slot& slot) {
+  send_locked(slot.link->comm.get(), slot.rank, Kind::kShutdown, 0, 0, 0, {});
+  if (slot.spawned() && slot.local) exiting_pids_.push_back(slot.pid);
+  // Gone once its goodbye arrives (or it dies): until then it may still send.
+  slot.state = Slot::State::kClosing;
+  slot.process.reset();
+}
+
+uint64_t Master::requester_of(const Slot* slot) const {
+  return slot && slot->process ? slot->process->id : UINT64_MAX;
+}
+
+bool Master::wait_ended(const std::shared_ptr<ProcessState>& process,
+                        std::optional<Clock::time_point> deadline) {
+  return engine_.wait_until([&] { return process->status == ProcessStatus::kEnded; }, deadline);
+}
+
+int Master::wait_pid(const std::shared_ptr<ProcessState>& process) {
+  auto held = engine_.lock();
+  engine_.changes().wait(
+      held, [&] { return process->pid != 0 || process->status == ProcessStatus::kEnded; });
+  return process->pid;
+}
+
+void Master::terminate(const std::shared_ptr<ProcessState>& process) {
+  auto held = engine_.lock();
+  terminate_locked(process);
+}
+
+void Master::terminate_locked(const std::shared_ptr<ProcessState>& process) {
+  if (process->status == ProcessStatus::kEnded || process->status == ProcessStatus::kCreated)
+    return;
+  process->signal_sent = SIGTERM;
+  if (process->status == ProcessStatus::kPending) {
+    std::erase(table_.pending(), process);
+    end_process_locked(process, -SIGTERM, describe(*process) + " was terminated before it started");
+    return;
+  }
+  Slot* slot = process->slot;
+  if (!slot) return;
+  if (slot->local) {
+    ::kill(slot->pid, SIGTERM);
+  } else {
+    send_locked(slot->link->comm.get(), slot->rank, Kind::kTerminate, process->id, 0, 0, {});
+  }
+}
+
+std::vector<std::shared_ptr<ProcessState>> Master::live_children() {
+  auto held = engine_.lock();
+  std::vector<std::shared_ptr<ProcessState>> live;
+  for (auto& [id, process] : table_.children()) live.push_back(process);
+  return live;
+}
+
+void Master::set_executable(const std::string& path) {
+  bridge::check_spawnable(path);
+  auto held = engine_.lock();
+  settings_.spawn.executable = path;
+}
+
+void Master::send_to_process_locked(const ProcessState& process, Kind kind, uint64_t id,
+                                    uint64_t aux, std::span<const std::byte> payload,
+                                    uint32_t flags) {
+  const Slot* slot = process.slot;
+  if (!slot || slot->gone()) return;
+  send_locked(slot->link->comm.get(), slot->rank, kind, id, aux, flags, payload);
+}
+
+bool Master::on_static_rank_locked(const ProcessState& process) const {
+  return process.slot && process.slot->static_rank();
+}
+
+bool Master::on_joined_job_locked(const ProcessState& process) const {
+  return process.slot && process.slot->joined();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pools and the rendezvous
+
+std::shared_ptr<PoolCore> Master::create_pool(PoolSettings settings) {
+  auto held = engine_.lock();
+  if (stopping_ || shut_down_) throw UsageError("cannot create a Pool: fibermpi is shutting down");
+  auto pool = std::make_shared<PoolCore>(*this, next_pool_id_++, std::move(settings));
+  pools_[pool->id()] = pool;
+  pool->start_workers_locked();
+  return pool;
+}
+
+void Master::release_pool(uint64_t id) {
+  auto held = engine_.lock();
+  pools_.erase(id);
+}
+
+std::string Master::listen() {
+  auto held = engine_.lock();
+  if (stopping_ || shut_down_)
+    throw UsageError("cannot open a rendezvous: fibermpi is shutting down");
+  return acceptor_.open();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The spawner's side
+
+int Master::spawn_wanted_locked() const {
+  return table_.spawn_wanted(slots_expected_, processes_started_, settings_.spawn.executable);
+}
+
+std::vector<int> Master::take_exiting_pids_locked() { return std::exchange(exiting_pids_, {}); }
+
+void Master::spawn_starting_locked(int count, std::chrono::microseconds pause) {
+  slots_expected_ += count;
+  // Workers run their queued chunks while the master's traffic stops: queue enough to last.
+  for (auto& [id, pool] : pools_) pool->cover_pause_locked(pause);
+}
+
+void Master::traffic_resumed_locked() {
+  for (auto& [id, pool] : pools_) pool->pause_over_locked();
+}
+
+void Master::spawned_locked(std::unique_ptr<Link> link) {
+  engine_.add_link_locked(std::move(link));
+}
+
+void Master::spawn_failed_locked(int count, const std::string& error, bool stuck) {
+  slots_expected_ -= count;
+  try {
+    fail_pending_locked(stuck ? table_.pending().size() : static_cast<size_t>(count), error);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fibermpi: %s\n", e.what());
+  }
+}
+
+void Master::spawn_came_back_locked(int count) { slots_expected_ += count; }
+
+// ---------------------------------------------------------------------------------------------
+// Shutdown
+
+bool Master::shutdown() {
+  auto held = engine_.lock();
+  if (shut_down_) return true;
+  shut_down_ = true;
+  // Pools still alive at exit stop now (like Python's pools at interpreter exit).
+  for (auto& [id, pool] : std::unordered_map(pools_)) pool->terminate_locked();
+  // Like Python: daemonic children are terminated, the others are waited for.
+  for (auto& [id, process] : std::map(table_.children())) {
+    if (!process->daemon) continue;
+    try {
+      terminate_locked(process);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "fibermpi: could not terminate %s: %s\n", process->name.c_str(),
+                   e.what());
+    }
+  }
+  engine_.await(held, [this] { return table_.children().empty(); });
+  stopping_ = true;
+  held.unlock();
+  bool mpi_quiet = spawner_.stop();
+  if (!mpi_quiet) return false;  // the spawner is inside an MPI_Comm_spawn that will not return
+  mpi_quiet = acceptor_.stop();
+  held.lock();
+  // Workers still starting up get their shutdown once they have said hello.
+  engine_.await(
+      held, [this] { return slots_expected_ <= 0; },
+      Clock::now() + settings_.starting_workers_limit);
+  if (static_rank_lost_at_) {
+    // The ranks' MPI_Finalize (a fence over the whole static world) can wait forever for a rank
+    // that was killed if it starts before mpirun has taken note of the death; give it time.
+    const auto settle = *static_rank_lost_at_ + settings_.static_rank_settle;
+    held.unlock();
+    std::this_thread::sleep_until(settle);
+    held.lock();
+  }
+  for (auto& [key, slot] : table_.slots())
+    if (slot->state == Slot::State::kIdle) shut_down_slot_locked(*slot);
+  held.unlock();
+  engine_.drain(settings_.master_drain_limit);
+  if (!signal_dir_.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(signal_dir_, ignored);
+  }
+  return mpi_quiet;
+}
+
+}  // namespace fiber::detail

@@ -1,0 +1,151 @@
+// The master's side of the runtime: it routes the workers' messages, keeps the process table,
+// acts on the liveness monitor's verdicts, starts workers through the spawner and the join
+// acceptor, serves queues, and hosts the pools. Internal.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "fiber/master/join_acceptor.h"
+#include "fiber/master/liveness_monitor.h"
+#include "fiber/master/pool_core.h"
+#include "fiber/master/pool_host.h"
+#include "fiber/master/process_table.h"
+#include "fiber/master/queue_service.h"
+#include "fiber/master/spawner.h"
+#include "fiber/runtime/progress_engine.h"
+#include "fiber/runtime/settings.h"
+
+namespace fiber::detail {
+
+class Master final : public MessageSink, public PoolHost, public SpawnerHost {
+ public:
+  /// `static_world`: the link to ranks 1..N-1 under mpirun -n N, or null.
+  Master(Settings& settings, ProgressEngine& engine, std::unique_ptr<Link> static_world);
+  Master(const Master&) = delete;
+  Master& operator=(const Master&) = delete;
+
+  /// Opens the doorbell directory and starts the spawner.
+  void start();
+  /// Ends the master's side at exit: pools stop, daemonic children are terminated and the others
+  /// waited for, idle workers are released. False when a thread is left inside MPI (a stuck
+  /// spawn, a pending accept): MPI must then not be finalised.
+  bool shutdown();
+  /// A worker was lost in this run (finalize may then hang: see Settings::finalize_watchdog).
+  bool worker_lost() const;
+
+  // ---- Processes ----
+  std::shared_ptr<ProcessState> new_process_locked(TaskSpec task,
+                                                   const std::string& name_prefix) override;
+  void start_process(const std::shared_ptr<ProcessState>& process);
+  void start_process_locked(const std::shared_ptr<ProcessState>& process) override;
+  void terminate(const std::shared_ptr<ProcessState>& process);
+  void terminate_locked(const std::shared_ptr<ProcessState>& process) override;
+  /// Waits until the process ends or the deadline passes; true when it ended.
+  bool wait_ended(const std::shared_ptr<ProcessState>& process,
+                  std::optional<Clock::time_point> deadline);
+  /// Waits until the process has a pid (or ended); returns it, 0 if it never ran.
+  int wait_pid(const std::shared_ptr<ProcessState>& process);
+  std::vector<std::shared_ptr<ProcessState>> live_children();
+  void set_executable(const std::string& path);
+
+  // ---- Pools ----
+  std::shared_ptr<PoolCore> create_pool(PoolSettings settings);
+  /// Forgets a pool whose workers have all left.
+  void release_pool(uint64_t id);
+
+  /// Opens (once) the rendezvous other jobs join through; returns its address.
+  std::string listen();
+  QueueService& queues() { return queues_; }
+
+  // ---- PoolHost ----
+  void send_to_process_locked(const ProcessState& process, Kind kind, uint64_t id, uint64_t aux,
+                              std::span<const std::byte> payload, uint32_t flags = 0) override;
+  bool on_static_rank_locked(const ProcessState& process) const override;
+  bool on_joined_job_locked(const ProcessState& process) const override;
+  std::unique_lock<std::mutex> lock() override { return engine_.lock(); }
+  Clock::time_point now() const override { return Clock::now(); }
+
+  // ---- MessageSink ----
+  void on_message(Link& link, bridge::Received& message) override;
+  void on_peers_failed(Link& link, const std::vector<int>& ranks) override;
+  void after_receiving(Clock::time_point now, bool tick) override;
+  void while_held(Clock::time_point now) override;
+  bool rung_by_peers() const override { return true; }
+
+  // ---- SpawnerHost ----
+  bool stopping_locked() const override { return stopping_; }
+  int spawn_wanted_locked() const override;
+  std::vector<int> take_exiting_pids_locked() override;
+  bool worker_lost_locked() const override { return worker_lost_; }
+  SpawnOptions spawn_options_locked() const override { return settings_.spawn; }
+  void spawn_starting_locked(int count, std::chrono::microseconds pause) override;
+  void traffic_resumed_locked() override;
+  void spawned_locked(std::unique_ptr<Link> link) override;
+  void spawn_failed_locked(int count, const std::string& error, bool stuck) override;
+  void spawn_came_back_locked(int count) override;
+
+ private:
+  // Messages (master_messages.cc).
+  void route_locked(Link& link, bridge::Received& message);
+  /// True when `message` is the one expected next from `slot`; otherwise the worker is given up.
+  bool check_sequence_locked(Slot& slot, const bridge::Received& message);
+  void send_locked(MPI_Comm comm, int dest, Kind kind, uint64_t id, uint64_t aux, uint32_t flags,
+                   std::span<const std::byte> payload);
+  void on_hello_locked(Link& link, int rank, const std::vector<std::byte>& payload);
+  void on_exited_locked(Slot& slot, uint64_t id, const std::vector<std::byte>& payload);
+  void on_leave_locked(Slot& slot);
+  void on_pool_message_locked(Kind kind, Slot* slot, bridge::Received& message);
+
+  // Processes and slots (master.cc).
+  void assign_idle_slots_locked();
+  void end_process_locked(const std::shared_ptr<ProcessState>& process, std::optional<int> code,
+                          const std::string& how);
+  /// Fails up to `count` pending processes with SpawnError(`reason`).
+  void fail_pending_locked(size_t count, const std::string& reason);
+  void retire_locked(Slot& slot);
+  /// Tells an idle worker to exit; it is gone once its goodbye arrives (or it dies).
+  void shut_down_slot_locked(Slot& slot);
+  uint64_t requester_of(const Slot* slot) const;
+
+  // Liveness (master_liveness.cc).
+  void periodic_checks_locked(Clock::time_point now);
+  /// Workers that were started but never said hello within Settings::hello_timeout.
+  void check_hellos_locked(Clock::time_point now);
+  void act_on_locked(const LivenessMonitor::Verdict& verdict);
+  void declare_dead_locked(Slot& slot);
+  /// Gives up on a worker that lives but whose messages are lost in either direction.
+  void declare_unreachable_locked(Slot& slot, const std::string& what);
+  void trim_reserve_locked(Clock::time_point now);
+  std::vector<Slot*> live_slots_locked() const;
+
+  Settings& settings_;
+  ProgressEngine& engine_;
+  std::string host_;
+  std::string signal_dir_;  ///< The run's directory: doorbells and fatal-signal reports.
+  ProcessTable table_;
+  LivenessMonitor liveness_;
+  QueueService queues_;
+  Spawner spawner_;
+  JoinAcceptor acceptor_;
+  std::unordered_map<uint64_t, std::shared_ptr<PoolCore>> pools_;
+  uint64_t next_pool_id_ = 1;
+
+  bool stopping_ = false;
+  bool shut_down_ = false;
+  /// Hellos expected from workers being started (spawns in flight, static ranks starting up).
+  int slots_expected_ = 0;
+  /// A Process had to be spawned: keep never-used workers started ahead from now on.
+  bool processes_started_ = false;
+  std::vector<int> exiting_pids_;  ///< Local spawned workers told to exit or that said so.
+  std::optional<Clock::time_point> static_rank_lost_at_;  ///< Last death of a static-world rank.
+  bool worker_lost_ = false;                              ///< Any worker was declared dead.
+};
+
+}  // namespace fiber::detail

@@ -1,0 +1,219 @@
+// The master's messages: every one is checked against its sender's numbering, then routed to
+// the process table, a pool or the queue service.
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "fiber/errors.h"
+#include "fiber/function_ref.h"
+#include "fiber/master/master.h"
+#include "fiber/serialization.h"
+
+namespace fiber::detail {
+
+void Master::send_locked(MPI_Comm comm, int dest, Kind kind, uint64_t id, uint64_t aux,
+                         uint32_t flags, std::span<const std::byte> payload) {
+  bridge::Envelope envelope{static_cast<uint32_t>(kind),       flags, id, aux,
+                            static_cast<uint32_t>(::getpid()), 0};
+  Slot* slot = table_.find(comm, dest);
+  if (slot) envelope.seq = static_cast<uint32_t>(slot->messages_sent++);
+  engine_.post(comm, dest, envelope, payload);
+  if (slot && slot->local) engine_.ring(slot->pid);
+}
+
+void Master::on_message(Link& link, bridge::Received& message) {
+  auto held = engine_.lock();
+  try {
+    route_locked(link, message);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fibermpi: ignored a bad message (kind %u) from rank %d: %s\n",
+                 message.envelope.kind, message.source, e.what());
+  }
+  engine_.notify_locked();
+}
+
+bool Master::check_sequence_locked(Slot& slot, const bridge::Received& message) {
+  if (message.envelope.sender == static_cast<uint32_t>(slot.pid) &&
+      message.envelope.seq == static_cast<uint32_t>(slot.messages_received))
+    return true;
+  // Not the message expected next from this worker: one was lost, or MPI delivered a stale
+  // message of another process in its place. What it carried cannot be trusted and something it
+  // sent is missing: its work runs elsewhere.
+  declare_unreachable_locked(slot, "a message arrived in place of its message " +
+                                       std::to_string(slot.messages_received) + " (sent by pid " +
+                                       std::to_string(message.envelope.sender) +
+                                       " as its message " + std::to_string(message.envelope.seq) +
+                                       ", kind " + std::to_string(message.envelope.kind) + ")");
+  return false;
+}
+
+void Master::route_locked(Link& link, bridge::Received& message) {
+  const auto kind = static_cast<Kind>(message.envelope.kind);
+  const MPI_Comm comm = link.comm.get();
+  const int source = message.source;
+  Slot* slot = table_.find(comm, source);
+  if (slot && !slot->gone()) {
+    if (!check_sequence_locked(*slot, message)) return;
+    slot->last_heard = Clock::now();
+    if (kind == Kind::kHeartbeat) {
+      // It says how many messages it sent before this one (id), how many of the master's had
+      // arrived (aux), and when it was sent (payload).
+      if (auto verdict = liveness_.on_heartbeat(*slot, message.envelope.id, message.envelope.aux,
+                                                serial::from_bytes<int64_t>(message.payload),
+                                                slot->last_heard, live_slots_locked()))
+        act_on_locked(*verdict);
+    }
+    ++slot->messages_received;
+  }
+  switch (kind) {
+    case Kind::kHello:
+      on_hello_locked(link, source, message.payload);
+      break;
+    case Kind::kHeartbeat:  // checked above
+      break;
+    case Kind::kGoodbye:
+      if (slot) retire_locked(*slot);
+      break;
+    case Kind::kLeave:
+      if (slot) on_leave_locked(*slot);
+      break;
+    case Kind::kExited:
+      if (!slot) throw ProtocolError("exit report from an unknown worker");
+      on_exited_locked(*slot, message.envelope.id, message.payload);
+      break;
+    case Kind::kQueueCreate:
+    case Kind::kQueuePut:
+    case Kind::kQueueGet:
+    case Kind::kQueuePoll:
+    case Kind::kQueueSize:
+    case Kind::kQueueClose:
+      queues_.on_request_locked(kind, comm, source, requester_of(slot),
+                                slot && slot->process ? describe(*slot->process) : "a worker",
+                                message);
+      break;
+    case Kind::kPoolReady:
+    case Kind::kPoolResult:
+      on_pool_message_locked(kind, slot, message);
+      break;
+    default:
+      throw ProtocolError("unexpected message kind " + std::to_string(message.envelope.kind));
+  }
+}
+
+void Master::on_pool_message_locked(Kind kind, Slot* slot, bridge::Received& message) {
+  auto pool = pools_.find(message.envelope.aux);
+  if (!slot || !slot->process || pool == pools_.end()) return;  // a pool already gone
+  if (kind == Kind::kPoolReady) {
+    pool->second->on_worker_ready(*slot->process, message.envelope.flags != 0, message.payload);
+  } else {
+    pool->second->on_result(*slot->process, message.envelope.id, message.envelope.flags,
+                            std::move(message.payload));
+  }
+}
+
+void Master::on_hello_locked(Link& link, int rank, const std::vector<std::byte>& payload) {
+  serial::Reader reader(payload);
+  const auto protocol = serial::read<uint32_t>(reader);
+  const auto module = serial::read<uint64_t>(reader);
+  const auto pid = serial::read<int>(reader);
+  const auto host = serial::read<std::string>(reader);
+  if (slots_expected_ > 0) --slots_expected_;
+  ++link.hellos;
+  std::string refusal;
+  if (protocol != kProtocolVersion) {
+    refusal = "worker speaks fibermpi protocol " + std::to_string(protocol) + ", the master " +
+              std::to_string(kProtocolVersion);
+  } else if (module != ModuleTable::instance().main_module_id()) {
+    refusal = "worker pid " + std::to_string(pid) + " on " + host +
+              " runs a different binary than the master (build-id hash " + std::to_string(module) +
+              " vs " + std::to_string(ModuleTable::instance().main_module_id()) +
+              "): rebuild or redeploy so every process runs the same executable";
+  }
+  if (!refusal.empty()) {
+    send_locked(link.comm.get(), rank, Kind::kRefuse, 0, 0, 0, serial::to_bytes(refusal));
+    --link.live_slots;
+    std::fprintf(stderr, "fibermpi: refused a worker: %s\n", refusal.c_str());
+    if (link.spawned) fail_pending_locked(1, refusal);
+    return;
+  }
+  auto created = std::make_unique<Slot>();
+  created->link = &link;
+  created->rank = rank;
+  created->pid = pid;
+  created->host = host;
+  created->local = host == host_;
+  created->last_heard = Clock::now();
+  created->idle_since = created->last_heard;
+  created->messages_received = 1;  // its hello
+  table_.add(std::move(created));
+  serial::Writer welcome;
+  serial::save(welcome, static_cast<int>(::getpid()));
+  serial::save(welcome, host_);
+  serial::save(welcome, signal_dir_);
+  serial::save(welcome, static_cast<int64_t>(settings_.heartbeat_interval.count()));
+  send_locked(link.comm.get(), rank, Kind::kWelcome, 0, 0, 0, welcome.buffer());
+  if (link.connected) {
+    // A worker of a job that joined: the first pool that takes such workers grows onto it.
+    for (auto& [id, pool] : std::map(pools_.begin(), pools_.end()))
+      if (pool->adopt_joined_worker_locked()) break;
+  }
+  assign_idle_slots_locked();
+}
+
+void Master::on_exited_locked(Slot& slot, uint64_t id, const std::vector<std::byte>& payload) {
+  serial::Reader reader(payload);
+  const auto code = serial::read<int>(reader);
+  serial::read<std::string>(reader);
+  const bool worker_leaves = serial::read<bool>(reader);
+  if (!slot.process || slot.process->id != id) {
+    throw ProtocolError("worker pid " + std::to_string(slot.pid) + " reported the end of process " +
+                        std::to_string(id) + ", which it was not running");
+  }
+  auto process = slot.process;
+  slot.process.reset();
+  // The slot's fate is settled before the process ends, so that a replacement the pool starts
+  // as it learns of the end can take this very slot (a static rank stays in use).
+  if (worker_leaves) {
+    // Its last message: the worker process ends.
+    if (slot.spawned() && slot.local) exiting_pids_.push_back(slot.pid);
+    retire_locked(slot);
+  } else if (slot.leaving ||
+             (slot.spawned() && (process->retire_worker_after || settings_.reserve_max_idle == 0 ||
+                                 !ProcessTable::runs(slot, settings_.spawn.executable)))) {
+    shut_down_slot_locked(slot);
+  } else {
+    // Idle again: a static rank or joined worker waits for the next process, a spawned pool
+    // worker waits in the reserve.
+    slot.state = Slot::State::kIdle;
+    slot.idle_since = Clock::now();
+  }
+  end_process_locked(process, code, describe_exit(*process, code));
+  assign_idle_slots_locked();
+}
+
+void Master::on_leave_locked(Slot& slot) {
+  slot.leaving = true;
+  if (!slot.process) {
+    if (slot.state == Slot::State::kIdle) shut_down_slot_locked(slot);
+    return;
+  }
+  // Whatever it runs finishes first: a pool worker drains, a Process runs to its end.
+  if (slot.process->pool != 0) {
+    if (auto pool = pools_.find(slot.process->pool); pool != pools_.end())
+      pool->second->release_worker_locked(slot.process->id);
+  }
+}
+
+void Master::on_peers_failed(Link& link, const std::vector<int>& ranks) {
+  auto held = engine_.lock();
+  for (const int rank : ranks) {
+    Slot* slot = table_.find(link.comm.get(), rank);
+    if (!slot || slot->gone()) continue;
+    std::fprintf(stderr, "fibermpi: MPI reports that worker pid %d on %s died\n", slot->pid,
+                 slot->host.c_str());
+    declare_dead_locked(*slot);
+  }
+  engine_.notify_locked();
+}
+
+}  // namespace fiber::detail

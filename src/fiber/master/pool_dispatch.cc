@@ -1,0 +1,210 @@
+// How a pool hands tasks to its workers: the least loaded worker first, about 2 ms of measured
+// work queued per worker, deeper queues to cover a pause of the master's traffic, and several
+// chunks per message.
+#include <algorithm>
+#include <utility>
+
+#include "fiber/errors.h"
+#include "fiber/master/pool_core.h"
+#include "fiber/wire/message_kind.h"
+#include "fiber/wire/task_message.h"
+
+namespace fiber::detail {
+namespace {
+
+// Work queued per worker beyond the running chunk, in expected run time.
+constexpr double kQueuedWorkUs = 2000;
+
+// Most work queued per worker to cover a pause of the master's traffic, and most chunks.
+constexpr double kMaxCoverUs = 1'000'000;
+constexpr int kMaxCoverChunks = 4096;
+constexpr size_t kMaxCoverBytes = 8 << 20;
+
+// Most bytes of chunks in one task message (below Open MPI's eager limits: 4 kB is the
+// shared-memory one, but larger messages there are pulled by the receiver without the sender).
+constexpr size_t kMessageBytes = 32 * 1024;
+// One chunk travels in one MPI message, whose count is an int.
+constexpr size_t kMaxChunkBytes = INT32_MAX - 1024;
+
+}  // namespace
+
+int PoolCore::tasks_in_flight_limit() const {
+  const int limit = std::max(1, settings_.tasks_in_flight_per_worker);
+  // Until the first results tell how long a chunk runs, stay shallow; then queue about
+  // kQueuedWorkUs of work per worker: deep for tiny tasks (hides the round trip), one at a
+  // time for long ones (a queued chunk would only wait behind the running one).
+  if (compute_samples_ == 0) return std::min(limit, 2);
+  const double fit = kQueuedWorkUs / std::max(1.0, mean_compute_us_);
+  return std::clamp(static_cast<int>(fit), 1, limit);
+}
+
+bool PoolCore::can_take(const Worker& worker) const {
+  if (!worker.ready || worker.leaving) return false;
+  const int usual = tasks_in_flight_limit();
+  if (worker.in_flight < usual) return true;
+  // Covering a pause: deeper, but never more than kMaxCoverBytes of arguments per worker.
+  return worker.in_flight < pause_depth_ && worker.bytes_in_flight < kMaxCoverBytes;
+}
+
+void PoolCore::cover_pause_locked(std::chrono::microseconds pause) {
+  if (!settings_.cover_spawn_pauses || compute_samples_ == 0 || backlog_.empty() ||
+      state_ == State::kTerminated)
+    return;
+  const int ready =
+      static_cast<int>(std::count_if(workers_.begin(), workers_.end(), [](const auto& entry) {
+        return entry.second.ready && !entry.second.leaving;
+      }));
+  if (ready == 0) return;
+  // Enough measured work to last through the pause, but no more than an even share of what waits:
+  // one worker must not sit on chunks the others could run once traffic flows again.
+  const double cover_us = std::min(kMaxCoverUs, 1.5 * static_cast<double>(pause.count()));
+  const int per_worker = static_cast<int>(cover_us / std::max(1.0, mean_compute_us_)) + 1;
+  const int share = static_cast<int>((backlog_.size() + ready - 1) / ready);
+  int most_held = 0;
+  for (const auto& [id, worker] : workers_)
+    if (worker.ready && !worker.leaving) most_held = std::max(most_held, worker.in_flight);
+  pause_depth_ = std::min(kMaxCoverChunks, std::min(per_worker, most_held + share));
+  dispatch_locked();
+}
+
+void PoolCore::pause_over_locked() { pause_depth_ = 0; }
+
+void PoolCore::grow_for_backlog_locked() {
+  if (!autoscaling() || state_ == State::kTerminated || !broken_.empty()) return;
+  // Workers still starting will take the first waiting chunks; start more only beyond that.
+  const auto starting = std::count_if(workers_.begin(), workers_.end(), [](const auto& entry) {
+    return !entry.second.ready && !entry.second.retired;
+  });
+  const int waiting = static_cast<int>(backlog_.size()) - static_cast<int>(starting);
+  const int room = settings_.max_processes - members_locked();
+  for (int i = 0; i < std::min(waiting, room); ++i) launch_worker_locked();
+  settings_.processes = std::max(settings_.processes, members_locked());
+}
+
+bool PoolCore::adopt_joined_worker_locked() {
+  if (state_ != State::kRunning || !settings_.take_joined_workers || !broken_.empty()) return false;
+  ++settings_.processes;
+  if (autoscaling()) ++settings_.max_processes;
+  launch_worker_locked();
+  return true;
+}
+
+void PoolCore::release_worker_locked(uint64_t process_id) {
+  auto it = workers_.find(process_id);
+  if (it == workers_.end() || it->second.retired) return;
+  Worker& worker = it->second;
+  worker.retired = true;
+  worker.leaving = true;
+  settings_.processes = std::max(1, settings_.processes - 1);
+  if (autoscaling()) settings_.max_processes = std::max(1, settings_.max_processes - 1);
+  if (worker.ready) host_.send_to_process_locked(*worker.process, Kind::kPoolStop, 0, id_, {});
+}
+
+void PoolCore::tick_locked(std::chrono::steady_clock::time_point now) {
+  if (!autoscaling() || state_ != State::kRunning) return;
+  for (auto& [id, worker] : workers_) {
+    if (members_locked() <= settings_.min_processes) break;
+    if (!worker.ready || worker.retired || worker.leaving || worker.in_flight > 0) continue;
+    if (now - worker.idle_since < settings_.idle_timeout) continue;
+    worker.retired = true;
+    worker.leaving = true;
+    host_.send_to_process_locked(*worker.process, Kind::kPoolStop, 0, id_, {});
+  }
+  settings_.processes = std::max(settings_.min_processes, members_locked());
+}
+
+void PoolCore::dispatch_locked() {
+  while (!backlog_.empty() && state_ != State::kTerminated) {
+    // The least loaded worker, so a round of N tasks on N idle workers gives each one.
+    Worker* target = nullptr;
+    for (auto& [id, worker] : workers_) {
+      if (!can_take(worker)) continue;
+      if (!target || worker.in_flight < target->in_flight) target = &worker;
+      if (target->in_flight == 0) break;
+    }
+    if (!target) break;
+    Task task = std::move(backlog_.front());
+    backlog_.pop_front();
+    assign_task(*target, std::move(task));
+  }
+  flush_sends_locked();
+  if (!backlog_.empty()) grow_for_backlog_locked();
+  if (state_ == State::kClosed && backlog_.empty()) release_idle_workers_locked();
+}
+
+void PoolCore::assign_task(Worker& worker, Task task) {
+  task.worker = worker.process->id;
+  task.sent = ++sends_;
+  ++worker.in_flight;
+  ++worker.assigned;
+  // A worker leaves by itself after its last task under maxtasksperchild.
+  if (settings_.maxtasksperchild > 0 && worker.assigned >= settings_.maxtasksperchild) {
+    worker.leaving = true;
+    // Its replacement must be a fresh process: this one does not go back to the reserve.
+    worker.process->retire_worker_after = true;
+  }
+  worker.bytes_in_flight += task.payload->size();
+  if (worker.unsent.empty()) workers_to_flush_.push_back(task.worker);
+  worker.unsent.push_back(task.id);
+  in_flight_.emplace(task.id, std::move(task));
+}
+
+void PoolCore::flush_sends_locked() {
+  // Several chunks per message: fewer messages cost less, and every message still in flight to
+  // a worker that dies holds one of Open MPI's shared-memory fragments for good (a few hundred
+  // lost ones stall every later shared-memory send of the master). Messages stay below the
+  // eager limits so they travel without the master's help (it may be busy spawning).
+  TaskMessageBuilder message;
+  std::vector<uint64_t> batch;
+  for (const uint64_t worker_id : std::exchange(workers_to_flush_, {})) {
+    auto found = workers_.find(worker_id);
+    if (found == workers_.end()) continue;
+    Worker& worker = found->second;
+    std::vector<uint64_t> unsent = std::exchange(worker.unsent, {});
+    size_t next = 0;
+    while (next < unsent.size()) {
+      message.clear();
+      batch.clear();
+      for (; next < unsent.size(); ++next) {
+        auto task = in_flight_.find(unsent[next]);
+        if (task == in_flight_.end()) continue;  // failed meanwhile
+        const Bytes& payload = *task->second.payload;
+        if (!batch.empty() && message.size() + kTaskChunkOverhead + payload.size() > kMessageBytes)
+          break;
+        if (payload.size() > kMaxChunkBytes) {
+          fail_unsent_locked(worker, {task->first},
+                             "a chunk of " + std::to_string(payload.size()) +
+                                 " bytes exceeds the 2 GiB limit of one MPI message; use a "
+                                 "smaller chunksize");
+          continue;
+        }
+        message.add(task->first, payload);
+        batch.push_back(task->first);
+      }
+      if (batch.empty()) continue;
+      try {
+        host_.send_to_process_locked(*worker.process, Kind::kPoolTask, 0, id_, message.bytes());
+      } catch (const std::exception& e) {
+        fail_unsent_locked(worker, batch,
+                           std::string("could not send tasks to the worker: ") + e.what());
+      }
+    }
+  }
+}
+
+void PoolCore::fail_unsent_locked(Worker& worker, const std::vector<uint64_t>& tasks,
+                                  const std::string& why) {
+  for (const uint64_t id : tasks) {
+    auto found = in_flight_.find(id);
+    if (found == in_flight_.end()) continue;
+    Task task = std::move(found->second);
+    in_flight_.erase(found);
+    --worker.in_flight;
+    worker.bytes_in_flight -= task.payload->size();
+    ChunkOutcome outcome;
+    outcome.error = std::make_exception_ptr(Error(why));
+    complete_chunk(*task.job, task.chunk, std::move(outcome));
+  }
+}
+
+}  // namespace fiber::detail

@@ -1,0 +1,44 @@
+// Everything the master knows about one fiber::Process (a pool worker is one too). Internal.
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <string>
+
+#include "fiber/invoke.h"
+
+namespace fiber::detail {
+
+/// The process id of the master itself (its queue operations, current_process()).
+inline constexpr uint64_t kMasterId = 0;
+
+enum class ProcessStatus { kCreated, kPending, kRunning, kEnded };
+
+struct Slot;
+
+/// Guarded by the runtime's lock.
+struct ProcessState {
+  uint64_t id = 0;
+  std::string name;
+  TaskSpec task;
+  bool daemon = false;
+  ProcessStatus status = ProcessStatus::kCreated;
+  std::optional<int> exitcode;
+  int pid = 0;
+  std::string host;
+  std::exception_ptr start_error;  ///< Why it never ran (spawn or handshake failure).
+  int signal_sent = 0;
+  Slot* slot = nullptr;
+  uint64_t pool = 0;  ///< The pool it serves as a worker, 0 for a plain Process.
+  /// The worker process it runs in leaves when it ends instead of waiting in the reserve (a pool
+  /// worker at maxtasksperchild wants a fresh process next).
+  bool retire_worker_after = false;
+};
+
+/// "name (pid N)".
+std::string describe(const ProcessState& process);
+/// How it ended: "... exited with code 3", "... was killed by signal 9", "... could not start".
+std::string describe_exit(const ProcessState& process, std::optional<int> code);
+
+}  // namespace fiber::detail

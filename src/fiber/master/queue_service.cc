@@ -1,0 +1,123 @@
+#include "fiber/master/queue_service.h"
+
+#include <cstdio>
+#include <memory>
+
+#include "fiber/serialization.h"
+
+namespace fiber::detail {
+
+uint64_t QueueService::queue_create(bool pipe_channel) {
+  auto lock = engine_.lock();
+  return hub_.create(pipe_channel);
+}
+
+void QueueService::queue_put(uint64_t queue, std::vector<std::byte> item) {
+  auto lock = engine_.lock();
+  hub_.put(queue, std::move(item));
+}
+
+QueueResult QueueService::queue_wait(uint64_t queue, bool take,
+                                     std::optional<std::chrono::microseconds> timeout) {
+  auto lock = engine_.lock();
+  auto result = std::make_shared<std::optional<QueueResult>>();
+  std::optional<Clock::time_point> deadline;
+  if (timeout) deadline = Clock::now() + *timeout;
+  auto done = [this, result](Outcome outcome, QueueHub::Bytes item, const std::string& reason) {
+    *result = QueueResult{outcome, std::move(item), reason};
+    engine_.notify_locked();
+  };
+  if (take) {
+    hub_.get(queue, kMasterId, deadline, done);
+  } else {
+    hub_.poll(queue, kMasterId, deadline, done);
+  }
+  note_deadline(deadline);
+  engine_.await(lock, [&] { return result->has_value(); });
+  return std::move(**result);
+}
+
+size_t QueueService::queue_size(uint64_t queue) {
+  auto lock = engine_.lock();
+  return hub_.size(queue);
+}
+
+void QueueService::queue_close(uint64_t queue) {
+  auto lock = engine_.lock();
+  hub_.close_producer(queue, kMasterId, "the master closed its end");
+}
+
+void QueueService::on_request_locked(Kind kind, MPI_Comm comm, int source, uint64_t requester,
+                                     const std::string& who, bridge::Received& message) {
+  const uint64_t request = message.envelope.id;
+  const uint64_t queue = message.envelope.aux;
+  auto reply_text = [&](Outcome outcome, const std::string& text) {
+    reply_(comm, source, request, outcome, 0, std::as_bytes(std::span(text.data(), text.size())));
+  };
+  switch (kind) {
+    case Kind::kQueueCreate:
+      reply_(comm, source, request, Outcome::kValue, hub_.create(message.envelope.aux == 1), {});
+      break;
+    case Kind::kQueuePut:
+      hub_.put(queue, std::move(message.payload));
+      break;
+    case Kind::kQueueGet:
+    case Kind::kQueuePoll: {
+      const auto timeout_us = serial::from_bytes<int64_t>(message.payload);
+      std::optional<Clock::time_point> deadline;
+      if (timeout_us >= 0) deadline = Clock::now() + std::chrono::microseconds(timeout_us);
+      auto done = [this, comm, source, request](Outcome outcome, QueueHub::Bytes item,
+                                                const std::string& reason) {
+        if (outcome == Outcome::kEof)
+          item.assign(reinterpret_cast<const std::byte*>(reason.data()),
+                      reinterpret_cast<const std::byte*>(reason.data() + reason.size()));
+        // A completion runs inside hub bookkeeping, which must not be cut short by a throw.
+        try {
+          reply_(comm, source, request, outcome, 0, item);
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "fibermpi: could not answer rank %d: %s\n", source, e.what());
+        }
+      };
+      if (!hub_.exists(queue)) {
+        reply_text(Outcome::kError, "unknown queue id " + std::to_string(queue));
+      } else if (kind == Kind::kQueueGet) {
+        hub_.get(queue, requester, deadline, std::move(done));
+      } else {
+        hub_.poll(queue, requester, deadline, std::move(done));
+      }
+      note_deadline(deadline);
+      break;
+    }
+    case Kind::kQueueSize:
+      if (!hub_.exists(queue)) {
+        reply_text(Outcome::kError, "unknown queue id " + std::to_string(queue));
+      } else {
+        reply_(comm, source, request, Outcome::kValue, hub_.size(queue), {});
+      }
+      break;
+    case Kind::kQueueClose:
+      if (hub_.exists(queue) && requester != UINT64_MAX)
+        hub_.close_producer(queue, requester, who + " closed its end");
+      break;
+    default:
+      break;
+  }
+}
+
+void QueueService::note_deadline(std::optional<Clock::time_point> deadline) {
+  if (!deadline) return;
+  const int64_t ns = deadline->time_since_epoch().count();
+  int64_t current = next_deadline_ns_.load();
+  while (ns < current && !next_deadline_ns_.compare_exchange_weak(current, ns)) {
+  }
+}
+
+void QueueService::expire(Clock::time_point now) {
+  if (now.time_since_epoch().count() < next_deadline_ns_.load(std::memory_order_relaxed)) return;
+  auto lock = engine_.lock();
+  const auto next = hub_.expire(now);
+  next_deadline_ns_.store(next ? next->time_since_epoch().count() : INT64_MAX);
+  engine_.notify_locked();
+}
+
+}  // namespace fiber::detail

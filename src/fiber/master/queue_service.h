@@ -1,0 +1,52 @@
+// The master's queue service: the hub that stores every SimpleQueue and Pipe, the master's own
+// queue operations on it, the requests workers send, and the deadlines of waiting gets. Internal.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "fiber/master/queue_hub.h"
+#include "fiber/runtime/progress_engine.h"
+#include "fiber/runtime/queue_access.h"
+
+namespace fiber::detail {
+
+class QueueService final : public QueueAccess {
+ public:
+  /// Sends a kReply to a worker (numbered and counted by the master); with the lock held.
+  using Reply = std::function<void(MPI_Comm comm, int rank, uint64_t request, Outcome outcome,
+                                   uint64_t aux, std::span<const std::byte> payload)>;
+
+  QueueService(ProgressEngine& engine, Reply reply) : engine_(engine), reply_(std::move(reply)) {}
+
+  // The master's own operations (they take the lock).
+  uint64_t queue_create(bool pipe_channel) override;
+  void queue_put(uint64_t queue, std::vector<std::byte> item) override;
+  QueueResult queue_wait(uint64_t queue, bool take,
+                         std::optional<std::chrono::microseconds> timeout) override;
+  size_t queue_size(uint64_t queue) override;
+  void queue_close(uint64_t queue) override;
+
+  /// A queue request (kQueueCreate..kQueueClose, kQueuePut) from the worker at (comm, source),
+  /// which runs process `requester` (UINT64_MAX: none); `who` names it. With the lock held.
+  void on_request_locked(Kind kind, MPI_Comm comm, int source, uint64_t requester,
+                         const std::string& who, bridge::Received& message);
+  /// Completes waiting gets whose deadline passed. Takes the lock when one is due.
+  void expire(Clock::time_point now);
+
+  QueueHub& hub() { return hub_; }
+
+ private:
+  void note_deadline(std::optional<Clock::time_point> deadline);
+
+  ProgressEngine& engine_;
+  Reply reply_;
+  QueueHub hub_;
+  std::atomic<int64_t> next_deadline_ns_{INT64_MAX};
+};
+
+}  // namespace fiber::detail

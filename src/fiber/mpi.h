@@ -1,0 +1,28 @@
+// Using MPI directly in a fibermpi program: the one public header that includes <mpi.h>.
+//
+// fiber::init initialises MPI with MPI_THREAD_MULTIPLE (or adopts an MPI the program initialised
+// at that level before calling it), so the master may call MPI itself: under
+// `mpirun -n N` the ranks of MPI_COMM_WORLD are the static world whose idle ranks serve pools
+// and Processes, and a ported MPI code keeps its own collectives beside Pool::map. Check the
+// codes MPI returns with FIBER_CHECK_MPI to get fibermpi's error type.
+#pragma once
+
+#include <mpi.h>
+
+#include "fiber/errors.h"
+
+namespace fiber {
+
+/// Throws fiber::MpiError naming `routine`, the code and MPI's own text for it when `code` is
+/// not MPI_SUCCESS.
+void check_mpi(int code, const char* routine);
+
+/// True when fiber::init initialised MPI (and fibermpi will finalise it at exit); false when the
+/// program initialised MPI itself and finalises it.
+bool owns_mpi();
+
+}  // namespace fiber
+
+/// Calls an MPI routine and throws fiber::MpiError naming it when it fails:
+/// FIBER_CHECK_MPI(MPI_Allreduce(...));
+#define FIBER_CHECK_MPI(call) ::fiber::check_mpi((call), #call)

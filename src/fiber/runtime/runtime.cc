@@ -1,0 +1,267 @@
+#include "fiber/runtime/runtime.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+#include "fiber/errors.h"
+#include "fiber/function_ref.h"
+#include "fiber/master/master.h"
+#include "fiber/master/queue_hub.h"
+#include "fiber/worker/master_link.h"
+#include "fiber/worker/start_up_watchdog.h"
+#include "fiber/worker/worker_loop.h"
+#include "mpi_bridge/environment.h"
+#include "mpi_bridge/rendezvous.h"
+
+namespace fiber::detail {
+namespace {
+
+// Never destroyed: the exit handler, a detached spawner stuck in MPI and late signal handlers may
+// all still reach it while static destructors run.
+Runtime* g_runtime = nullptr;
+std::atomic<bool> g_running{false};
+
+// The status the program is exiting with, once exit() has been called.
+std::atomic<int> g_exit_status{-1};
+
+void shutdown_at_exit(int status, void*) {
+  g_exit_status.store(status);
+  if (g_runtime) g_runtime->shutdown();
+}
+
+// Open MPI's MPI_Finalize is a fence over the whole job, and after a process of it was killed
+// that fence sometimes never completes (4.1 with the static world; 5.0 too, ompi#11404). When a
+// process was lost, the exit is made not to depend on it: after a grace period the process
+// leaves with the status it was exiting with.
+void exit_if_finalize_hangs(std::chrono::seconds limit, int status) {
+  std::thread([limit, status] {
+    std::this_thread::sleep_for(limit);
+    std::fprintf(stderr,
+                 "fibermpi: MPI_Finalize has not returned after %d s (a process of this run was "
+                 "killed earlier); exiting without it\n",
+                 static_cast<int>(limit.count()));
+    std::fflush(nullptr);
+    std::_Exit(status);
+  }).detach();
+}
+
+// A job started to join a running master: --fiber-connect <address> works like FIBER_CONNECT.
+void take_connect_option(int& argc, char**& argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    std::string address;
+    int used = 0;
+    if (arg == "--fiber-connect" && i + 1 < argc) {
+      address = argv[i + 1];
+      used = 2;
+    } else if (arg.rfind("--fiber-connect=", 0) == 0) {
+      address = arg.substr(std::strlen("--fiber-connect="));
+      used = 1;
+    }
+    if (used == 0) continue;
+    ::setenv("FIBER_CONNECT", address.c_str(), 1);
+    for (int j = i; j + used <= argc; ++j) argv[j] = argv[j + used];
+    argc -= used;
+    return;
+  }
+}
+
+}  // namespace
+
+Runtime& Runtime::instance() {
+  if (!g_running.load(std::memory_order_acquire)) {
+    throw UsageError(
+        "fibermpi is not running: call fiber::init(argc, argv) at the start of main()");
+  }
+  return *g_runtime;
+}
+
+bool Runtime::exists() { return g_running.load(std::memory_order_acquire); }
+
+void Runtime::start(int& argc, char**& argv, const Config& config) {
+  if (g_runtime) throw UsageError("fiber::init was called twice");
+  auto* runtime = new Runtime();
+  try {
+    runtime->settings_ = Settings::from(config);
+  } catch (...) {
+    delete runtime;
+    throw;
+  }
+  g_runtime = runtime;
+  g_runtime->begin(argc, argv, config);
+}
+
+void Runtime::begin(int& argc, char**& argv, const Config&) {
+  take_connect_option(argc, argv);
+  // Open MPI's TCP transport writes to sockets of peers that may have died; the default SIGPIPE
+  // would kill this process with them. Ignored unless the program installed its own handler.
+  struct sigaction pipe_action {};
+  if (::sigaction(SIGPIPE, nullptr, &pipe_action) == 0 && pipe_action.sa_handler == SIG_DFL)
+    ::signal(SIGPIPE, SIG_IGN);
+  if (std::getenv("FIBER_WORKER")) leave_if_start_up_stalls();
+  bridge::Environment::initialize(&argc, &argv);
+  const auto mode = bridge::Environment::launch_mode();
+  if (settings_.spawn.executable.empty())
+    settings_.spawn.executable = ModuleTable::executable_path();
+  settings_.spawn.env.emplace_back("FIBER_WORKER", "1");
+  for (int i = 1; i < argc; ++i) settings_.spawn.args.emplace_back(argv[i]);
+
+  auto link = std::make_unique<Link>();
+  bool master = true;
+  bool spawned = false;
+  bool joined = false;
+  if (mode == bridge::LaunchMode::kSpawned) {
+    master = false;
+    spawned = true;
+    // The parent intercommunicator is MPI's own handle: used, never freed.
+    link->comm = bridge::Communicator::borrow(bridge::Environment::parent());
+  } else if (mode == bridge::LaunchMode::kConnected) {
+    // Every rank of this job is a worker of the master it joins.
+    master = false;
+    joined = true;
+    link->comm = bridge::connect(bridge::Environment::connect_address());
+    link->connected = true;
+  } else if (mode == bridge::LaunchMode::kStaticWorld && bridge::Environment::world_size() > 1) {
+    link->comm = bridge::Communicator::duplicate(MPI_COMM_WORLD);
+    master = bridge::Environment::world_rank() == 0;
+    if (master) {
+      link->live_slots = bridge::Environment::world_size() - 1;
+      link->expected_hellos = link->live_slots;
+      link->created = Clock::now();
+      link->last_heard = link->created;
+    }
+  } else {
+    link.reset();
+  }
+
+  if (master) {
+    engine_ = std::make_unique<ProgressEngine>(settings_, settings_.liveness_interval,
+                                               settings_.liveness_interval);
+    master_ = std::make_unique<Master>(settings_, *engine_, std::move(link));
+    if (bridge::Environment::recovery_disabled_under_launcher() && !std::getenv("FIBER_QUIET")) {
+      const char* option = bridge::Environment::recovery_option();
+      std::fprintf(stderr,
+                   "fibermpi: started by mpirun without %s: a child process that is killed will "
+                   "abort the whole job (add %s, or set FIBER_QUIET=1 to hide this)\n",
+                   option, option);
+    }
+    master_->start();
+    g_running.store(true, std::memory_order_release);
+    engine_->start(*master_);
+    ::on_exit(shutdown_at_exit, nullptr);
+    return;
+  }
+  self_name_ = "Worker";
+  engine_ = std::make_unique<ProgressEngine>(settings_, settings_.master_check_interval,
+                                             std::chrono::milliseconds(100));
+  Link& to_master = *link;
+  engine_->add_link(std::move(link));
+  worker_ = std::make_unique<MasterLink>(settings_, *engine_, to_master, 0, spawned, joined);
+  g_running.store(true, std::memory_order_release);
+  engine_->start(*worker_);
+  run_worker(*this);
+}
+
+Master& Runtime::master(const char* misuse) {
+  if (!master_) throw UsageError(misuse);
+  return *master_;
+}
+
+MasterLink& Runtime::worker() {
+  if (!worker_) throw UsageError("this process is the master, not a worker");
+  return *worker_;
+}
+
+QueueAccess& Runtime::queues() {
+  if (master_) return master_->queues();
+  return *worker_;
+}
+
+uint64_t Runtime::self_id() {
+  auto held = lock();
+  return self_id_;
+}
+
+std::string Runtime::self_name() {
+  auto held = lock();
+  return self_name_;
+}
+
+void Runtime::set_current(uint64_t id, const std::string& name) {
+  auto held = lock();
+  self_id_ = id;
+  if (!name.empty()) self_name_ = name;
+}
+
+void Runtime::shutdown() {
+  if (!master_) return;
+  {
+    auto held = lock();
+    if (shut_down_) return;
+    shut_down_ = true;
+  }
+  const bool master_quiet = master_->shutdown();
+  const bool polls_quiet = engine_->stop(settings_.worker_drain_limit);
+  g_running.store(false, std::memory_order_release);
+  finalize(master_quiet && polls_quiet, master_->worker_lost(), g_exit_status.load());
+}
+
+void Runtime::finish_worker(int code) {
+  engine_->drain(settings_.worker_drain_limit);
+  // Fault injection (tests): the process lingers after its last message, its progress thread
+  // still running, the way a slow exit does.
+  if (const char* linger = std::getenv("FIBER_FAULT_LINGER_MS"))
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(linger)));
+  const bool quiet = engine_->stop(settings_.worker_drain_limit);
+  g_running.store(false, std::memory_order_release);
+  // A worker cannot know whether another process of the universe was killed; it must not hang
+  // in a finalize that will never complete (mpirun would wait for it forever).
+  finalize(quiet, true, code);
+  // Like a multiprocessing child: flush what the task printed, skip the program's destructors.
+  std::fflush(nullptr);
+  std::_Exit(code);
+}
+
+void Runtime::finalize(bool mpi_quiet, bool worker_lost, int status) {
+  if (!mpi_quiet) {
+    // A thread is still inside MPI (a spawn that never returned, an accept that cannot be
+    // cancelled, a poll stuck in MPI): finalising now could crash or hang; the process exit
+    // ends MPI instead.
+    return;
+  }
+  engine_->clear_links();
+  if (worker_lost && status >= 0) exit_if_finalize_hangs(settings_.finalize_watchdog, status);
+  bridge::Environment::finalize();
+}
+
+}  // namespace fiber::detail
+
+namespace fiber {
+
+void init(int& argc, char**& argv, Config config) { detail::Runtime::start(argc, argv, config); }
+
+bool is_initialized() { return detail::Runtime::exists(); }
+
+std::string listen() {
+  return detail::Runtime::instance()
+      .master("only the master process can open a rendezvous (fiber::listen)")
+      .listen();
+}
+
+void shutdown() {
+  if (detail::Runtime::exists()) detail::Runtime::instance().shutdown();
+}
+
+void set_executable(const std::string& path) {
+  detail::Runtime::instance()
+      .master("fiber::set_executable can only be called in the master process")
+      .set_executable(path);
+}
+
+}  // namespace fiber

@@ -1,0 +1,67 @@
+// The runtime of one process: it starts MPI, tells how the process was launched, and runs either
+// the master's side or a worker's side over a progress engine. The public API reaches the
+// runtime's parts through it. Internal.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "fiber/init.h"
+#include "fiber/runtime/progress_engine.h"
+#include "fiber/runtime/queue_access.h"
+#include "fiber/runtime/settings.h"
+
+namespace fiber::detail {
+
+class Master;
+class MasterLink;
+
+class Runtime {
+ public:
+  /// The runtime of this process; throws fiber::UsageError before fiber::init.
+  static Runtime& instance();
+  static bool exists();
+  /// fiber::init: in a worker this never returns.
+  static void start(int& argc, char**& argv, const Config& config);
+
+  bool is_master() const noexcept { return master_ != nullptr; }
+  /// The master's side; in a worker process throws UsageError(`misuse`), which says what cannot
+  /// be done there.
+  Master& master(const char* misuse = "only the master process can do this, not a worker");
+  /// A worker's side (only in worker processes).
+  MasterLink& worker();
+  QueueAccess& queues();
+  ProgressEngine& engine() { return *engine_; }
+
+  std::unique_lock<std::mutex> lock() { return engine_->lock(); }
+  void notify_locked() { engine_->notify_locked(); }
+
+  /// Who runs here: the master (kMasterId, "MainProcess") or the Process being run.
+  uint64_t self_id();
+  std::string self_name();
+  void set_current(uint64_t id, const std::string& name);
+
+  /// Ends the runtime in the master (at exit, or fiber::shutdown()).
+  void shutdown();
+  /// Ends a worker process with `code`, without running the program's destructors.
+  [[noreturn]] void finish_worker(int code);
+
+ private:
+  Runtime() = default;
+  void begin(int& argc, char**& argv, const Config& config);
+  /// Finalises MPI (with a watchdog when a process of the run was lost) unless a thread may still
+  /// be inside MPI, in which case finalising is left out.
+  void finalize(bool mpi_quiet, bool worker_lost, int status);
+
+  Settings settings_;
+  std::unique_ptr<ProgressEngine> engine_;
+  std::unique_ptr<Master> master_;
+  std::unique_ptr<MasterLink> worker_;
+  uint64_t self_id_ = 0;
+  std::string self_name_ = "MainProcess";
+  bool shut_down_ = false;
+};
+
+}  // namespace fiber::detail

@@ -1,0 +1,78 @@
+#include "fiber/runtime/settings.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+#include "fiber/errors.h"
+
+namespace fiber::detail {
+namespace {
+
+// The integer value of environment variable `name`, if set.
+std::optional<long> env_number(const char* name) {
+  const char* text = std::getenv(name);
+  if (!text || !*text) return std::nullopt;
+  char* end = nullptr;
+  const long value = std::strtol(text, &end, 10);
+  if (*end != '\0') {
+    throw UsageError(std::string(name) + "='" + text + "' is not a whole number");
+  }
+  return value;
+}
+
+}  // namespace
+
+Settings Settings::from(const Config& config) {
+  Settings settings;
+  settings.spawn = config.spawn;
+  settings.liveness_interval = config.liveness_interval;
+  settings.heartbeat_interval = config.heartbeat_interval;
+  settings.heartbeat_timeout = config.heartbeat_timeout;
+  settings.pid_checks = config.pid_checks;
+  settings.spawn_timeout = config.spawn_timeout;
+  settings.max_spawn_batch = config.max_spawn_batch;
+  settings.min_spawn_batch = config.min_spawn_batch;
+  settings.reserve_max_idle = config.reserve_max_idle;
+  settings.reserve_idle_timeout = config.reserve_idle_timeout;
+  settings.processes_ahead = config.processes_ahead;
+
+  if (auto value = env_number("FIBER_SPAWN_TIMEOUT_S"))
+    settings.spawn_timeout = std::chrono::seconds(std::max(1L, *value));
+  if (auto value = env_number("FIBER_HEARTBEAT_TIMEOUT_MS"))
+    settings.heartbeat_timeout = std::chrono::milliseconds(std::max(1L, *value));
+  if (auto value = env_number("FIBER_PID_CHECKS")) settings.pid_checks = *value != 0;
+  if (auto value = env_number("FIBER_MIN_SPAWN_BATCH"))
+    settings.min_spawn_batch = static_cast<int>(std::max(1L, *value));
+  if (auto value = env_number("FIBER_RESERVE_MAX_IDLE"))
+    settings.reserve_max_idle = static_cast<int>(std::max(0L, *value));
+  if (auto value = env_number("FIBER_RESERVE_IDLE_TIMEOUT_S"))
+    settings.reserve_idle_timeout = std::chrono::seconds(std::max(0L, *value));
+
+  if (settings.liveness_interval.count() <= 0) {
+    throw UsageError("fiber::Config: liveness_interval must be positive, got " +
+                     std::to_string(settings.liveness_interval.count()) + " ms");
+  }
+  if (settings.heartbeat_interval.count() <= 0 ||
+      settings.heartbeat_timeout <= settings.heartbeat_interval) {
+    throw UsageError("fiber::Config: heartbeat_timeout (" +
+                     std::to_string(settings.heartbeat_timeout.count()) +
+                     " ms) must be longer than a positive heartbeat_interval (" +
+                     std::to_string(settings.heartbeat_interval.count()) + " ms)");
+  }
+  if (settings.max_spawn_batch < 1 || settings.min_spawn_batch < 1 ||
+      settings.reserve_max_idle < 0 || settings.processes_ahead < 0) {
+    throw UsageError("fiber::Config: max_spawn_batch (" + std::to_string(settings.max_spawn_batch) +
+                     ") and min_spawn_batch (" + std::to_string(settings.min_spawn_batch) +
+                     ") must be at least 1, reserve_max_idle (" +
+                     std::to_string(settings.reserve_max_idle) + ") and processes_ahead (" +
+                     std::to_string(settings.processes_ahead) + ") at least 0");
+  }
+  if (settings.spawn_timeout.count() <= 0) {
+    throw UsageError("fiber::Config: spawn_timeout must be positive, got " +
+                     std::to_string(settings.spawn_timeout.count()) + " s");
+  }
+  return settings;
+}
+
+}  // namespace fiber::detail

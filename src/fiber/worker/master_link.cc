@@ -1,0 +1,310 @@
+#include "fiber/worker/master_link.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+
+#include "fiber/errors.h"
+#include "fiber/function_ref.h"
+#include "fiber/serialization.h"
+#include "fiber/wire/task_message.h"
+#include "fiber/worker/fatal_signal.h"
+#include "fiber/worker/start_up_watchdog.h"
+#include "mpi_bridge/environment.h"
+
+namespace fiber::detail {
+
+MasterLink::MasterLink(const Settings& settings, ProgressEngine& engine, Link& link,
+                       int master_rank, bool spawned, bool joined)
+    : settings_(settings),
+      engine_(engine),
+      link_(link),
+      master_rank_(master_rank),
+      spawned_(spawned),
+      joined_(joined),
+      host_(bridge::Environment::hostname()) {
+  if (const char* fault = std::getenv("FIBER_FAULT_DROP_MESSAGE"); fault) {
+    // "<n>@<file>": only the process that creates <file> drops (one faulty worker per run).
+    const std::string spec = fault;
+    const auto at = spec.find('@');
+    if (at != std::string::npos) {
+      const int fd = ::open(spec.substr(at + 1).c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+      if (fd >= 0) {
+        ::close(fd);
+        fault_drop_message_ = std::strtoull(spec.substr(0, at).c_str(), nullptr, 10);
+      }
+    }
+  }
+}
+
+void MasterLink::send(Kind kind, uint64_t id, uint64_t aux, uint32_t flags,
+                      std::span<const std::byte> payload) {
+  bridge::Envelope envelope{static_cast<uint32_t>(kind),       flags, id, aux,
+                            static_cast<uint32_t>(::getpid()), 0};
+  {
+    // Numbered and posted in one step, so the numbers follow the order MPI delivers them in (a
+    // heartbeat also tells how many went before it).
+    std::lock_guard order(send_order_mu_);
+    if (last_word_sent_) return;
+    if (kind == Kind::kGoodbye || (kind == Kind::kExited && (flags & kWorkerLeaves) != 0))
+      last_word_sent_ = true;
+    if (kind == Kind::kHeartbeat) envelope.id = messages_sent_;
+    envelope.seq = static_cast<uint32_t>(messages_sent_++);
+    engine_.post(link_.comm.get(), master_rank_, envelope, payload);
+  }
+  if (const int master = master_bell_pid_.load(std::memory_order_acquire); master != 0)
+    engine_.ring(master);
+}
+
+void MasterLink::report_exit(uint64_t process_id, int code, const std::string& error,
+                             bool worker_leaves) {
+  serial::Writer report;
+  serial::save(report, code);
+  serial::save(report, error);
+  serial::save(report, worker_leaves);
+  send(Kind::kExited, process_id, 0, worker_leaves ? kWorkerLeaves : 0, report.buffer());
+}
+
+void MasterLink::say_goodbye() { send(Kind::kGoodbye, 0, 0, 0, {}); }
+
+void MasterLink::handshake() {
+  serial::Writer hello;
+  serial::save(hello, kProtocolVersion);
+  serial::save(hello, ModuleTable::instance().main_module_id());
+  serial::save(hello, static_cast<int>(::getpid()));
+  serial::save(hello, host_);
+  send(Kind::kHello, 0, 0, 0, hello.buffer());
+  auto held = engine_.lock();
+  engine_.changes().wait(held, [this] { return handshake_ != Handshake::kWaiting; });
+  if (handshake_ == Handshake::kRefused) {
+    std::fprintf(stderr, "fibermpi worker %d: refused by the master: %s\n",
+                 static_cast<int>(::getpid()), refusal_.c_str());
+    // Exit status 0: Open MPI treats a non-zero one as a failure of the whole job.
+    throw SpawnError("refused by the master: " + refusal_);
+  }
+}
+
+void MasterLink::on_message(Link&, bridge::Received& message) {
+  auto held = engine_.lock();
+  try {
+    handle_locked(message);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fibermpi worker %d: ignored a bad message (kind %u): %s\n",
+                 static_cast<int>(::getpid()), message.envelope.kind, e.what());
+  }
+  engine_.notify_locked();
+}
+
+void MasterLink::handle_locked(bridge::Received& message) {
+  if (fault_drop_message_ != 0 && ++messages_seen_ == fault_drop_message_) {
+    std::fprintf(stderr, "fibermpi worker %d: discarding message %llu (FIBER_FAULT_DROP_MESSAGE)\n",
+                 static_cast<int>(::getpid()), static_cast<unsigned long long>(messages_seen_));
+    return;
+  }
+  const bool from_master =
+      master_pid_ == 0 || message.envelope.sender == static_cast<uint32_t>(master_pid_);
+  if (!from_master || message.envelope.seq != static_cast<uint32_t>(messages_received_)) {
+    // A message of the master's is missing, or MPI delivered one that is not the master's next:
+    // this worker cannot know what it was asked to do. It leaves; its work runs elsewhere.
+    std::fprintf(stderr,
+                 "fibermpi worker %d: expected message %llu from the master (pid %d), got message "
+                 "%u from pid %u (kind %u); leaving so that its work runs elsewhere\n",
+                 static_cast<int>(::getpid()), static_cast<unsigned long long>(messages_received_),
+                 master_pid_, message.envelope.seq, message.envelope.sender, message.envelope.kind);
+    std::fflush(nullptr);
+    std::_Exit(1);
+  }
+  ++messages_received_;
+  switch (static_cast<Kind>(message.envelope.kind)) {
+    case Kind::kWelcome: {
+      serial::Reader reader(message.payload);
+      master_pid_ = serial::read<int>(reader);
+      master_local_ = serial::read<std::string>(reader) == host_;
+      run_directory_ = serial::read<std::string>(reader);
+      heartbeat_interval_ = std::chrono::milliseconds(serial::read<int64_t>(reader));
+      if (master_local_ && engine_.open_doorbell(run_directory_, static_cast<int>(::getpid())))
+        master_bell_pid_.store(master_pid_, std::memory_order_release);
+      handshake_ = Handshake::kAccepted;
+      g_welcomed.store(true, std::memory_order_release);
+      break;
+    }
+    case Kind::kRefuse:
+      refusal_ = serial::from_bytes<std::string>(message.payload);
+      handshake_ = Handshake::kRefused;
+      break;
+    case Kind::kRun:
+    case Kind::kShutdown:
+      mailbox_.push_back(std::move(message));
+      break;
+    case Kind::kPoolTask:
+      // Several chunks per message: each becomes an inbox entry of its own.
+      for (auto& chunk : split_task_message(message.payload)) {
+        bridge::Received entry;
+        entry.envelope = message.envelope;
+        entry.envelope.id = chunk.task;
+        entry.source = message.source;
+        entry.payload = std::move(chunk.payload);
+        pool_inbox_.push_back(std::move(entry));
+      }
+      break;
+    case Kind::kPoolStop:
+      pool_inbox_.push_back(std::move(message));
+      break;
+    case Kind::kTerminate:
+      ::kill(::getpid(), SIGTERM);
+      break;
+    case Kind::kReply: {
+      auto it = replies_.find(message.envelope.id);
+      if (it == replies_.end())
+        throw ProtocolError("reply to an unknown request " + std::to_string(message.envelope.id));
+      it->second = std::move(message);
+      break;
+    }
+    default:
+      throw ProtocolError("unexpected message kind " + std::to_string(message.envelope.kind));
+  }
+}
+
+void MasterLink::on_peers_failed(Link&, const std::vector<int>& ranks) {
+  // In the static world the link is shared with the other workers, whose deaths do not matter.
+  if (std::find(ranks.begin(), ranks.end(), master_rank_) == ranks.end()) return;
+  std::fprintf(stderr, "fibermpi worker %d: MPI reports that the master died, exiting\n",
+               static_cast<int>(::getpid()));
+  std::_Exit(1);
+}
+
+void MasterLink::after_receiving(Clock::time_point now, bool tick) {
+  if (tick) check_master_alive();
+  std::chrono::milliseconds interval{0};
+  {
+    auto held = engine_.lock();
+    interval = heartbeat_interval_;
+  }
+  if (interval.count() == 0) return;  // not welcomed yet
+  if (joined_ && !leave_sent_ && g_leave_requested.load()) {
+    leave_sent_ = true;
+    send(Kind::kLeave, 0, 0, 0, {});
+  }
+  if (now < next_heartbeat_) return;
+  next_heartbeat_ = now + interval;
+  uint64_t received = 0;
+  {
+    auto held = engine_.lock();
+    received = messages_received_;
+  }
+  // How many messages arrived, for the master's delivery check.
+  send(Kind::kHeartbeat, 0, received, 0,
+       serial::to_bytes(static_cast<int64_t>(now.time_since_epoch().count())));
+}
+
+void MasterLink::check_master_alive() {
+  int pid = 0;
+  {
+    auto held = engine_.lock();
+    if (!master_local_) return;
+    pid = master_pid_;
+  }
+  if (pid > 0 && ::kill(pid, 0) == -1 && errno == ESRCH) {
+    // Nobody is left to report to; MPI cannot be finalised with a dead peer.
+    std::fprintf(stderr, "fibermpi worker %d: the master (pid %d) is gone, exiting\n",
+                 static_cast<int>(::getpid()), pid);
+    std::_Exit(1);
+  }
+}
+
+Assignment MasterLink::next_assignment() {
+  auto held = engine_.lock();
+  engine_.await(held, [this] { return !mailbox_.empty(); });
+  bridge::Received message = std::move(mailbox_.front());
+  mailbox_.pop_front();
+  Assignment assignment;
+  if (static_cast<Kind>(message.envelope.kind) == Kind::kShutdown) {
+    assignment.shutdown = true;
+    return assignment;
+  }
+  assignment.process_id = message.envelope.id;
+  assignment.stay_after = (message.envelope.flags & kStayAfterRun) != 0;
+  serial::Reader reader(message.payload);
+  assignment.name = serial::read<std::string>(reader);
+  assignment.task = load_task(reader);
+  return assignment;
+}
+
+bridge::Received MasterLink::next_pool_message(uint64_t pool) {
+  auto held = engine_.lock();
+  // Messages of a pool this process served before (it came back to the reserve or its rank
+  // serves one pool after another) are no business of this one.
+  engine_.await(held, [this, pool] {
+    std::erase_if(pool_inbox_,
+                  [pool](const bridge::Received& m) { return m.envelope.aux != pool; });
+    return !pool_inbox_.empty();
+  });
+  // A terminated pool's stop overtakes the tasks still queued here.
+  for (auto it = pool_inbox_.begin(); it != pool_inbox_.end(); ++it) {
+    if (static_cast<Kind>(it->envelope.kind) == Kind::kPoolStop &&
+        it->envelope.flags == kDropQueuedTasks) {
+      bridge::Received stop = std::move(*it);
+      pool_inbox_.clear();
+      return stop;
+    }
+  }
+  bridge::Received message = std::move(pool_inbox_.front());
+  pool_inbox_.pop_front();
+  return message;
+}
+
+bridge::Received MasterLink::call_master(Kind kind, uint64_t aux,
+                                         std::span<const std::byte> payload) {
+  uint64_t request = 0;
+  {
+    auto held = engine_.lock();
+    request = next_request_++;
+    replies_.emplace(request, std::nullopt);
+  }
+  send(kind, request, aux, 0, payload);
+  auto held = engine_.lock();
+  engine_.await(held, [&] { return replies_[request].has_value(); });
+  bridge::Received reply = std::move(*replies_[request]);
+  replies_.erase(request);
+  if (static_cast<Outcome>(reply.envelope.flags) == Outcome::kError) {
+    throw Error(
+        std::string(reinterpret_cast<const char*>(reply.payload.data()), reply.payload.size()));
+  }
+  return reply;
+}
+
+uint64_t MasterLink::queue_create(bool pipe_channel) {
+  return call_master(Kind::kQueueCreate, pipe_channel ? 1 : 0, {}).envelope.aux;
+}
+
+void MasterLink::queue_put(uint64_t queue, std::vector<std::byte> item) {
+  send(Kind::kQueuePut, 0, queue, 0, item);
+}
+
+QueueResult MasterLink::queue_wait(uint64_t queue, bool take,
+                                   std::optional<std::chrono::microseconds> timeout) {
+  const int64_t timeout_us = timeout ? std::max<int64_t>(0, timeout->count()) : -1;
+  bridge::Received reply =
+      call_master(take ? Kind::kQueueGet : Kind::kQueuePoll, queue, serial::to_bytes(timeout_us));
+  QueueResult result;
+  result.outcome = static_cast<Outcome>(reply.envelope.flags);
+  if (result.outcome == Outcome::kItem) {
+    result.item = std::move(reply.payload);
+  } else {
+    result.reason.assign(reinterpret_cast<const char*>(reply.payload.data()), reply.payload.size());
+  }
+  return result;
+}
+
+size_t MasterLink::queue_size(uint64_t queue) {
+  return call_master(Kind::kQueueSize, queue, {}).envelope.aux;
+}
+
+void MasterLink::queue_close(uint64_t queue) { send(Kind::kQueueClose, 0, queue, 0, {}); }
+
+}  // namespace fiber::detail

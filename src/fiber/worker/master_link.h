@@ -1,0 +1,115 @@
+// A worker's side of the runtime: its link to the master. The handshake, the messages it sends
+// (numbered, nothing after its last word), what it receives (checked against the master's
+// numbering, then sorted into the assignment mailbox, the pool inbox and request replies),
+// heartbeats, and queue requests. Internal.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+
+#include "fiber/invoke.h"
+#include "fiber/runtime/progress_engine.h"
+#include "fiber/runtime/queue_access.h"
+#include "fiber/runtime/settings.h"
+#include "fiber/wire/message_kind.h"
+
+namespace fiber::detail {
+
+/// What a worker is told to do next.
+struct Assignment {
+  bool shutdown = false;
+  bool stay_after = false;  ///< kStayAfterRun: serve on after this process ends.
+  uint64_t process_id = 0;
+  std::string name;
+  TaskSpec task;
+};
+
+class MasterLink final : public MessageSink, public QueueAccess {
+ public:
+  /// `link`: the communicator to the master, whose rank on it is `master_rank`.
+  MasterLink(const Settings& settings, ProgressEngine& engine, Link& link, int master_rank,
+             bool spawned, bool joined);
+  MasterLink(const MasterLink&) = delete;
+  MasterLink& operator=(const MasterLink&) = delete;
+
+  /// Says hello and waits for the master's answer; a refused worker finishes (exit status 0).
+  void handshake();
+  /// The next process to run, or shutdown.
+  Assignment next_assignment();
+  /// The next kPoolTask chunk or kPoolStop for `pool` (messages left over from a pool this
+  /// process served before are dropped).
+  bridge::Received next_pool_message(uint64_t pool);
+  /// Sends to the master (dropped once the last word is sent).
+  void send(Kind kind, uint64_t id, uint64_t aux, uint32_t flags,
+            std::span<const std::byte> payload);
+  /// Tells the master a process ended; `worker_leaves` when this worker process ends with it:
+  /// its last message.
+  void report_exit(uint64_t process_id, int code, const std::string& error, bool worker_leaves);
+  /// Answers the master's kShutdown: its last message.
+  void say_goodbye();
+
+  bool spawned() const noexcept { return spawned_; }
+  bool joined() const noexcept { return joined_; }
+  /// The run's directory (doorbells, fatal-signal reports), known after the handshake.
+  const std::string& run_directory() const { return run_directory_; }
+
+  // ---- QueueAccess: requests to the master's hub ----
+  uint64_t queue_create(bool pipe_channel) override;
+  void queue_put(uint64_t queue, std::vector<std::byte> item) override;
+  QueueResult queue_wait(uint64_t queue, bool take,
+                         std::optional<std::chrono::microseconds> timeout) override;
+  size_t queue_size(uint64_t queue) override;
+  void queue_close(uint64_t queue) override;
+
+  // ---- MessageSink ----
+  void on_message(Link& link, bridge::Received& message) override;
+  void on_peers_failed(Link& link, const std::vector<int>& ranks) override;
+  void after_receiving(Clock::time_point now, bool tick) override;
+  void while_held(Clock::time_point) override {}
+  bool rung_by_peers() const override { return master_bell_pid_.load() != 0; }
+
+ private:
+  void handle_locked(bridge::Received& message);
+  bridge::Received call_master(Kind kind, uint64_t aux, std::span<const std::byte> payload);
+  void check_master_alive();
+
+  const Settings& settings_;
+  ProgressEngine& engine_;
+  Link& link_;
+  const int master_rank_;
+  const bool spawned_;
+  const bool joined_;
+  std::string host_;
+
+  // Guarded by the engine's lock.
+  int master_pid_ = 0;
+  bool master_local_ = false;
+  std::string run_directory_;
+  std::chrono::milliseconds heartbeat_interval_{0};  ///< Told by the master at welcome.
+  Clock::time_point next_heartbeat_{};
+  enum class Handshake { kWaiting, kAccepted, kRefused } handshake_ = Handshake::kWaiting;
+  std::string refusal_;
+  std::deque<bridge::Received> mailbox_;
+  std::deque<bridge::Received> pool_inbox_;
+  uint64_t next_request_ = 1;
+  std::unordered_map<uint64_t, std::optional<bridge::Received>> replies_;
+  uint64_t messages_received_ = 0;  ///< Messages from the master so far (the next one's number).
+  bool leave_sent_ = false;
+  /// Fault injection (FIBER_FAULT_DROP_MESSAGE=<n>@<file>): the one worker that creates <file>
+  /// discards the n-th message from its master, as a faulty transport would.
+  uint64_t fault_drop_message_ = 0;
+  uint64_t messages_seen_ = 0;
+
+  std::atomic<int> master_bell_pid_{0};  ///< The master's pid once it can be rung.
+  std::mutex send_order_mu_;             ///< Numbers and posts each send as one step.
+  uint64_t messages_sent_ = 0;
+  bool last_word_sent_ = false;
+};
+
+}  // namespace fiber::detail

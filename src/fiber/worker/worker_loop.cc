@@ -1,0 +1,78 @@
+#include "fiber/worker/worker_loop.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "fiber/errors.h"
+#include "fiber/invoke.h"
+#include "fiber/runtime/runtime.h"
+#include "fiber/worker/fatal_signal.h"
+#include "fiber/worker/master_link.h"
+
+namespace fiber::detail {
+namespace {
+
+Runtime* g_worker_runtime = nullptr;
+
+// A task that calls std::exit(n) ends its process: report n as the exit code first.
+void report_exit_from_task(int status, void*) {
+  const uint64_t id = running_process();
+  if (id == 0 || !g_worker_runtime) return;
+  set_running_process(0);
+  std::fflush(nullptr);
+  g_worker_runtime->worker().report_exit(id, status, "called exit(" + std::to_string(status) + ")",
+                                         true);
+  g_worker_runtime->finish_worker(0);
+}
+
+int execute(const Assignment& assignment) {
+  try {
+    run_task(assignment.task, nullptr);
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s (pid %d): uncaught %s: %s\n", assignment.name.c_str(),
+                 static_cast<int>(::getpid()), current_exception_type_name().c_str(), e.what());
+  } catch (...) {
+    std::fprintf(stderr, "%s (pid %d): uncaught %s\n", assignment.name.c_str(),
+                 static_cast<int>(::getpid()), current_exception_type_name().c_str());
+  }
+  std::fflush(stderr);
+  return 1;
+}
+
+}  // namespace
+
+[[noreturn]] void run_worker(Runtime& runtime) {
+  g_worker_runtime = &runtime;
+  MasterLink& link = runtime.worker();
+  try {
+    link.handshake();
+  } catch (const SpawnError&) {
+    // Refused (another binary or protocol). Exit status 0: Open MPI treats a non-zero one as a
+    // failure of the whole job.
+    runtime.finish_worker(0);
+  }
+  install_fatal_signal_reports(link.run_directory(), link.joined());
+  ::on_exit(report_exit_from_task, nullptr);
+  for (;;) {
+    Assignment assignment = link.next_assignment();
+    if (assignment.shutdown) {
+      link.say_goodbye();
+      runtime.finish_worker(0);
+    }
+    runtime.set_current(assignment.process_id, assignment.name);
+    set_running_process(assignment.process_id);
+    const int code = execute(assignment);
+    set_running_process(0);
+    std::fflush(nullptr);
+    // A spawned worker ends with its process unless the master keeps it in the reserve.
+    const bool leaves = link.spawned() && !assignment.stay_after;
+    link.report_exit(assignment.process_id, code, {}, leaves);
+    if (leaves) runtime.finish_worker(0);
+  }
+}
+
+}  // namespace fiber::detail

@@ -1,0 +1,291 @@
+// A pool's scheduling against a fake host that records what would be sent: which worker gets
+// which chunk, how deep workers' queues get, what happens to the chunks of a worker that dies,
+// and that every result counts exactly once. No MPI, no processes.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <vector>
+
+#include "fiber/errors.h"
+#include "fiber/master/pool_core.h"
+#include "fiber/serialization.h"
+#include "fiber/wire/task_message.h"
+
+namespace fiber::detail {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+struct Sent {
+  Kind kind;
+  uint64_t process;
+  uint32_t flags;
+  std::vector<TaskChunk> chunks;
+};
+
+class FakeHost : public PoolHost {
+ public:
+  std::shared_ptr<ProcessState> new_process_locked(TaskSpec task,
+                                                   const std::string& prefix) override {
+    auto process = std::make_shared<ProcessState>();
+    process->id = next_id_++;
+    process->name = prefix + "-" + std::to_string(process->id);
+    process->task = std::move(task);
+    return process;
+  }
+  void start_process_locked(const std::shared_ptr<ProcessState>& process) override {
+    process->status = ProcessStatus::kRunning;
+    process->pid = 1000 + static_cast<int>(process->id);
+    started.push_back(process);
+  }
+  void terminate_locked(const std::shared_ptr<ProcessState>& process) override {
+    terminated.push_back(process->id);
+  }
+  void send_to_process_locked(const ProcessState& process, Kind kind, uint64_t, uint64_t,
+                              std::span<const std::byte> payload, uint32_t flags) override {
+    Sent message{kind, process.id, flags, {}};
+    if (kind == Kind::kPoolTask) message.chunks = split_task_message(payload);
+    sent.push_back(std::move(message));
+  }
+  bool on_static_rank_locked(const ProcessState&) const override { return false; }
+  bool on_joined_job_locked(const ProcessState&) const override { return false; }
+  std::unique_lock<std::mutex> lock() override { return std::unique_lock(mu_); }
+  Clock::time_point now() const override { return clock; }
+
+  /// Chunk task ids sent to `process` so far.
+  std::vector<uint64_t> tasks_sent_to(uint64_t process) const {
+    std::vector<uint64_t> tasks;
+    for (const auto& message : sent)
+      if (message.process == process)
+        for (const auto& chunk : message.chunks) tasks.push_back(chunk.task);
+    return tasks;
+  }
+
+  std::vector<std::shared_ptr<ProcessState>> started;
+  std::vector<uint64_t> terminated;
+  std::vector<Sent> sent;
+  Clock::time_point clock = Clock::now();
+
+ private:
+  uint64_t next_id_ = 1;
+  std::mutex mu_;
+};
+
+Bytes result_of(int value, std::chrono::microseconds compute) {
+  serial::Writer writer;
+  serial::save(writer, static_cast<uint64_t>(compute.count() * 1000));
+  serial::save(writer, value);
+  return writer.take();
+}
+
+class PoolSchedulingTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<PoolCore> make_pool(int processes, int retries = 3) {
+    PoolSettings settings;
+    settings.processes = processes;
+    settings.max_task_retries = retries;
+    auto pool = std::make_unique<PoolCore>(host_, 5, settings);
+    pool->start_workers_locked();
+    return pool;
+  }
+  void ready_all(PoolCore& pool) {
+    for (auto& process : host_.started) pool.on_worker_ready(*process, false, {});
+  }
+  std::shared_ptr<Job> submit(PoolCore& pool, int chunks) {
+    auto job = std::make_shared<Job>();
+    std::vector<Bytes> payloads;
+    for (int i = 0; i < chunks; ++i) {
+      job->chunk_sizes.push_back(1);
+      payloads.push_back(Bytes(8, std::byte{static_cast<unsigned char>(i)}));
+    }
+    pool.submit_locked(job, std::move(payloads));
+    return job;
+  }
+  /// The worker holding task `task` (by what was sent), or 0.
+  uint64_t holder_of(uint64_t task) const {
+    uint64_t holder = 0;
+    for (const auto& message : host_.sent)
+      for (const auto& chunk : message.chunks)
+        if (chunk.task == task) holder = message.process;
+    return holder;
+  }
+  void end(PoolCore& pool, const std::shared_ptr<ProcessState>& process, int code) {
+    process->status = ProcessStatus::kEnded;
+    process->exitcode = code;
+    pool.on_worker_ended(process);
+  }
+  static int value_of(const Job& job, size_t chunk) {
+    serial::Reader reader(
+        std::span<const std::byte>(job.chunks[chunk]->results).subspan(job.chunks[chunk]->offset));
+    return serial::read<int>(reader);
+  }
+
+  FakeHost host_;
+};
+
+TEST_F(PoolSchedulingTest, ARoundOfNTasksOnNIdleWorkersGivesEachOne) {
+  auto pool = make_pool(3);
+  ASSERT_EQ(host_.started.size(), 3u);
+  ready_all(*pool);
+  submit(*pool, 3);
+  for (const auto& worker : host_.started)
+    EXPECT_EQ(host_.tasks_sent_to(worker->id).size(), 1u) << worker->name;
+}
+
+TEST_F(PoolSchedulingTest, NothingIsSentBeforeAWorkerIsReady) {
+  auto pool = make_pool(2);
+  submit(*pool, 4);
+  EXPECT_TRUE(host_.sent.empty());
+  pool->on_worker_ready(*host_.started[0], false, {});
+  // Until results tell how long a chunk runs, a worker holds two.
+  EXPECT_EQ(host_.tasks_sent_to(host_.started[0]->id).size(), 2u);
+}
+
+TEST_F(PoolSchedulingTest, QueueDepthFollowsTheMeasuredRunTimeOfChunks) {
+  auto pool = make_pool(1);
+  ready_all(*pool);
+  const uint64_t worker = host_.started[0]->id;
+  submit(*pool, 40);
+  ASSERT_EQ(host_.tasks_sent_to(worker).size(), 2u);
+  // Chunks of 100 us: about 2 ms of work queued is 16 chunks (the cap).
+  pool->on_result(*host_.started[0], 1, 0, result_of(1, 100us));
+  EXPECT_EQ(host_.tasks_sent_to(worker).size(), 2u + 15u);
+  // Long chunks (10 ms): one at a time from now on.
+  for (uint64_t task = 2; task <= 17; ++task)
+    pool->on_result(*host_.started[0], task, 0, result_of(1, 10000us));
+  const size_t sent = host_.tasks_sent_to(worker).size();
+  pool->on_result(*host_.started[0], 18, 0, result_of(1, 10000us));
+  EXPECT_EQ(host_.tasks_sent_to(worker).size(), sent + 1);
+}
+
+TEST_F(PoolSchedulingTest, ChunksOfALostWorkerRunAgainAndOnlyTheRunningOneIsCharged) {
+  // No retries: the chunk the lost worker was running fails at once; the one queued behind it
+  // never started, so it runs again elsewhere at no charge.
+  auto pool = make_pool(2, /*retries=*/0);
+  ready_all(*pool);
+  auto job = submit(*pool, 4);
+  auto lost = host_.started[0];
+  const auto held = host_.tasks_sent_to(lost->id);
+  ASSERT_EQ(held.size(), 2u);
+  end(*pool, lost, -9);
+  // Chunk i is task i + 1 here.
+  ASSERT_TRUE(job->chunks[held[0] - 1].has_value());
+  EXPECT_THROW(std::rethrow_exception(job->chunks[held[0] - 1]->error), WorkerLost);
+  EXPECT_FALSE(job->chunks[held[1] - 1].has_value());
+  // A replacement is started; the queued chunk goes to the survivor or to it.
+  ASSERT_EQ(host_.started.size(), 3u);
+  pool->on_worker_ready(*host_.started[2], false, {});
+  EXPECT_NE(holder_of(held[1]), lost->id);
+  EXPECT_NE(holder_of(held[1]), 0u);
+}
+
+TEST_F(PoolSchedulingTest, APoisonTaskFailsWithWorkerLostAfterMaxTaskRetries) {
+  auto pool = make_pool(1, /*retries=*/1);
+  ready_all(*pool);
+  auto job = submit(*pool, 1);
+  end(*pool, host_.started[0], -11);  // attempt 1: run again
+  ASSERT_EQ(host_.started.size(), 2u);
+  pool->on_worker_ready(*host_.started[1], false, {});
+  EXPECT_EQ(holder_of(1), host_.started[1]->id);
+  end(*pool, host_.started[1], -11);  // attempt 2: more than max_task_retries = 1
+  ASSERT_TRUE(job->ready());
+  ASSERT_TRUE(job->first_error);
+  try {
+    std::rethrow_exception(job->first_error);
+  } catch (const WorkerLost& e) {
+    EXPECT_NE(std::string(e.what()).find("lost 2 times"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("killed by signal 11"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(PoolSchedulingTest, LateResultOfAWorkerDeclaredLostCountsNotAtAll) {
+  auto pool = make_pool(2);
+  ready_all(*pool);
+  auto job = submit(*pool, 1);
+  auto first = host_.started[0];
+  ASSERT_EQ(holder_of(1), first->id);
+  end(*pool, first, -9);
+  const uint64_t second = holder_of(1);
+  ASSERT_NE(second, first->id);
+  // The first worker's result arrives after all: the copy now held by the other counts.
+  pool->on_result(*first, 1, 0, result_of(111, 10us));
+  EXPECT_EQ(job->completed, 0u);
+  pool->on_result(*host_.started[1], 1, 0, result_of(222, 10us));
+  ASSERT_EQ(job->completed, 1u);
+  EXPECT_EQ(value_of(*job, 0), 222);
+  // A duplicate of the counted result changes nothing.
+  pool->on_result(*host_.started[1], 1, 0, result_of(333, 10us));
+  EXPECT_EQ(job->completed, 1u);
+  EXPECT_EQ(value_of(*job, 0), 222);
+}
+
+TEST_F(PoolSchedulingTest, TerminateFailsWhatIsOutstandingAndStopsTheWorkers) {
+  auto pool = make_pool(2);
+  ready_all(*pool);
+  auto job = submit(*pool, 6);
+  pool->terminate_locked();
+  ASSERT_TRUE(job->ready());
+  EXPECT_THROW(std::rethrow_exception(job->first_error), TerminatedError);
+  // Busy spawned workers are terminated (killed), as in Python.
+  EXPECT_EQ(host_.terminated.size(), 2u);
+  EXPECT_THROW(submit(*pool, 1), UsageError);
+}
+
+TEST_F(PoolSchedulingTest, CloseLetsTheBacklogFinishThenStopsEveryWorker) {
+  auto pool = make_pool(2);
+  ready_all(*pool);
+  auto job = submit(*pool, 2);
+  pool->close_locked();
+  EXPECT_THROW(submit(*pool, 1), UsageError);
+  for (const auto& worker : host_.started) {
+    const auto tasks = host_.tasks_sent_to(worker->id);
+    ASSERT_EQ(tasks.size(), 1u);
+    pool->on_result(*worker, tasks[0], 0, result_of(7, 10us));
+  }
+  EXPECT_EQ(job->completed, 2u);
+  size_t stops = 0;
+  for (const auto& message : host_.sent) stops += message.kind == Kind::kPoolStop;
+  EXPECT_EQ(stops, 2u);
+}
+
+TEST_F(PoolSchedulingTest, AutoscalingGrowsOnBacklogAndRetiresIdleWorkers) {
+  PoolSettings settings;
+  settings.processes = 1;
+  settings.min_processes = 1;
+  settings.max_processes = 3;
+  settings.idle_timeout = 1000ms;
+  PoolCore pool(host_, 6, settings);
+  pool.start_workers_locked();
+  ready_all(pool);
+  submit(pool, 10);
+  EXPECT_EQ(host_.started.size(), 3u) << "grew to max while tasks wait";
+  ready_all(pool);
+  // Every chunk answered (answers make room for more), then after the idle timeout the pool
+  // shrinks back to min.
+  std::set<uint64_t> answered;
+  for (bool more = true; more;) {
+    more = false;
+    for (const auto& message : std::vector<Sent>(host_.sent)) {
+      for (const auto& chunk : message.chunks) {
+        if (!answered.insert(chunk.task).second) continue;
+        for (const auto& worker : host_.started)
+          if (worker->id == message.process)
+            pool.on_result(*worker, chunk.task, 0, result_of(1, 10us));
+        more = true;
+      }
+    }
+  }
+  EXPECT_EQ(answered.size(), 10u);
+  host_.clock += 2s;
+  pool.tick_locked(host_.clock);
+  EXPECT_EQ(pool.members_locked(), 1);
+}
+
+}  // namespace
+}  // namespace fiber::detail
