@@ -35,22 +35,24 @@ endfunction()
 #   singleton   ./prog
 #   mpirunN     mpirun <recovery option> --oversubscribe -n N ./prog (mpirun1, mpirun3...)
 # The program must report its exit status (fiber::testing::init). RANKS_KILLED: the test kills
-# processes of its job on purpose, so the launcher's own exit status is not held against it.
+# processes of its job on purpose, so under mpirun the launcher's exit status is not held against
+# it.
 # FIBER_TEST_MODE tells the program which mode it runs in.
 function(fiber_add_launch_tests)
   cmake_parse_arguments(ARG "RANKS_KILLED" "TARGET;TIMEOUT;SUFFIX" "LAUNCH;LABELS;ARGS" ${ARGN})
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 180)
   endif()
-  set(checks --status)
-  if(ARG_RANKS_KILLED)
-    list(APPEND checks --ranks-killed)
-  endif()
   foreach(mode IN LISTS ARG_LAUNCH)
+    set(checks --status)
     if(mode STREQUAL "singleton")
+      # No launcher: the exit status is the program's own, and must be 0 too.
       set(launcher "")
     elseif(mode MATCHES "^mpirun([0-9]+)$")
       set(launcher ${FIBER_MPIRUN} -n ${CMAKE_MATCH_1})
+      if(ARG_RANKS_KILLED)
+        list(APPEND checks --ranks-killed)
+      endif()
     else()
       message(FATAL_ERROR "unknown launch mode ${mode}")
     endif()

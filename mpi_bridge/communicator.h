@@ -33,6 +33,12 @@ class Communicator {
   int remote_size() const;
   /// Frees the communicator now (safe to call twice).
   void reset() noexcept;
+  /// Gives the communicator up without freeing it (left to MPI or to the process exit).
+  MPI_Comm release() noexcept {
+    const MPI_Comm comm = comm_;
+    comm_ = MPI_COMM_NULL;
+    return comm;
+  }
 
  private:
   MPI_Comm comm_ = MPI_COMM_NULL;

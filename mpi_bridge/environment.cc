@@ -120,8 +120,8 @@ void Environment::initialize(int* argc, char*** argv) {
   }
 }
 
-void Environment::finalize() {
-  if (g_owns_mpi && is_initialized() && !is_finalized()) MPI_Finalize();
+void Environment::finalize(bool always) {
+  if ((g_owns_mpi || always) && is_initialized() && !is_finalized()) MPI_Finalize();
 }
 
 bool Environment::is_initialized() {
@@ -137,6 +137,17 @@ bool Environment::is_finalized() {
 }
 
 bool Environment::owns_mpi() { return g_owns_mpi; }
+
+void Environment::call_at_finalize(void (*hook)()) {
+  auto run_hook = [](MPI_Comm, int, void*, void* extra) -> int {
+    reinterpret_cast<void (*)()>(extra)();
+    return MPI_SUCCESS;
+  };
+  int keyval = MPI_KEYVAL_INVALID;
+  FIBER_MPI_CHECK(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, run_hook, &keyval,
+                                         reinterpret_cast<void*>(hook)));
+  FIBER_MPI_CHECK(MPI_Comm_set_attr(MPI_COMM_SELF, keyval, nullptr));
+}
 
 LaunchMode Environment::launch_mode() { return g_mode; }
 

@@ -26,12 +26,17 @@ class Environment {
   /// at that level (throws fiber::Error naming the levels otherwise). For a launcher-less start it
   /// turns on Open MPI's recovery so a killed child cannot take the program down.
   static void initialize(int* argc, char*** argv);
-  /// Finalises MPI if initialize() initialised it and nobody finalised it yet.
-  static void finalize();
+  /// Finalises MPI if initialize() initialised it (or `always`: a worker process, whose program
+  /// never gets past fiber::init to finalise it itself) and nobody finalised it yet.
+  static void finalize(bool always = false);
   static bool is_initialized();
   static bool is_finalized();
   /// True when this module called MPI_Init (and so owns MPI_Finalize).
   static bool owns_mpi();
+  /// Runs `hook` at the start of MPI_Finalize, while MPI still works (an attribute of
+  /// MPI_COMM_SELF, whose delete callbacks MPI runs first): for a program that initialised MPI
+  /// itself and finalises it before fibermpi's exit handler would run.
+  static void call_at_finalize(void (*hook)());
 
   static LaunchMode launch_mode();
   /// The rendezvous address this job was started to join (FIBER_CONNECT), or empty.

@@ -7,7 +7,16 @@ from pathlib import Path
 
 
 def load(path):
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip().startswith("{")]
+    rows = []
+    for line in Path(path).read_text().splitlines():
+        if not line.strip().startswith("{"):
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            # A benchmark killed while writing: its other rows still count.
+            print(f"(skipped a broken result line: {line[:80]})")
+    return rows
 
 
 def find(rows, bench, impl_prefix, **match):

@@ -14,20 +14,26 @@ std::string JoinAcceptor::open() {
 }
 
 void JoinAcceptor::loop() {
-  for (;;) {
+  struct Exit {
+    std::atomic<bool>& exited;
+    ~Exit() { exited.store(true); }
+  } mark_exit{exited_};
+  while (!stopping_) {
     bridge::Communicator joined;
-    accepting_ = true;
     try {
       joined = rendezvous_->accept();
     } catch (const std::exception& e) {
-      accepting_ = false;
       if (stopping_) return;
       std::fprintf(stderr, "fibermpi: accepting a joining job failed: %s\n", e.what());
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       continue;
     }
-    accepting_ = false;
-    if (stopping_) return;
+    // A job that joins while the runtime stops is left to end with this process: freeing its
+    // communicator would be an MPI call racing the finalize.
+    if (stopping_) {
+      (void)joined.release();
+      return;
+    }
     auto link = std::make_unique<Link>();
     const int workers = joined.remote_size();
     link->comm = std::move(joined);
@@ -44,7 +50,7 @@ bool JoinAcceptor::stop() {
   if (!thread_.joinable()) return true;
   stopping_ = true;
   thread_.detach();
-  return !accepting_;
+  return exited_.load();
 }
 
 }  // namespace fiber::detail

@@ -22,8 +22,9 @@ class JoinAcceptor {
   /// Opens the rendezvous (once) and returns its address.
   std::string open();
   /// Stops taking jobs. MPI_Comm_accept cannot be cancelled (and connecting to the process's own
-  /// port to end it deadlocks in Open MPI 4.1): the thread stays blocked until the process
-  /// exits. Returns false when it is blocked inside MPI, so MPI must not be finalised.
+  /// port to end it deadlocks in Open MPI 4.1): a thread blocked in it stays blocked until the
+  /// process exits. Returns true only when the thread has ended (or never ran): otherwise it may
+  /// still call MPI, so MPI must not be finalised.
   bool stop();
 
  private:
@@ -33,7 +34,7 @@ class JoinAcceptor {
   std::unique_ptr<bridge::Rendezvous> rendezvous_;
   std::thread thread_;
   std::atomic<bool> stopping_{false};
-  std::atomic<bool> accepting_{false};  ///< Inside MPI_Comm_accept.
+  std::atomic<bool> exited_{false};  ///< The thread has returned: it makes no MPI call any more.
 };
 
 }  // namespace fiber::detail

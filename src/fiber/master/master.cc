@@ -312,8 +312,16 @@ bool Master::shutdown() {
   engine_.await(held, [this] { return table_.children().empty(); });
   stopping_ = true;
   held.unlock();
+  auto remove_run_directory = [this] {
+    std::error_code ignored;
+    if (!signal_dir_.empty()) std::filesystem::remove_all(signal_dir_, ignored);
+  };
   bool mpi_quiet = spawner_.stop();
-  if (!mpi_quiet) return false;  // the spawner is inside an MPI_Comm_spawn that will not return
+  if (!mpi_quiet) {
+    // The spawner is inside an MPI_Comm_spawn that will not return.
+    remove_run_directory();
+    return false;
+  }
   mpi_quiet = acceptor_.stop();
   held.lock();
   // Workers still starting up get their shutdown once they have said hello.
@@ -332,10 +340,7 @@ bool Master::shutdown() {
     if (slot->state == Slot::State::kIdle) shut_down_slot_locked(*slot);
   held.unlock();
   engine_.drain(settings_.master_drain_limit);
-  if (!signal_dir_.empty()) {
-    std::error_code ignored;
-    std::filesystem::remove_all(signal_dir_, ignored);
-  }
+  remove_run_directory();
   return mpi_quiet;
 }
 

@@ -52,7 +52,12 @@ void Master::route_locked(Link& link, bridge::Received& message) {
   const MPI_Comm comm = link.comm.get();
   const int source = message.source;
   Slot* slot = table_.find(comm, source);
-  if (slot && !slot->gone()) {
+  if (kind != Kind::kHello && (!slot || slot->gone())) {
+    // A worker given up on (declared dead, or one that never said hello): what it still sends
+    // must not count (a queue item twice, a request nobody may answer). Its work runs elsewhere.
+    return;
+  }
+  if (slot) {
     if (!check_sequence_locked(*slot, message)) return;
     slot->last_heard = Clock::now();
     if (kind == Kind::kHeartbeat) {

@@ -63,7 +63,13 @@ void QueueService::on_request_locked(Kind kind, MPI_Comm comm, int source, uint6
       break;
     case Kind::kQueueGet:
     case Kind::kQueuePoll: {
-      const auto timeout_us = serial::from_bytes<int64_t>(message.payload);
+      int64_t timeout_us = -1;
+      try {
+        timeout_us = serial::from_bytes<int64_t>(message.payload);
+      } catch (const std::exception& e) {
+        reply_text(Outcome::kError, std::string("malformed queue request: ") + e.what());
+        break;
+      }
       std::optional<Clock::time_point> deadline;
       if (timeout_us >= 0) deadline = Clock::now() + std::chrono::microseconds(timeout_us);
       auto done = [this, comm, source, request](Outcome outcome, QueueHub::Bytes item,

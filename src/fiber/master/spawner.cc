@@ -42,6 +42,10 @@ void Spawner::wait_for_exiting(std::unique_lock<std::mutex>& lock) {
 }
 
 void Spawner::loop() {
+  struct Exit {
+    std::atomic<bool>& exited;
+    ~Exit() { exited.store(true); }
+  } mark_exit{exited_};
   auto lock = engine_.lock();
   for (;;) {
     wake_.wait(lock, [this] {
@@ -125,20 +129,26 @@ void Spawner::check_watchdog(Clock::time_point now) {
 }
 
 bool Spawner::stop() {
-  bool stuck = false;
   {
     auto lock = engine_.lock();
-    stuck = !stuck_.empty() && started_.has_value();
     wake_.notify_all();
   }
   if (!thread_.joinable()) return true;
-  if (stuck) {
-    // Inside an MPI_Comm_spawn that will not return.
-    thread_.detach();
-    return false;
+  for (;;) {
+    if (exited_.load()) {
+      thread_.join();
+      return true;
+    }
+    {
+      auto lock = engine_.lock();
+      if (!stuck_.empty() && started_.has_value()) {
+        // Inside an MPI_Comm_spawn that will not return.
+        thread_.detach();
+        return false;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  thread_.join();
-  return true;
 }
 
 }  // namespace fiber::detail

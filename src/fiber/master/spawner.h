@@ -3,6 +3,7 @@
 // spawn stuck inside Open MPI into fiber::SpawnError for the processes waiting on it. Internal.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -56,8 +57,10 @@ class Spawner {
   void check_watchdog(Clock::time_point now);
   /// Why no process can be spawned any more in this run (a stuck spawn), or empty.
   const std::string& stuck_locked() const { return stuck_; }
-  /// Ends the thread. False when it is inside a spawn that never returned: it is left to the
-  /// process exit, and MPI must not be finalised meanwhile.
+  /// Ends the thread (the host says stopping_locked() by now), waiting for a spawn in flight to
+  /// return. False when that spawn is declared stuck instead (its watchdog still runs in the
+  /// progress thread): the thread is left inside MPI to the process exit, and MPI must not be
+  /// finalised meanwhile.
   bool stop();
 
  private:
@@ -71,6 +74,7 @@ class Spawner {
   SpawnerHost& host_;
   std::condition_variable wake_;
   std::thread thread_;
+  std::atomic<bool> exited_{false};           ///< The thread has returned.
   std::optional<Clock::time_point> started_;  ///< The running spawn's start.
   int count_ = 0;                             ///< ...and its size.
   std::string stuck_;

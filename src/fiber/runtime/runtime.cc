@@ -35,6 +35,12 @@ void shutdown_at_exit(int status, void*) {
   if (g_runtime) g_runtime->shutdown();
 }
 
+// A program that initialised MPI itself finalises it at the end of main(), before the exit
+// handlers: fibermpi ends first (its threads stop calling MPI), from inside MPI_Finalize.
+void shutdown_at_program_finalize() {
+  if (g_runtime) g_runtime->shutdown();
+}
+
 // Open MPI's MPI_Finalize is a fence over the whole job, and after a process of it was killed
 // that fence sometimes never completes (4.1 with the static world; 5.0 too, ompi#11404). When a
 // process was lost, the exit is made not to depend on it: after a grace period the process
@@ -155,6 +161,8 @@ void Runtime::begin(int& argc, char**& argv, const Config&) {
     g_running.store(true, std::memory_order_release);
     engine_->start(*master_);
     ::on_exit(shutdown_at_exit, nullptr);
+    if (!bridge::Environment::owns_mpi())
+      bridge::Environment::call_at_finalize(shutdown_at_program_finalize);
     return;
   }
   self_name_ = "Worker";
@@ -237,7 +245,8 @@ void Runtime::finalize(bool mpi_quiet, bool worker_lost, int status) {
   }
   engine_->clear_links();
   if (worker_lost && status >= 0) exit_if_finalize_hangs(settings_.finalize_watchdog, status);
-  bridge::Environment::finalize();
+  // A worker's program never gets past fiber::init: it finalises MPI whoever initialised it.
+  bridge::Environment::finalize(/*always=*/worker_ != nullptr);
 }
 
 }  // namespace fiber::detail

@@ -1,6 +1,7 @@
 #include "fiber/runtime/settings.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <string>
 
@@ -14,9 +15,13 @@ std::optional<long> env_number(const char* name) {
   const char* text = std::getenv(name);
   if (!text || !*text) return std::nullopt;
   char* end = nullptr;
+  errno = 0;
   const long value = std::strtol(text, &end, 10);
-  if (*end != '\0') {
-    throw UsageError(std::string(name) + "='" + text + "' is not a whole number");
+  // Anything beyond a day (or a million workers) is a mistake, and would overflow clock sums.
+  constexpr long kLargest = 86'400'000;
+  if (*end != '\0' || errno == ERANGE || value < 0 || value > kLargest) {
+    throw UsageError(std::string(name) + "='" + text + "' is not a whole number from 0 to " +
+                     std::to_string(kLargest));
   }
   return value;
 }
@@ -68,9 +73,12 @@ Settings Settings::from(const Config& config) {
                      std::to_string(settings.reserve_max_idle) + ") and processes_ahead (" +
                      std::to_string(settings.processes_ahead) + ") at least 0");
   }
-  if (settings.spawn_timeout.count() <= 0) {
-    throw UsageError("fiber::Config: spawn_timeout must be positive, got " +
-                     std::to_string(settings.spawn_timeout.count()) + " s");
+  if (settings.spawn_timeout.count() <= 0 || settings.spawn_timeout > std::chrono::hours(24) ||
+      settings.heartbeat_timeout > std::chrono::hours(24) ||
+      settings.reserve_idle_timeout > std::chrono::hours(24 * 365)) {
+    throw UsageError("fiber::Config: spawn_timeout (" +
+                     std::to_string(settings.spawn_timeout.count()) +
+                     " s) must be positive, and it and heartbeat_timeout at most a day");
   }
   return settings;
 }
