@@ -14,7 +14,8 @@ set(FIBER_CHECKED_RUN ${PROJECT_SOURCE_DIR}/tests/checked_run.sh)
 # mpirun with the option that keeps a job alive when one of its processes dies, and
 # oversubscription (tests start more processes than CI has cores).
 if(FIBER_MPI STREQUAL "openmpi5")
-  set(FIBER_MPIRUN ${MPIEXEC_EXECUTABLE} --with-ft ulfm --oversubscribe)
+  set(FIBER_MPIRUN ${MPIEXEC_EXECUTABLE} --with-ft ulfm --prtemca state_base_recoverable 1
+                   --oversubscribe)
 else()
   set(FIBER_MPIRUN ${MPIEXEC_EXECUTABLE} --enable-recovery --oversubscribe)
 endif()

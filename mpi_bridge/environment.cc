@@ -28,6 +28,9 @@ constexpr bool kOpenMpi5 = false;
 // that turns it on: Open MPI 4.1's runtime recovery, Open MPI 5's fault-tolerance extension.
 constexpr const char* kRecoveryVariable =
     kOpenMpi5 ? "OMPI_MCA_mpi_ft_enable" : "OMPI_MCA_orte_enable_recovery";
+// Open MPI 5's runtime setting that keeps the other processes of a job running when one dies
+// (`--prtemca state_base_recoverable 1` for mpirun).
+constexpr const char* kPrrteRecoverableVariable = "PRTE_MCA_state_base_recoverable";
 
 bool on_path(const char* program) {
   const char* path = std::getenv("PATH");
@@ -94,6 +97,11 @@ void Environment::initialize(int* argc, char*** argv) {
       // A singleton's runtime aborts every job when a spawned child dies unless recovery (Open
       // MPI 4.1) or fault tolerance (Open MPI 5) is on; the user's own setting wins.
       ::setenv(kRecoveryVariable, "1", 0);
+      // Open MPI 5's runtime (PRRTE, started at the first spawn with this environment) also ends
+      // every other process of a spawned job when one of them dies, unless that job is
+      // "recoverable": without this, a killed worker took the other workers of its spawn batch
+      // with it (measured: 2 s instead of 50 ms until its task ran again).
+      if (kOpenMpi5) ::setenv(kPrrteRecoverableVariable, "1", 0);
     }
     FIBER_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
     g_owns_mpi = true;
@@ -181,7 +189,7 @@ bool Environment::recovery_disabled_under_launcher() {
 }
 
 const char* Environment::recovery_option() {
-  return kOpenMpi5 ? "--with-ft ulfm" : "--enable-recovery";
+  return kOpenMpi5 ? "--with-ft ulfm --prtemca state_base_recoverable 1" : "--enable-recovery";
 }
 
 std::string Environment::hostname() {

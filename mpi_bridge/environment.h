@@ -47,8 +47,10 @@ class Environment {
   static MPI_Comm parent();
   /// True when started by mpirun without recovery_option(): a killed child aborts the job.
   static bool recovery_disabled_under_launcher();
-  /// The mpirun option that keeps a job alive when one of its processes is killed: Open MPI
-  /// 4.1's "--enable-recovery", Open MPI 5's "--with-ft ulfm".
+  /// The mpirun options that keep a job alive when one of its processes is killed: Open MPI
+  /// 4.1's "--enable-recovery", Open MPI 5's "--with-ft ulfm --prtemca state_base_recoverable 1"
+  /// (the second part keeps the other workers of a spawn batch alive when one of them dies; it
+  /// cannot be seen from inside the program, so only the first part is checked).
   static const char* recovery_option();
   static std::string hostname();
 };

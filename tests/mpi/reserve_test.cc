@@ -3,10 +3,14 @@
 // not pay a spawn for each (Open MPI 4.1 gets stuck in some spawns, so fewer spawns also means a
 // program that finishes).
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <numeric>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "fiber/fiber.h"
@@ -44,6 +48,27 @@ TEST(Reserve, ThirtyPoolsOfFourOneAfterAnother) {
   // The workers of the first pool serve all the others: at most one spawn's worth of processes
   // (a spawn starts at least Config::min_spawn_batch, the reserve keeps at most 8).
   EXPECT_LE(pids.size(), 8u);
+}
+
+TEST(Reserve, AKilledWorkerLeavesTheOthersOfItsSpawnRunning) {
+  // The reserve of the test before holds workers of one spawn batch: they share an MPI job, and
+  // Open MPI 5's runtime ends all of a job's processes when one dies unless it is told not to.
+  fiber::Pool pool(2);
+  pool.wait_ready();
+  const std::vector<int> before = pool.worker_pids();
+  ASSERT_EQ(before.size(), 2u);
+  ASSERT_EQ(::kill(before[0], SIGKILL), 0);
+  const auto inputs = iota(40);
+  std::vector<int> expected;
+  for (int x : inputs) expected.push_back(x * x);
+  EXPECT_EQ(pool.map(square, inputs, 1), expected);
+  // Long enough for the death to be noticed and for anything it takes along to die too.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_EQ(pool.map(square, inputs, 1), expected);
+  const std::vector<int> after = pool.worker_pids();
+  EXPECT_EQ(std::count(after.begin(), after.end(), before[0]), 0) << "the killed one was replaced";
+  EXPECT_EQ(std::count(after.begin(), after.end(), before[1]), 1)
+      << "the other worker, pid " << before[1] << ", still serves";
 }
 
 TEST(Reserve, InitializerRunsAgainInEveryPool) {

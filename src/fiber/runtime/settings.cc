@@ -30,17 +30,7 @@ std::optional<long> env_number(const char* name) {
 
 Settings Settings::from(const Config& config) {
   Settings settings;
-  settings.spawn = config.spawn;
-  settings.liveness_interval = config.liveness_interval;
-  settings.heartbeat_interval = config.heartbeat_interval;
-  settings.heartbeat_timeout = config.heartbeat_timeout;
-  settings.pid_checks = config.pid_checks;
-  settings.spawn_timeout = config.spawn_timeout;
-  settings.max_spawn_batch = config.max_spawn_batch;
-  settings.min_spawn_batch = config.min_spawn_batch;
-  settings.reserve_max_idle = config.reserve_max_idle;
-  settings.reserve_idle_timeout = config.reserve_idle_timeout;
-  settings.processes_ahead = config.processes_ahead;
+  static_cast<Config&>(settings) = config;
 
   if (auto value = env_number("FIBER_SPAWN_TIMEOUT_S"))
     settings.spawn_timeout = std::chrono::seconds(std::max(1L, *value));

@@ -11,21 +11,9 @@
 
 namespace fiber::detail {
 
-struct Settings {
-  // ---- From fiber::Config (see init.h for their meaning) ----
-  SpawnOptions spawn;
-  std::chrono::milliseconds liveness_interval{20};
-  std::chrono::milliseconds heartbeat_interval{500};
-  std::chrono::milliseconds heartbeat_timeout{5000};
-  bool pid_checks = true;
-  std::chrono::seconds spawn_timeout{120};
-  int max_spawn_batch = 8;
-  int min_spawn_batch = 4;
-  int reserve_max_idle = 8;
-  std::chrono::seconds reserve_idle_timeout{60};
-  int processes_ahead = 2;
-
-  // ---- Fixed ----
+// The fields of fiber::Config (see init.h for their meaning and defaults), after FIBER_*
+// variables were applied and the values checked, plus the fixed ones below.
+struct Settings : Config {
   /// A started worker (spawned, static rank, joining rank) that has not said hello after this
   /// long is given up on. Children have finished MPI_Init when the spawn returns, so a hello is
   /// due within moments; Open MPI's TCP transport sometimes refuses a new child's connection
