@@ -1,0 +1,30 @@
+# Runtime image: Debian, Open MPI (Debian's 4.1 with ompi-server for the name service), fibermpi and
+# its examples under /opt/fibermpi. Build from the repository root:
+#   docker build -f k8s/docker/runtime.Dockerfile -t fibermpi/runtime:0.1.0 .
+FROM debian:bookworm AS build
+RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      build-essential cmake ninja-build pkg-config libopenmpi-dev openmpi-bin \
+      libboost-serialization-dev libhwloc-dev libyaml-cpp-dev \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY . .
+RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFIBER_MPI=openmpi4 \
+      -DFIBER_BUILD_TESTS=OFF -DFIBER_BUILD_BENCH=OFF -DFIBER_BUILD_K8S=OFF \
+      -DCMAKE_INSTALL_PREFIX=/opt/fibermpi \
+    && cmake --build /build \
+    && cmake --install /build \
+    && mkdir -p /opt/fibermpi/bin \
+    && find /build/examples -maxdepth 1 -type f -executable -exec install -m 0755 {} /opt/fibermpi/bin/ \;
+
+FROM debian:bookworm-slim
+RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      openmpi-bin libopenmpi3 libboost-serialization1.74.0 libhwloc15 libyaml-cpp0.7 \
+      ca-certificates procps \
+    && rm -rf /var/lib/apt/lists/*
+COPY --from=build /opt/fibermpi /opt/fibermpi
+ENV PATH=/opt/fibermpi/bin:$PATH \
+    LD_LIBRARY_PATH=/opt/fibermpi/lib
+# Pods run as a non-root user; Open MPI refuses root unless told otherwise.
+RUN useradd --uid 1000 --create-home fiber
+USER 1000:1000
+WORKDIR /home/fiber

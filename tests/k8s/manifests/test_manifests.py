@@ -1,0 +1,130 @@
+"""The operator's manifests (k8s/config): they render with kustomize as the oldest and newest kubectl
+ship it, every built-in kind validates against the published schema of those Kubernetes versions, the
+controller's RBAC is least privilege, and its Deployment is locked down."""
+
+from __future__ import annotations
+
+import copy
+import pathlib
+import subprocess
+
+import kubernetes_validate
+import pytest
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+KUBECTL_DIR = pathlib.Path("/usr/lib/google-cloud-sdk/bin")
+# The oldest and the newest kubectl the machines carry, with the Kubernetes version they speak.
+KUBECTLS = {"1.27": KUBECTL_DIR / "kubectl.1.27", "1.33": KUBECTL_DIR / "kubectl.1.33"}
+
+
+def render(kubectl: pathlib.Path) -> list[dict]:
+    out = subprocess.run([str(kubectl), "kustomize", str(ROOT / "k8s/config/default")],
+                         check=True, capture_output=True, text=True, timeout=60).stdout
+    return [doc for doc in yaml.safe_load_all(out) if doc]
+
+
+@pytest.fixture(scope="module", params=sorted(KUBECTLS))
+def rendered(request) -> tuple[str, list[dict]]:
+    kubectl = KUBECTLS[request.param]
+    if not kubectl.exists():
+        pytest.fail(f"{kubectl} is missing: the machines are expected to carry kubectl 1.27 to 1.33")
+    return request.param, render(kubectl)
+
+
+def by_kind(docs: list[dict], kind: str) -> list[dict]:
+    return [d for d in docs if d["kind"] == kind]
+
+
+def test_default_renders_everything_the_operator_needs(rendered):
+    _, docs = rendered
+    kinds = sorted(f"{d['kind']}/{d['metadata']['name']}" for d in docs)
+    assert kinds == [
+        "ClusterRole/fiber-controller",
+        "ClusterRoleBinding/fiber-controller",
+        "CustomResourceDefinition/fiberjobs.fibermpi.io",
+        "Deployment/fiber-controller",
+        "Namespace/fiber-system",
+        "Role/fiber-controller-leader-election",
+        "RoleBinding/fiber-controller-leader-election",
+        "ServiceAccount/fiber-controller",
+    ]
+    for doc in docs:
+        if doc["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding",
+                               "CustomResourceDefinition"):
+            assert doc["metadata"]["namespace"] == "fiber-system", doc["metadata"]
+
+
+def test_built_in_kinds_validate_against_the_published_schemas(rendered):
+    version, docs = rendered
+    for doc in docs:
+        kubernetes_validate.validate(doc, f"{version}.0", strict=True)
+
+
+def test_the_validator_refuses_a_broken_deployment(rendered):
+    """The check above can fail: a Deployment with a wrong type and an unknown field is refused."""
+    version, docs = rendered
+    broken = copy.deepcopy(by_kind(docs, "Deployment")[0])
+    broken["spec"]["replicas"] = "two"
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, f"{version}.0", strict=True)
+    broken = copy.deepcopy(by_kind(docs, "Deployment")[0])
+    broken["spec"]["template"]["spec"]["containers"][0]["livenessprobe"] = {}
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, f"{version}.0", strict=True)
+
+
+def test_rbac_names_exact_resources_and_verbs(rendered):
+    _, docs = rendered
+    rules = [rule for d in by_kind(docs, "ClusterRole") + by_kind(docs, "Role") for rule in d["rules"]]
+    assert rules
+    for rule in rules:
+        for key in ("apiGroups", "resources", "verbs"):
+            assert "*" not in rule[key], f"wildcard in {key}: {rule}"
+        assert not {"escalate", "bind", "impersonate"} & set(rule["verbs"]), rule
+    granted = {(g, r, v) for rule in rules for g in rule["apiGroups"] for r in rule["resources"]
+               for v in rule["verbs"]}
+    # What the controller does, and so must be allowed.
+    for need in [("fibermpi.io", "fiberjobs", "watch"), ("fibermpi.io", "fiberjobs/status", "update"),
+                 ("", "pods", "create"), ("", "pods", "delete"), ("", "pods/log", "get"),
+                 ("", "services", "create"), ("", "events", "create"),
+                 ("coordination.k8s.io", "leases", "update")]:
+        assert need in granted, need
+    # What it never does: touch secrets, change a job's spec, write pods in place.
+    for never in [("", "secrets", "get"), ("fibermpi.io", "fiberjobs", "update"),
+                  ("fibermpi.io", "fiberjobs", "create"), ("", "pods", "update"), ("", "pods", "patch")]:
+        assert never not in granted, never
+
+
+def test_the_controller_deployment_is_locked_down(rendered):
+    _, docs = rendered
+    deployment = by_kind(docs, "Deployment")[0]
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "fiber-controller"
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    (container,) = pod["containers"]
+    security = container["securityContext"]
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"]["drop"] == ["ALL"]
+    for key in ("requests", "limits"):
+        assert {"cpu", "memory"} <= set(container["resources"][key])
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+
+
+def test_the_crd_declares_what_kubectl_scale_and_hpa_need(rendered):
+    _, docs = rendered
+    crd = by_kind(docs, "CustomResourceDefinition")[0]
+    (version,) = crd["spec"]["versions"]
+    assert version["subresources"]["scale"] == {
+        "specReplicasPath": ".spec.workers.replicas",
+        "statusReplicasPath": ".status.workers.ready",
+        "labelSelectorPath": ".status.workers.selector",
+    }
+    assert "status" in version["subresources"]
+    assert [c["name"] for c in version["additionalPrinterColumns"]] == [
+        "Phase", "Desired", "Ready", "Min", "Max", "Age"]
+    workers = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["workers"]
+    (rule,) = workers["x-kubernetes-validations"]
+    assert "minReplicas" in rule["message"] and "maxReplicas" in rule["message"]
