@@ -1,0 +1,685 @@
+"""Admission of custom resources against their CRD's structural schema, the way kube-apiserver's
+apiextensions side does it: defaulting, pruning (with strict/warn field validation), OpenAPI schema
+validation, list-type invariants and `x-kubernetes-validations` CEL rules, with the real server's
+error wording and field paths."""
+
+from __future__ import annotations
+
+import copy
+import json
+import datetime
+import re
+from decimal import Decimal
+from typing import Any, Iterator
+
+import celpy
+from celpy import celtypes
+
+from .errors import ApiError, invalid
+from .resource_info import ResourceInfo
+
+# ObjectMeta fields a custom resource keeps; anything else under metadata is an unknown field.
+OBJECT_META_FIELDS = frozenset({
+    "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
+    "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels", "annotations",
+    "ownerReferences", "finalizers", "managedFields",
+})
+ROOT_FIELDS = ("apiVersion", "kind", "metadata")
+FIELD_VALIDATION_MODES = ("Strict", "Warn", "Ignore")
+
+# Errors after which the real server skips CEL rules (their cost estimates assume a valid shape).
+CEL_BLOCKING_REASONS = frozenset({"FieldValueNotSupported", "FieldValueRequired",
+                                  "FieldValueTooLong", "FieldValueTooMany",
+                                  "FieldValueTypeInvalid"})
+CEL_SKIPPED_MESSAGE = ("some validation rules were not checked because the object was invalid; "
+                       "correct the existing errors to complete validation")
+
+DATE_TIME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?"
+                       r"([Zz]|[+-]\d{2}:\d{2})$")
+
+Path = tuple[str | int, ...]
+Cause = dict[str, str]
+
+
+# ---------------------------------------------------------------- formatting as Go prints values
+
+def go_value(value: Any) -> str:
+    """A value the way apimachinery's field errors print it (%v for scalars, %q for strings,
+    %#v for maps and lists)."""
+    if value is None:
+        return '"null"'
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return go_float(value)
+    if isinstance(value, str):
+        return go_quote(value)
+    return go_sharp(value)
+
+
+def go_quote(text: str) -> str:
+    """Go's %q for the strings that occur here: JSON escaping matches it for printable text."""
+    out = []
+    for ch in text:
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def go_float(number: float) -> str:
+    """Go's %v of a float64: shortest digits, exponent form when the exponent is < -4 or >= 21."""
+    if number != number:
+        return "NaN"
+    if number in (float("inf"), float("-inf")):
+        return "+Inf" if number > 0 else "-Inf"
+    if number == 0:
+        return "0"
+    sign, digits, exponent = Decimal(repr(number)).normalize().as_tuple()
+    text = "".join(str(d) for d in digits)
+    point = len(text) + int(exponent)  # decimal point position
+    exp = point - 1
+    prefix = "-" if sign else ""
+    if exp < -4 or exp >= 21:
+        mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
+        return f"{prefix}{mantissa}e{'+' if exp >= 0 else '-'}{abs(exp):02d}"
+    if point <= 0:
+        return f"{prefix}0.{'0' * -point}{text}"
+    if point >= len(text):
+        return prefix + text + "0" * (point - len(text))
+    return f"{prefix}{text[:point]}.{text[point:]}"
+
+
+def go_sharp(value: Any) -> str:
+    """Go's %#v of an unstructured map or list."""
+    if isinstance(value, dict):
+        inner = ", ".join(f"{go_quote(k)}:{go_sharp(v)}" for k, v in sorted(value.items()))
+        return "map[string]interface {}{" + inner + "}"
+    if isinstance(value, list):
+        return "[]interface {}{" + ", ".join(go_sharp(v) for v in value) + "}"
+    if isinstance(value, str):
+        return go_quote(value)
+    if value is None:
+        return "interface {}(nil)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    return go_float(value)
+
+
+def go_limit(number: Any) -> str:
+    """A schema bound as kube-openapi prints it (a float64 with %v)."""
+    return go_float(float(number))
+
+
+def path_text(path: Path) -> str:
+    """`spec.workers.minReplicas`, `status.conditions[0].type`."""
+    text = ""
+    for part in path:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += ("." if text else "") + part
+    return text
+
+
+def cause(reason: str, path: Path | str, message: str) -> Cause:
+    field_name = path if isinstance(path, str) else path_text(path)
+    return {"reason": reason, "message": message, "field": field_name}
+
+
+# ---------------------------------------------------------------- schema lookup
+
+def version_schema(info: ResourceInfo) -> dict[str, Any]:
+    """The openAPIV3Schema of the served version of `info.crd`."""
+    crd = info.crd or {}
+    for version in crd.get("spec", {}).get("versions", []):
+        if version.get("name") == info.version:
+            return version.get("schema", {}).get("openAPIV3Schema", {})
+    raise ApiError(500, "InternalError",
+                   f"the server has no schema for {info.group_resource} version {info.version}")
+
+
+def property_schema(schema: dict[str, Any], key: str) -> dict[str, Any] | None:
+    """The schema of property `key` of an object schema, from properties or additionalProperties."""
+    properties = schema.get("properties") or {}
+    if key in properties:
+        return properties[key]
+    additional = schema.get("additionalProperties")
+    if isinstance(additional, dict):
+        return additional
+    return None
+
+
+# ---------------------------------------------------------------- defaulting
+
+def apply_defaults(value: Any, schema: dict[str, Any]) -> None:
+    """Structural defaulting: an absent property (or a null one that may not be null) takes a
+    copy of its default, then defaulting goes on inside every present value, defaulted ones too."""
+    if isinstance(value, dict):
+        for key, prop in (schema.get("properties") or {}).items():
+            if "default" not in prop:
+                continue
+            if key not in value or (value[key] is None and not prop.get("nullable", False)):
+                value[key] = copy.deepcopy(prop["default"])
+        for key, item in value.items():
+            prop = property_schema(schema, key)
+            if prop is not None:
+                apply_defaults(item, prop)
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for index, item in enumerate(value):
+            if item is None and "default" in schema["items"] and not schema["items"].get("nullable"):
+                value[index] = copy.deepcopy(schema["items"]["default"])
+            apply_defaults(value[index], schema["items"])
+
+
+# ---------------------------------------------------------------- pruning
+
+def prune(value: Any, schema: dict[str, Any], path: Path, unknown: list[str]) -> None:
+    """Drops fields the schema does not declare (recording their paths) and nulls of non-nullable
+    fields without default, except below x-kubernetes-preserve-unknown-fields."""
+    preserve = schema.get("x-kubernetes-preserve-unknown-fields", False)
+    if isinstance(value, dict):
+        declared = schema.get("properties") or {}
+        additional = schema.get("additionalProperties")
+        for key in sorted(value):
+            prop = property_schema(schema, key)
+            if prop is None:
+                if not preserve and additional is not True:
+                    unknown.append(path_text(path + (key,)))
+                    del value[key]
+                continue
+            if value[key] is None and not prop.get("nullable", False) and key in declared:
+                del value[key]
+                continue
+            prune(value[key], prop, path + (key,), unknown)
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for index, item in enumerate(value):
+            prune(item, schema["items"], path + (index,), unknown)
+
+
+def prune_object_meta(obj: dict[str, Any], unknown: list[str]) -> None:
+    """ObjectMeta of a custom resource keeps its standard fields only."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        return
+    for key in sorted(meta):
+        if key not in OBJECT_META_FIELDS:
+            unknown.append(f"metadata.{key}")
+            del meta[key]
+
+
+def prune_root(obj: dict[str, Any], schema: dict[str, Any], unknown: list[str]) -> None:
+    """apiVersion, kind and metadata always stay; the rest follows the schema."""
+    kept = {key: obj.pop(key) for key in ROOT_FIELDS if key in obj}
+    prune(obj, schema, (), unknown)
+    obj.update(kept)
+    prune_object_meta(obj, unknown)
+
+
+# ---------------------------------------------------------------- OpenAPI validation
+
+def json_type(value: Any) -> str:
+    """The OpenAPI type name of a decoded JSON value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "integer" if value.is_integer() else "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def type_matches(value: Any, schema: dict[str, Any]) -> bool:
+    if schema.get("x-kubernetes-int-or-string"):
+        return json_type(value) in ("integer", "string")
+    wanted = schema.get("type")
+    if not wanted:
+        return True
+    actual = json_type(value)
+    if value is None:
+        return bool(schema.get("nullable"))
+    return actual == wanted or (wanted == "number" and actual == "integer")
+
+
+def valid_date_time(text: str) -> bool:
+    match = DATE_TIME.match(text)
+    if not match:
+        return False
+    year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
+    try:
+        datetime.datetime(year, month, day, hour, minute, min(second, 59))
+    except ValueError:
+        return False
+    offset = match.group(8)
+    if offset not in ("Z", "z") and (int(offset[1:3]) > 23 or int(offset[4:6]) > 59):
+        return False
+    return second <= 60
+
+
+def validate_value(value: Any, schema: dict[str, Any], path: Path, out: list[Cause]) -> None:
+    """kube-openapi's checks on one node, then its children; errors as field causes."""
+    where = path_text(path)
+    if not type_matches(value, schema):
+        wanted = "integer,string" if schema.get("x-kubernetes-int-or-string") else schema["type"]
+        actual = json_type(value)
+        out.append(cause("FieldValueTypeInvalid", path,
+                         f"Invalid value: {go_quote(actual)}: {where} in body must be of type "
+                         f"{wanted}: {go_quote(actual)}"))
+        return
+    if value is None:
+        return
+    validate_scalar(value, schema, path, out)
+    if isinstance(value, list):
+        validate_array(value, schema, path, out)
+    elif isinstance(value, dict):
+        validate_object(value, schema, path, out)
+
+
+def validate_scalar(value: Any, schema: dict[str, Any], path: Path, out: list[Cause]) -> None:
+    where = path_text(path)
+    if "enum" in schema and value not in schema["enum"]:
+        supported = ", ".join(go_quote(v if isinstance(v, str) else json_text(v))
+                              for v in schema["enum"])
+        out.append(cause("FieldValueNotSupported", path,
+                         f"Unsupported value: {go_value(value)}: supported values: {supported}"))
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        validate_number(value, schema, path, out)
+    if isinstance(value, str):
+        if "maxLength" in schema and len(value) > schema["maxLength"]:
+            out.append(cause("FieldValueTooLong", path,
+                             f"Too long: may not be more than {schema['maxLength']} bytes"))
+        if "minLength" in schema and len(value) < schema["minLength"]:
+            out.append(cause("FieldValueInvalid", path,
+                             f"Invalid value: {go_value(value)}: {where} in body should be at "
+                             f"least {schema['minLength']} chars long"))
+        if "pattern" in schema and not re.search(schema["pattern"], value):
+            out.append(cause("FieldValueInvalid", path,
+                             f"Invalid value: {go_value(value)}: {where} in body should match "
+                             f"'{schema['pattern']}'"))
+        if schema.get("format") == "date-time" and not valid_date_time(value):
+            out.append(cause("FieldValueTypeInvalid", path,
+                             f"Invalid value: {go_value(value)}: {where} in body must be of type "
+                             f"date-time: {go_quote(value)}"))
+
+
+def json_text(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def validate_number(value: int | float, schema: dict[str, Any], path: Path,
+                    out: list[Cause]) -> None:
+    where = path_text(path)
+    shown = go_value(int(value) if isinstance(value, float) and value.is_integer() else value)
+    if "maximum" in schema:
+        limit = schema["maximum"]
+        if schema.get("exclusiveMaximum") and value >= limit:
+            out.append(cause("FieldValueInvalid", path, f"Invalid value: {shown}: {where} in body "
+                             f"should be less than {go_limit(limit)}"))
+        elif value > limit:
+            out.append(cause("FieldValueInvalid", path, f"Invalid value: {shown}: {where} in body "
+                             f"should be less than or equal to {go_limit(limit)}"))
+    if "minimum" in schema:
+        limit = schema["minimum"]
+        if schema.get("exclusiveMinimum") and value <= limit:
+            out.append(cause("FieldValueInvalid", path, f"Invalid value: {shown}: {where} in body "
+                             f"should be greater than {go_limit(limit)}"))
+        elif value < limit:
+            out.append(cause("FieldValueInvalid", path, f"Invalid value: {shown}: {where} in body "
+                             f"should be greater than or equal to {go_limit(limit)}"))
+    if "multipleOf" in schema and schema["multipleOf"] and value % schema["multipleOf"] != 0:
+        out.append(cause("FieldValueInvalid", path, f"Invalid value: {shown}: {where} in body "
+                         f"should be a multiple of {go_limit(schema['multipleOf'])}"))
+
+
+def validate_array(value: list[Any], schema: dict[str, Any], path: Path, out: list[Cause]) -> None:
+    where = path_text(path)
+    if "maxItems" in schema and len(value) > schema["maxItems"]:
+        out.append(cause("FieldValueTooMany", path,
+                         f"Too many: {len(value)}: must have at most {schema['maxItems']} items"))
+    if "minItems" in schema and len(value) < schema["minItems"]:
+        out.append(cause("FieldValueInvalid", path, f"Invalid value: {len(value)}: {where} in body "
+                         f"should have at least {schema['minItems']} items"))
+    items = schema.get("items")
+    if isinstance(items, dict):
+        for index, item in enumerate(value):
+            validate_value(item, items, path + (index,), out)
+
+
+def validate_object(value: dict[str, Any], schema: dict[str, Any], path: Path,
+                    out: list[Cause]) -> None:
+    for key in schema.get("required") or []:
+        if key not in value:
+            out.append(cause("FieldValueRequired", path + (key,), "Required value"))
+    for key in sorted(value):
+        prop = property_schema(schema, key)
+        if prop is not None:
+            validate_value(value[key], prop, path + (key,), out)
+
+
+# ---------------------------------------------------------------- list types
+
+def validate_list_types(value: Any, schema: dict[str, Any], path: Path, out: list[Cause]) -> None:
+    """x-kubernetes-list-type set (no duplicate items) and map (no duplicate keys), everywhere."""
+    if isinstance(value, list):
+        list_type = schema.get("x-kubernetes-list-type")
+        if list_type == "set":
+            seen: list[Any] = []
+            for index, item in enumerate(value):
+                if item in seen:
+                    out.append(cause("FieldValueDuplicate", path + (index,),
+                                     f"Duplicate value: {go_value(item)}"))
+                else:
+                    seen.append(item)
+        elif list_type == "map":
+            keys = schema.get("x-kubernetes-list-map-keys") or []
+            seen_keys: list[dict[str, Any]] = []
+            for index, item in enumerate(value):
+                if not isinstance(item, dict):
+                    continue
+                key = {k: item[k] for k in keys if k in item}
+                if key in seen_keys:
+                    out.append(cause("FieldValueDuplicate", path + (index,),
+                                     f"Duplicate value: {go_sharp(key)}"))
+                else:
+                    seen_keys.append(key)
+        items = schema.get("items")
+        if isinstance(items, dict):
+            for index, item in enumerate(value):
+                validate_list_types(item, items, path + (index,), out)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            prop = property_schema(schema, key)
+            if prop is not None:
+                validate_list_types(item, prop, path + (key,), out)
+
+
+# ---------------------------------------------------------------- CEL rules
+
+_PROGRAMS: dict[str, Any] = {}
+_CEL_ENV = celpy.Environment()
+
+
+def cel_program(expression: str) -> Any:
+    """Compiled once per expression: compiling costs far more than evaluating."""
+    program = _PROGRAMS.get(expression)
+    if program is None:
+        program = _CEL_ENV.program(_CEL_ENV.compile(expression))
+        _PROGRAMS[expression] = program
+    return program
+
+
+def to_cel(value: Any, schema: dict[str, Any] | None) -> Any:
+    """A JSON value as CEL sees it under its schema: integral numbers of integer fields are ints,
+    date-time strings are timestamps, as in the API server's CEL type mapping."""
+    schema = schema or {}
+    if isinstance(value, dict):
+        return celtypes.MapType({celtypes.StringType(k): to_cel(v, property_schema(schema, k))
+                                 for k, v in value.items()})
+    if isinstance(value, list):
+        items = schema.get("items") if isinstance(schema.get("items"), dict) else None
+        return celtypes.ListType([to_cel(v, items) for v in value])
+    if isinstance(value, float) and schema.get("type") == "integer" and value.is_integer():
+        return celtypes.IntType(int(value))
+    if isinstance(value, str) and schema.get("format") == "date-time" and valid_date_time(value):
+        return celtypes.TimestampType(value.replace(" ", "T").replace("z", "Z").replace("t", "T"))
+    if value is None:
+        return None
+    return celpy.json_to_cel(value)
+
+
+def rule_uses_old_self(rule: dict[str, Any]) -> bool:
+    return re.search(r"\boldSelf\b", rule.get("rule", "")) is not None
+
+
+def rule_failure(rule: dict[str, Any], schema: dict[str, Any], path: Path,
+                 activation: dict[str, Any]) -> Cause:
+    """The cause for a rule that evaluated to false, worded by its reason, message or
+    messageExpression."""
+    message = rule.get("message") or f"failed rule: {rule['rule']}"
+    if rule.get("messageExpression"):
+        try:
+            computed = cel_program(rule["messageExpression"]).evaluate(activation)
+            if isinstance(computed, str) and computed.strip() and "\n" not in computed:
+                message = str(computed)
+        except Exception:  # noqa: BLE001 - the real server falls back to the static message
+            pass
+    field_path = path + tuple(p for p in rule.get("fieldPath", "").split(".") if p)
+    reason = rule.get("reason", "FieldValueInvalid")
+    prefix = {"FieldValueForbidden": "Forbidden", "FieldValueRequired": "Required value",
+              "FieldValueDuplicate": "Duplicate value"}.get(reason)
+    if prefix is not None:
+        return cause(reason, field_path, f"{prefix}: {message}")
+    return cause("FieldValueInvalid", field_path,
+                 f"Invalid value: {go_quote(schema.get('type', 'object'))}: {message}")
+
+
+def evaluate_rules(value: Any, old: Any, has_old: bool, schema: dict[str, Any], path: Path,
+                   out: list[Cause]) -> None:
+    """Every x-kubernetes-validations rule at this node, then below it. Transition rules
+    (those naming oldSelf) run only where an old value correlates."""
+    for rule in schema.get("x-kubernetes-validations") or []:
+        if rule_uses_old_self(rule) and not has_old:
+            continue
+        activation = {"self": to_cel(value, schema)}
+        if has_old:
+            activation["oldSelf"] = to_cel(old, schema)
+        expression = rule.get("rule", "")
+        try:
+            result = cel_program(expression).evaluate(activation)
+        except Exception as error:  # noqa: BLE001 - any failure is reported, never a pass
+            out.append(cause("FieldValueInvalid", path,
+                             f"Invalid value: {go_quote(schema.get('type', 'object'))}: "
+                             f"{cel_error_text(error)} evaluating rule: {expression}"))
+            continue
+        if not isinstance(result, (bool, celtypes.BoolType)):
+            out.append(cause("FieldValueInvalid", path,
+                             f"Invalid value: {go_quote(schema.get('type', 'object'))}: rule "
+                             f"did not evaluate to a bool evaluating rule: {expression}"))
+        elif not result:
+            out.append(rule_failure(rule, schema, path, activation))
+    for child, child_old, child_has_old, child_schema, child_path in children(
+            value, old, has_old, schema, path):
+        evaluate_rules(child, child_old, child_has_old, child_schema, child_path, out)
+
+
+def cel_error_text(error: Exception) -> str:
+    if error.args and isinstance(error.args[0], str):
+        return error.args[0]
+    return str(error) or type(error).__name__
+
+
+def children(value: Any, old: Any, has_old: bool, schema: dict[str, Any],
+             path: Path) -> Iterator[tuple[Any, Any, bool, dict[str, Any], Path]]:
+    """Child nodes with their correlated old values: object properties by name, map-list items
+    by key, set-list items by value; other list items do not correlate."""
+    if isinstance(value, dict):
+        old_map = old if has_old and isinstance(old, dict) else {}
+        for key, item in value.items():
+            prop = property_schema(schema, key)
+            if prop is not None:
+                yield item, old_map.get(key), key in old_map, prop, path + (key,)
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        items = schema["items"]
+        list_type = schema.get("x-kubernetes-list-type")
+        old_list = old if has_old and isinstance(old, list) else []
+        keys = schema.get("x-kubernetes-list-map-keys") or []
+        for index, item in enumerate(value):
+            match: tuple[bool, Any] = (False, None)
+            if list_type == "map" and isinstance(item, dict):
+                for candidate in old_list:
+                    if isinstance(candidate, dict) and all(
+                            candidate.get(k) == item.get(k) for k in keys):
+                        match = (True, candidate)
+                        break
+            elif list_type == "set" and item in old_list:
+                match = (True, item)
+            yield item, match[1], match[0], items, path + (index,)
+
+
+# ---------------------------------------------------------------- entry points
+
+def unknown_fields_error(info: ResourceInfo, unknown: list[str]) -> ApiError:
+    """The 400 a strict decoding of a custom resource answers."""
+    listed = ", ".join(f"unknown field {go_quote(p)}" for p in unknown)
+    return ApiError(400, "BadRequest",
+                    f"{info.kind} in version {go_quote(info.version)} cannot be handled as a "
+                    f"{info.kind}: strict decoding error: {listed}")
+
+
+def admit_custom_resource(info: ResourceInfo, obj: dict[str, Any], old: dict[str, Any] | None, *,
+                          field_validation: str,
+                          subresource: str | None) -> tuple[dict[str, Any], list[str]]:
+    """Defaults, prunes and validates a custom resource written to `info`'s served version.
+
+    Returns the object to store and the warnings to send (unknown fields under Warn). Raises
+    ApiError 400 (unknown fields under Strict, or a bad fieldValidation) or 422 Invalid."""
+    mode = field_validation or "Warn"
+    if mode not in FIELD_VALIDATION_MODES:
+        raise ApiError(400, "BadRequest",
+                       f'invalid field validation directive: {mode}; '
+                       'must be one of "Ignore", "Warn", or "Strict"')
+    schema = version_schema(info)
+    result = copy.deepcopy(obj)
+    apply_defaults(result, schema)
+    unknown: list[str] = []
+    prune_root(result, schema, unknown)
+    unknown.sort()
+    warnings: list[str] = []
+    if unknown and mode == "Strict":
+        raise unknown_fields_error(info, unknown)
+    if mode == "Warn":
+        warnings = [f"unknown field {go_quote(p)}" for p in unknown]
+    causes = validation_causes(result, old, schema, subresource)
+    if causes:
+        name = (result.get("metadata") or {}).get("name", "")
+        raise invalid(info.kind, info.group, name, causes)
+    return result, warnings
+
+
+def validation_causes(obj: dict[str, Any], old: dict[str, Any] | None, schema: dict[str, Any],
+                      subresource: str | None) -> list[Cause]:
+    """Schema, list-type and CEL errors of the whole object, or of its status alone."""
+    if subresource == "status":
+        status_schema = (schema.get("properties") or {}).get("status") or {}
+        value, old_value = obj.get("status"), (old or {}).get("status")
+        if value is None:
+            return []
+        nodes = [(value, old_value, old is not None and "status" in old, status_schema,
+                  ("status",))]
+    else:
+        body = {k: v for k, v in obj.items() if k not in ROOT_FIELDS}
+        old_body = {k: v for k, v in (old or {}).items() if k not in ROOT_FIELDS}
+        nodes = [(body, old_body, old is not None, without_meta(schema), ())]
+    causes: list[Cause] = []
+    for value, _, _, node_schema, path in nodes:
+        validate_value(value, node_schema, path, causes)
+        validate_list_types(value, node_schema, path, causes)
+    if any(c["reason"] in CEL_BLOCKING_REASONS for c in causes):
+        causes.append(cause("FieldValueInvalid", "<nil>",
+                            f'Invalid value: "null": {CEL_SKIPPED_MESSAGE}'))
+        return causes
+    for value, old_value, has_old, node_schema, path in nodes:
+        evaluate_rules(value, old_value, has_old, node_schema, path, causes)
+    return causes
+
+
+def without_meta(schema: dict[str, Any]) -> dict[str, Any]:
+    """The root schema minus apiVersion/kind/metadata, which the server checks on its own."""
+    trimmed = dict(schema)
+    trimmed["properties"] = {k: v for k, v in (schema.get("properties") or {}).items()
+                             if k not in ROOT_FIELDS}
+    trimmed["required"] = [k for k in schema.get("required") or [] if k not in ROOT_FIELDS]
+    return trimmed
+
+
+# ---------------------------------------------------------------- CRD structural checks
+
+def structural_causes(schema: Any, path: str, out: list[Cause]) -> None:
+    """A light structural-schema check: every node has a type (unless it preserves unknown
+    fields or is int-or-string), properties and items are schemas, CEL rules compile."""
+    if not isinstance(schema, dict):
+        out.append(cause("FieldValueInvalid", path, "Invalid value: \"\": must be a schema object"))
+        return
+    if not schema.get("type") and not schema.get("x-kubernetes-preserve-unknown-fields") \
+            and not schema.get("x-kubernetes-int-or-string"):
+        out.append(cause("FieldValueRequired", f"{path}.type",
+                         "Required value: must not be empty for specified object fields"))
+    if schema.get("type") == "array" and not isinstance(schema.get("items"), dict):
+        out.append(cause("FieldValueRequired", f"{path}.items",
+                         "Required value: must be specified"))
+    for key, prop in (schema.get("properties") or {}).items():
+        structural_causes(prop, f"{path}.properties[{key}]", out)
+    if isinstance(schema.get("items"), dict):
+        structural_causes(schema["items"], f"{path}.items", out)
+    if isinstance(schema.get("additionalProperties"), dict):
+        structural_causes(schema["additionalProperties"], f"{path}.additionalProperties", out)
+    for index, rule in enumerate(schema.get("x-kubernetes-validations") or []):
+        rule_path = f"{path}.x-kubernetes-validations[{index}].rule"
+        try:
+            cel_program(rule.get("rule", ""))
+        except Exception as error:  # noqa: BLE001 - reported as the CRD's error
+            out.append(cause("FieldValueInvalid", rule_path,
+                             f"Invalid value: {go_quote(str(rule.get('rule', '')))}: "
+                             f"compilation failed: {cel_error_text(error)}"))
+
+
+def validate_crd(crd: dict[str, Any]) -> None:
+    """Raises 422 Invalid for a CustomResourceDefinition the server would refuse: missing names,
+    group, scope or versions, no storage version, or a schema that is not structural."""
+    out: list[Cause] = []
+    spec = crd.get("spec") or {}
+    names = spec.get("names") or {}
+    name = (crd.get("metadata") or {}).get("name", "")
+    for key in ("group", "scope"):
+        if not spec.get(key):
+            out.append(cause("FieldValueRequired", f"spec.{key}", "Required value"))
+    if spec.get("scope") and spec["scope"] not in ("Namespaced", "Cluster"):
+        out.append(cause("FieldValueNotSupported", "spec.scope",
+                         f"Unsupported value: {go_quote(str(spec['scope']))}: supported values: "
+                         '"Cluster", "Namespaced"'))
+    for key in ("plural", "kind", "listKind"):
+        if not names.get(key) and not (key == "listKind" and names.get("kind")):
+            out.append(cause("FieldValueRequired", f"spec.names.{key}", "Required value"))
+    if names.get("plural") and spec.get("group") and name != f"{names['plural']}.{spec['group']}":
+        out.append(cause("FieldValueInvalid", "metadata.name",
+                         f"Invalid value: {go_quote(name)}: must be spec.names.plural+\".\"+"
+                         "spec.group"))
+    versions = spec.get("versions") or []
+    if not versions:
+        out.append(cause("FieldValueInvalid", "spec.versions",
+                         "Invalid value: []apiextensions.CustomResourceDefinitionVersion(nil): "
+                         "must have exactly one version marked as storage version"))
+    elif sum(1 for v in versions if v.get("storage")) != 1:
+        out.append(cause("FieldValueInvalid", "spec.versions",
+                         "Invalid value: []apiextensions.CustomResourceDefinitionVersion{...}: "
+                         "must have exactly one version marked as storage version"))
+    for index, version in enumerate(versions):
+        schema = (version.get("schema") or {}).get("openAPIV3Schema")
+        base = f"spec.versions[{index}].schema.openAPIV3Schema"
+        if schema is None:
+            out.append(cause("FieldValueRequired", base, "Required value: schemas are required"))
+            continue
+        structural_causes(schema, base, out)
+        if isinstance(schema, dict) and schema.get("type") not in (None, "object"):
+            out.append(cause("FieldValueInvalid", f"{base}.type",
+                             f"Invalid value: {go_quote(str(schema.get('type')))}: must be object "
+                             "at the root"))
+    if out:
+        raise invalid("CustomResourceDefinition", "apiextensions.k8s.io", name, out)
