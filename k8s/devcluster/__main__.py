@@ -1,0 +1,29 @@
+"""`python -m k8s.devcluster up|down|status DIR`, and the components it starts:
+`python -m k8s.devcluster node ...` and `python -m k8s.devcluster scheduler ...`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import cluster, node, scheduler
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="dev-cluster",
+                                     description="The fibermpi development cluster: an API server stand-in, "
+                                                 "a scheduler and nodes that run pods as local processes.")
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    cluster.add_arguments(subparsers)
+    node.add_arguments(subparsers.add_parser("node", help="run one node (a kubelet stand-in)"))
+    scheduler.add_arguments(subparsers.add_parser("scheduler", help="run the scheduler"))
+    args = parser.parse_args(argv)
+    if args.command == "node":
+        return node.main(args)
+    if args.command == "scheduler":
+        return scheduler.main(args)
+    return cluster.main(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

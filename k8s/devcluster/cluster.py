@@ -1,0 +1,490 @@
+"""`dev-cluster up|down|status DIR`: starts, stops and reports a development cluster whose every
+file lives in DIR (certificates, kubeconfigs, logs, pid files, pods' files) and whose every
+network name carries the cluster id derived from DIR.
+
+DIR layout: cluster.json (what `down` needs, written before anything starts), pki/, kubeconfig
+(admin, context fiber-dev), kubeconfigs/ (one per component), logs/ (component logs and, in
+<ns>_<pod>_<uid>/, the pods' container logs), pids/ (one file per component), nodes/ (pods'
+volumes and scratch files, the pod processes' pid files)."""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import Any
+
+import yaml
+
+from . import netns
+from .kube import JSON, KubeClient, KubeError, client_from_kubeconfig, core_path, resource_path, write_kubeconfig
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CRD_FILE = os.path.join(REPO_ROOT, "k8s", "config", "crd", "bases", "fibermpi.io_fiberjobs.yaml")
+RBAC_DIR = os.path.join(REPO_ROOT, "k8s", "config", "rbac")
+CONTROLLER_NAMESPACE = "fiber-system"
+CONTROLLER_ACCOUNT = "fiber-controller"
+CONTEXT = "fiber-dev"
+START_TIMEOUT_S = 60.0
+STOP_GRACE_S = 10.0
+
+
+class ClusterError(Exception):
+    """`up`, `down` or `status` cannot go on; the message says why and what to do."""
+
+
+def log(message: str) -> None:
+    print(f"dev-cluster: {message}", file=sys.stderr, flush=True)
+
+
+# --- processes ---------------------------------------------------------------------------------
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def read_pid(path: str) -> int:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return int(handle.read().strip() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def start_component(state_dir: str, name: str, argv: list[str]) -> int:
+    """Starts a detached component (own session, output to logs/NAME.log) and records its pid."""
+    log_path = os.path.join(state_dir, "logs", f"{name}.log")
+    environment = dict(os.environ, PYTHONPATH=REPO_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+                       PYTHONUNBUFFERED="1")
+    with open(log_path, "ab") as output:
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
+                                   start_new_session=True, cwd=REPO_ROOT, env=environment, close_fds=True)
+    with open(os.path.join(state_dir, "pids", f"{name}.pid"), "w", encoding="utf-8") as handle:
+        handle.write(str(process.pid))
+    return process.pid
+
+
+def log_tail(state_dir: str, name: str, lines: int = 15) -> str:
+    try:
+        with open(os.path.join(state_dir, "logs", f"{name}.log"), encoding="utf-8", errors="replace") as handle:
+            return "".join(handle.readlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def stop_pid(pid: int, grace_s: float) -> None:
+    """SIGTERM to the process's group, SIGKILL after grace_s."""
+    if pid <= 0 or not pid_alive(pid):
+        return
+    for send in (lambda sig: os.killpg(pid, sig), lambda sig: os.kill(pid, sig)):
+        try:
+            send(signal.SIGTERM)
+            break
+        except (ProcessLookupError, PermissionError):
+            continue
+    deadline = time.monotonic() + grace_s
+    while pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for send in (lambda sig: os.killpg(pid, sig), lambda sig: os.kill(pid, sig)):
+        try:
+            send(signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def own_lineage() -> set[int]:
+    """This process and its ancestors (they mention DIR on their command lines too)."""
+    lineage = set()
+    pid = os.getpid()
+    while pid > 1 and pid not in lineage:
+        lineage.add(pid)
+        try:
+            with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+                pid = int(handle.read().rsplit(")", 1)[1].split()[1])
+        except OSError:
+            break
+    return lineage
+
+
+def processes_mentioning(state_dir: str) -> list[int]:
+    """Processes (not this one or its ancestors) whose command line names the cluster's dir."""
+    needle = os.path.realpath(state_dir).encode()
+    found = []
+    excluded = own_lineage()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) in excluded:
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                if needle in handle.read() and pid_alive(int(entry)):
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+# --- certificates ------------------------------------------------------------------------------
+def openssl(*args: str) -> None:
+    result = subprocess.run(["openssl", *args], capture_output=True, text=True, timeout=60)
+    if result.returncode != 0:
+        raise ClusterError(f"openssl {args[0]} failed: {result.stderr.strip()}")
+
+
+def issue_certificate(pki: str, name: str, subject: str, extensions: str) -> None:
+    """pki/NAME.key and pki/NAME.crt signed by pki/ca.crt."""
+    key, csr, cert = (os.path.join(pki, f"{name}.{suffix}") for suffix in ("key", "csr", "crt"))
+    extension_file = os.path.join(pki, f"{name}.ext")
+    with open(extension_file, "w", encoding="utf-8") as handle:
+        handle.write(extensions)
+    openssl("req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-subj", subject, "-out", csr)
+    openssl("x509", "-req", "-in", csr, "-CA", os.path.join(pki, "ca.crt"), "-CAkey", os.path.join(pki, "ca.key"),
+            "-CAcreateserial", "-days", "365", "-sha256", "-extfile", extension_file, "-out", cert)
+    os.chmod(key, 0o600)
+
+
+def make_pki(pki: str, server_ips: list[str], clients: dict[str, str]) -> None:
+    """A CA, the API server's certificate and one client certificate per entry of `clients`
+    (name -> subject)."""
+    os.makedirs(pki, exist_ok=True)
+    openssl("req", "-x509", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", os.path.join(pki, "ca.key"),
+            "-subj", "/CN=fiber-dev-ca", "-days", "365", "-sha256", "-out", os.path.join(pki, "ca.crt"),
+            "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    names = ",".join([f"IP:{ip}" for ip in server_ips] + ["DNS:localhost", "DNS:kubernetes", "DNS:kubernetes.default",
+                                                          "DNS:kubernetes.default.svc"])
+    issue_certificate(pki, "apiserver", "/CN=kube-apiserver",
+                      f"basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
+                      f"extendedKeyUsage=serverAuth\nsubjectAltName={names}\n")
+    for name, subject in clients.items():
+        issue_certificate(pki, name, subject, "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,"
+                                              "keyEncipherment\nextendedKeyUsage=clientAuth\n")
+
+
+# --- installing manifests ----------------------------------------------------------------------
+PLURALS = {"Namespace": "namespaces", "ServiceAccount": "serviceaccounts", "ClusterRole": "clusterroles",
+           "ClusterRoleBinding": "clusterrolebindings", "Role": "roles", "RoleBinding": "rolebindings",
+           "CustomResourceDefinition": "customresourcedefinitions", "ConfigMap": "configmaps"}
+CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"}
+
+
+def apply_object(client: KubeClient, item: JSON, default_namespace: str = "") -> None:
+    """Creates the object, or replaces it when it exists (a small `kubectl apply`)."""
+    kind = item.get("kind", "")
+    if kind not in PLURALS:
+        raise ClusterError(f"cannot install a {kind or 'document without kind'}: not a kind the installer knows")
+    namespace = "" if kind in CLUSTER_SCOPED else (item["metadata"].get("namespace") or default_namespace or "default")
+    if namespace:
+        item["metadata"]["namespace"] = namespace
+    collection = resource_path(item["apiVersion"], PLURALS[kind], namespace)
+    try:
+        client.create(collection, item)
+    except KubeError as error:
+        if error.code != 409:
+            raise ClusterError(f"installing {kind} {item['metadata'].get('name')}: {error.message}") from error
+        path = resource_path(item["apiVersion"], PLURALS[kind], namespace, item["metadata"]["name"])
+        current = client.get(path)
+        item["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        client.update(path, item)
+
+
+def apply_file(client: KubeClient, path: str) -> int:
+    with open(path, encoding="utf-8") as handle:
+        documents = [document for document in yaml.safe_load_all(handle) if document]
+    for document in documents:
+        apply_object(client, document)
+    return len(documents)
+
+
+def wait_for(what: str, check: Any, timeout_s: float = START_TIMEOUT_S, interval_s: float = 0.1) -> Any:
+    """Polls check() (a component started elsewhere has no event to wait on) until it is truthy."""
+    deadline = time.monotonic() + timeout_s
+    last_error = ""
+    while time.monotonic() < deadline:
+        try:
+            result = check()
+            if result:
+                return result
+        except (KubeError, OSError, ValueError) as error:
+            last_error = str(error)
+        time.sleep(interval_s)
+    raise ClusterError(f"timed out after {timeout_s:.0f} s waiting for {what}" + (f" ({last_error})" if last_error else ""))
+
+
+# --- up ----------------------------------------------------------------------------------------
+def controller_binary() -> str:
+    build_dir = os.environ.get("FIBER_BUILD_DIR", os.path.join(REPO_ROOT, "build"))
+    return os.path.join(build_dir, "k8s", "controller", "fiber-controller")
+
+
+def record_path(state_dir: str) -> str:
+    return os.path.join(state_dir, "cluster.json")
+
+
+def read_record(state_dir: str) -> JSON:
+    try:
+        with open(record_path(state_dir), encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return {}
+
+
+def write_record(state_dir: str, record: JSON) -> None:
+    with open(record_path(state_dir) + ".tmp", "w", encoding="utf-8") as handle:
+        json.dump(record, handle, indent=2)
+    os.replace(record_path(state_dir) + ".tmp", record_path(state_dir))
+
+
+def running_components(state_dir: str) -> dict[str, int]:
+    found = {}
+    for pid_file in glob.glob(os.path.join(state_dir, "pids", "*.pid")):
+        pid = read_pid(pid_file)
+        if pid and pid_alive(pid):
+            found[os.path.basename(pid_file)[: -len(".pid")]] = pid
+    return found
+
+
+def up(state_dir: str, node_count: int, with_controller: bool, pods_per_node: int) -> None:
+    state_dir = os.path.realpath(state_dir)
+    if node_count < 1:
+        raise ClusterError(f"--nodes must be at least 1, not {node_count}")
+    running = running_components(state_dir)
+    if running:
+        raise ClusterError(f"a cluster is already running in {state_dir} ("
+                           + ", ".join(f"{name} pid {pid}" for name, pid in sorted(running.items()))
+                           + f"); stop it first with: scripts/dev-cluster down {state_dir}")
+    if read_record(state_dir):
+        log("cleaning up what a previous cluster in this dir left")
+        down(state_dir, quiet=True)
+    if with_controller and not os.access(controller_binary(), os.X_OK):
+        raise ClusterError(f"the controller is not built ({controller_binary()} missing): build the "
+                           f"fiber-controller target, or start the cluster without it with --no-controller")
+    for sub in ("logs", "pids", "kubeconfigs", "nodes"):
+        os.makedirs(os.path.join(state_dir, sub), exist_ok=True)
+    cid = netns.cluster_id(state_dir)
+    record: JSON = {"cluster_id": cid, "nodes": [f"node-{i}" for i in range(1, node_count + 1)]}
+    write_record(state_dir, record)
+    try:
+        start_all(state_dir, record, node_count, with_controller, pods_per_node)
+    except BaseException:
+        log(f"start failed; stopping what started (logs in {state_dir}/logs)")
+        down(state_dir, quiet=True)
+        raise
+    print(f"export KUBECONFIG={state_dir}/kubeconfig")
+
+
+def start_all(state_dir: str, record: JSON, node_count: int, with_controller: bool, pods_per_node: int) -> None:
+    cid = record["cluster_id"]
+    refusal = netns.probe_network_namespaces(cid)
+    network = None
+    if refusal:
+        log(f"network namespaces unavailable ({refusal}): pods run in the host network with the host's IP")
+    else:
+        network = netns.ClusterNetwork(cid, netns.choose_cluster_subnet(cid))
+        record.update(subnet=str(network.subnet), bridge=network.bridge)
+        write_record(state_dir, record)
+        network.create_bridge(node_count)
+    mount_refusal = netns.probe_mount_namespaces()
+    if mount_refusal:
+        log(f"mount namespaces unavailable ({mount_refusal}): volumes and the service-account token are "
+            f"not mounted in pods")
+    record.update(network="pod-netns" if network else "host", private_mounts=not mount_refusal)
+    write_record(state_dir, record)
+
+    pki = os.path.join(state_dir, "pki")
+    server_ips = ["127.0.0.1"] + ([network.api_address] if network else [])
+    clients = {"admin": "/O=system:masters/CN=kubernetes-admin",
+               "scheduler": "/O=system:masters/CN=system:kube-scheduler"}
+    for name in record["nodes"]:
+        clients[name] = f"/O=system:masters/O=system:nodes/CN=system:node:{name}"
+    make_pki(pki, server_ips, clients)
+    token_file = os.path.join(pki, "tokens.csv")
+    with open(token_file, "w", encoding="utf-8") as handle:
+        handle.write("")
+    os.chmod(token_file, 0o600)
+
+    port_file = os.path.join(state_dir, "apiserver.port")
+    if os.path.exists(port_file):
+        os.unlink(port_file)
+    apiserver_pid = start_component(state_dir, "apiserver", [
+        sys.executable, "-m", "k8s.devcluster.apiserver", "--port", "0", "--port-file", port_file,
+        "--state-dir", state_dir, "--tls-cert", os.path.join(pki, "apiserver.crt"),
+        "--tls-key", os.path.join(pki, "apiserver.key"), "--client-ca", os.path.join(pki, "ca.crt"),
+        "--token-file", token_file, "--bind", *server_ips])
+
+    def port_written() -> int:
+        if not pid_alive(apiserver_pid):
+            raise ClusterError("the API server exited at start:\n" + log_tail(state_dir, "apiserver"))
+        with open(port_file, encoding="utf-8") as handle:
+            return int(handle.read().strip() or 0)
+    port = wait_for("the API server's port file", port_written)
+    record.update(api_port=port, server=f"https://127.0.0.1:{port}")
+    write_record(state_dir, record)
+    ca_file = os.path.join(pki, "ca.crt")
+    for name in ["admin", "scheduler", *record["nodes"]]:
+        write_kubeconfig(os.path.join(state_dir, "kubeconfigs", f"{name}.yaml"), record["server"], ca_file, CONTEXT,
+                         name, os.path.join(pki, f"{name}.crt"), os.path.join(pki, f"{name}.key"))
+    admin = client_from_kubeconfig(os.path.join(state_dir, "kubeconfigs", "admin.yaml"))
+    wait_for("the API server to answer", lambda: admin.get("/version"))
+
+    for namespace in (CONTROLLER_NAMESPACE, "kube-node-lease"):
+        apply_object(admin, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    apply_file(admin, CRD_FILE)
+    crd_name = "fiberjobs.fibermpi.io"
+    wait_for(f"CRD {crd_name} to be Established", lambda: any(
+        c.get("type") == "Established" and c.get("status") == "True"
+        for c in admin.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd_name}")
+        .get("status", {}).get("conditions") or []))
+    for manifest in sorted(glob.glob(os.path.join(RBAC_DIR, "*.yaml"))):
+        if os.path.basename(manifest) != "kustomization.yaml":
+            apply_file(admin, manifest)
+
+    start_component(state_dir, "scheduler", [sys.executable, "-m", "k8s.devcluster", "scheduler", "--kubeconfig",
+                                             os.path.join(state_dir, "kubeconfigs", "scheduler.yaml")])
+    for index, name in enumerate(record["nodes"], start=1):
+        argv = [sys.executable, "-m", "k8s.devcluster", "node", "--name", name,
+                "--kubeconfig", os.path.join(state_dir, "kubeconfigs", f"{name}.yaml"), "--state-dir", state_dir,
+                "--pod-log-dir", os.path.join(state_dir, "logs"), "--ca-file", ca_file,
+                "--api-port", str(port), "--pods", str(pods_per_node)]
+        if network:
+            argv += ["--host-ip", network.node_address(index), "--subnet", str(network.subnet),
+                     "--pod-cidr", network.node_pod_cidr(index), "--cluster-id", cid,
+                     "--api-host", network.api_address]
+        else:
+            argv += ["--host-ip", "127.0.0.1", "--api-host", "127.0.0.1"]
+        if mount_refusal:
+            argv.append("--no-private-mounts")
+        start_component(state_dir, name, argv)
+
+    def nodes_ready() -> bool:
+        for name in record["nodes"]:
+            component_pid = read_pid(os.path.join(state_dir, "pids", f"{name}.pid"))
+            if not pid_alive(component_pid):
+                raise ClusterError(f"{name} exited at start:\n" + log_tail(state_dir, name))
+        nodes = admin.list(core_path("nodes")).get("items") or []
+        ready = {n["metadata"]["name"] for n in nodes
+                 if any(c.get("type") == "Ready" and c.get("status") == "True" for c in n["status"].get("conditions") or [])}
+        return set(record["nodes"]) <= ready
+    wait_for(f"{node_count} nodes to be Ready", nodes_ready)
+
+    if with_controller:
+        start_controller(state_dir, admin, record, ca_file)
+    write_kubeconfig(os.path.join(state_dir, "kubeconfig"), record["server"], ca_file, CONTEXT, "kubernetes-admin",
+                     os.path.join(pki, "admin.crt"), os.path.join(pki, "admin.key"))
+
+
+def start_controller(state_dir: str, admin: KubeClient, record: JSON, ca_file: str) -> None:
+    """The controller runs as ServiceAccount fiber-system/fiber-controller (so RBAC applies to it),
+    with a token from the TokenRequest API."""
+    account_path = core_path("serviceaccounts", CONTROLLER_NAMESPACE, CONTROLLER_ACCOUNT)
+    try:
+        admin.get(account_path)
+    except KubeError as error:
+        if error.code != 404:
+            raise
+        apply_object(admin, {"apiVersion": "v1", "kind": "ServiceAccount",
+                             "metadata": {"name": CONTROLLER_ACCOUNT, "namespace": CONTROLLER_NAMESPACE}})
+    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+               "spec": {"audiences": [], "expirationSeconds": 7 * 24 * 3600}}
+    token = admin.create(account_path + "/token", request)["status"]["token"]
+    kubeconfig = os.path.join(state_dir, "kubeconfigs", "controller.yaml")
+    write_kubeconfig(kubeconfig, record["server"], ca_file, CONTEXT,
+                     f"system:serviceaccount:{CONTROLLER_NAMESPACE}:{CONTROLLER_ACCOUNT}", token=token,
+                     namespace=CONTROLLER_NAMESPACE)
+    pid = start_component(state_dir, "controller", [controller_binary(), "--kubeconfig", kubeconfig])
+    time.sleep(0.5)
+    if not pid_alive(pid):
+        raise ClusterError("the controller exited at start:\n" + log_tail(state_dir, "controller"))
+
+
+# --- down --------------------------------------------------------------------------------------
+def down(state_dir: str, quiet: bool = False) -> list[str]:
+    """Stops everything of the cluster in state_dir; returns what it still found afterwards."""
+    state_dir = os.path.realpath(state_dir)
+    record = read_record(state_dir)
+    cid = record.get("cluster_id") or netns.cluster_id(state_dir)
+    order = ["controller", *sorted(record.get("nodes") or [
+        os.path.basename(p)[: -len(".pid")] for p in glob.glob(os.path.join(state_dir, "pids", "node-*.pid"))]),
+        "scheduler", "apiserver"]
+    for name in order:
+        pid_file = os.path.join(state_dir, "pids", f"{name}.pid")
+        stop_pid(read_pid(pid_file), STOP_GRACE_S)
+        if os.path.exists(pid_file):
+            os.unlink(pid_file)
+    for pid_file in glob.glob(os.path.join(state_dir, "nodes", "pids", "pods", "*")):
+        stop_pid(read_pid(pid_file), 0.0)
+        os.unlink(pid_file)
+    for pid in processes_mentioning(state_dir):
+        stop_pid(pid, 0.0)
+    removed = netns.delete_cluster_network(cid)
+    host_dirs = os.path.join(state_dir, "nodes", "host-dirs.txt")
+    if os.path.exists(host_dirs):
+        with open(host_dirs, encoding="utf-8") as handle:
+            for directory in sorted(set(handle.read().split())):
+                try:
+                    os.rmdir(directory)
+                except OSError as error:
+                    log(f"left {directory} in place: {error.strerror}")
+        os.unlink(host_dirs)
+    if os.path.exists(record_path(state_dir)):
+        os.unlink(record_path(state_dir))
+    leftovers = [f"process {pid}" for pid in processes_mentioning(state_dir)] + netns.cluster_network_leftovers(cid)
+    if not quiet:
+        log(f"stopped the cluster in {state_dir}" + (f" (removed {len(removed)} network names)" if removed else ""))
+        for leftover in leftovers:
+            log(f"still present: {leftover}")
+    return leftovers
+
+
+# --- status ------------------------------------------------------------------------------------
+def status(state_dir: str) -> int:
+    state_dir = os.path.realpath(state_dir)
+    record = read_record(state_dir)
+    running = running_components(state_dir)
+    if not record and not running:
+        print(f"no cluster in {state_dir}")
+        return 1
+    print(f"cluster {record.get('cluster_id', '?')} in {state_dir}: server {record.get('server', '?')}, "
+          f"network {record.get('network', '?')} {record.get('subnet', '')}")
+    for name in ["apiserver", "scheduler", *(record.get("nodes") or []), "controller"]:
+        pid = running.get(name)
+        print(f"  {name:<12} {'running, pid ' + str(pid) if pid else 'not running'}")
+    return 0 if "apiserver" in running else 1
+
+
+# --- command line ------------------------------------------------------------------------------
+def add_arguments(subparsers: Any) -> None:
+    up_parser = subparsers.add_parser("up", help="start a cluster in DIR")
+    up_parser.add_argument("dir")
+    up_parser.add_argument("--nodes", type=int, default=2)
+    up_parser.add_argument("--no-controller", action="store_true", help="do not start fiber-controller")
+    up_parser.add_argument("--pods-per-node", type=int, default=110, help="allocatable pods of each node")
+    down_parser = subparsers.add_parser("down", help="stop the cluster in DIR and remove its network")
+    down_parser.add_argument("dir")
+    status_parser = subparsers.add_parser("status", help="what of the cluster in DIR runs")
+    status_parser.add_argument("dir")
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        if args.command == "up":
+            up(args.dir, args.nodes, not args.no_controller, args.pods_per_node)
+            return 0
+        if args.command == "down":
+            return 1 if down(args.dir) else 0
+        return status(args.dir)
+    except (ClusterError, KubeError, netns.NetworkError) as error:
+        log(f"{args.command} failed: {error}")
+        return 1

@@ -1,0 +1,92 @@
+"""The last step before a container's command: run inside the pod's fresh mount (and UTS)
+namespace, it mounts the pod's volumes at their mountPaths, sets the host name, changes to the
+working dir and execs the command with the container's environment.
+
+Run as a stand-alone script (stdlib only): `python3 -I node_exec.py SPEC.json`, where the JSON has
+command, env, workingDir, hostname, mounts [{source, target, readOnly}], scratch (a directory of
+the pod's for overlay layers) and startErrorFile. A mount target that does not exist is created inside an overlay of
+its nearest existing ancestor, so nothing is written to the host's directories. Exit code 128 and a
+message on stderr when the command cannot be started, as a container runtime's StartError."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+
+START_ERROR_FILE = ""
+
+
+def fail(message: str) -> None:
+    """Ends as a container runtime's StartError: exit 128, the reason in the start-error file."""
+    sys.stderr.write(f"fiber-devcluster: {message}\n")
+    sys.stderr.flush()
+    if START_ERROR_FILE:
+        with open(START_ERROR_FILE, "w", encoding="utf-8") as handle:
+            handle.write(message)
+    sys.exit(128)
+
+
+def run_mount(*args: str) -> None:
+    result = subprocess.run(["mount", *args], capture_output=True, text=True)
+    if result.returncode != 0:
+        fail(f"mount {' '.join(args)}: {result.stderr.strip()}")
+
+
+def nearest_existing(path: str) -> str:
+    while not os.path.exists(path):
+        path = os.path.dirname(path)
+    return path
+
+
+def make_mount_point(target: str, is_directory: bool, scratch: str, overlays: list[str]) -> None:
+    """Creates target inside an overlay of its nearest existing ancestor (never on the host)."""
+    if os.path.exists(target):
+        return
+    ancestor = nearest_existing(target)
+    if ancestor == "/":
+        fail(f"mount point {target} needs a new top-level directory, which the node creates first")
+    layer = os.path.join(scratch, f"overlay{len(overlays)}")
+    os.makedirs(os.path.join(layer, "upper"), exist_ok=True)
+    os.makedirs(os.path.join(layer, "work"), exist_ok=True)
+    run_mount("-t", "overlay", "overlay", "-o",
+              f"lowerdir={ancestor},upperdir={layer}/upper,workdir={layer}/work", ancestor)
+    overlays.append(ancestor)
+    if is_directory:
+        os.makedirs(target, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        open(target, "a", encoding="utf-8").close()
+
+
+def main() -> None:
+    with open(sys.argv[1], encoding="utf-8") as handle:
+        spec = json.load(handle)
+    global START_ERROR_FILE
+    START_ERROR_FILE = spec.get("startErrorFile", "")
+    overlays: list[str] = []
+    for mount in sorted(spec.get("mounts", []), key=lambda entry: entry["target"].count("/")):
+        source, target = mount["source"], os.path.normpath(mount["target"])
+        make_mount_point(target, os.path.isdir(source), spec["scratch"], overlays)
+        run_mount("--bind", source, target)
+        if mount.get("readOnly"):
+            run_mount("-o", "remount,bind,ro", target)
+    if spec.get("hostname"):
+        socket.sethostname(spec["hostname"])
+    working_dir = spec.get("workingDir") or "/"
+    try:
+        os.chdir(working_dir)
+    except OSError as error:
+        fail(f"working directory {working_dir}: {error.strerror}")
+    command = spec["command"]
+    try:
+        os.execvpe(command[0], command, spec["env"])
+    except OSError as error:
+        fail(f'exec: "{command[0]}": {error.strerror}')
+
+
+if __name__ == "__main__":
+    main()

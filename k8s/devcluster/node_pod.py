@@ -1,0 +1,621 @@
+"""One pod on a node: its sandbox (IP, network namespace, volumes, service-account token), its
+init and app containers as local processes restarted by the pod's restartPolicy with backoff, its
+status written through `pods/NAME/status`, and its graceful deletion (SIGTERM, the grace period,
+SIGKILL, final status, then the API object deleted with gracePeriodSeconds=0 and a uid
+precondition)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import shutil
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .kube import JSON, KubeClient, KubeError, core_path, make_event, pod_path
+from .netns import NetworkError, PodNetwork
+from .node_env import (SERVICE_ACCOUNT_DIR, ObjectReader, PodConfigError, container_environment,
+                       expand_references, field_value, write_file, write_key_items)
+from .node_process import ContainerProcess, LaunchSpec, now_rfc3339
+
+TOKEN_SECONDS = 3600
+RESTART_BACKOFF_BASE_S = 1.0
+RESTART_BACKOFF_MAX_S = 60.0
+CONFIG_RETRY_S = 2.0
+SHUTDOWN_GRACE_S = 1.0                # node shutdown, or a pod force-deleted by someone else
+NETWORK_ANNOTATION = "devcluster.fibermpi.io/network"
+MOUNTS_ANNOTATION = "devcluster.fibermpi.io/mounts"
+
+
+@dataclass
+class NodeContext:
+    """What every pod of a node shares: the node's identity, API access and network."""
+
+    node_name: str
+    state_dir: str
+    client_factory: Callable[[], KubeClient]
+    host_ip: str
+    api_host: str                    # the API server as seen from a pod
+    api_port: int
+    ca_file: str
+    allocatable: JSON
+    network: Any                     # ClusterNetwork, or None for the host network
+    cid: str
+    pod_cidr_prefix: str             # "10.S.K." : pod IPs are prefix + 2..254
+    private_mounts: bool
+    log_dir: str                     # <state-dir>/logs: <ns>_<pod>_<uid>/<container>.log
+    base_path: str                   # PATH given to containers
+    used_ips: set[str] = field(default_factory=set)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    log: logging.Logger = field(default_factory=lambda: logging.getLogger("node"))
+
+    def allocate_ip(self) -> str:
+        with self.lock:
+            for host in range(2, 255):
+                address = f"{self.pod_cidr_prefix}{host}"
+                if address not in self.used_ips:
+                    self.used_ips.add(address)
+                    return address
+        raise NetworkError(f"node {self.node_name}: no free pod IP in {self.pod_cidr_prefix}0/24")
+
+    def release_ip(self, address: str) -> None:
+        with self.lock:
+            self.used_ips.discard(address)
+
+    def pod_dir(self, uid: str) -> str:
+        return os.path.join(self.state_dir, "pods", uid)
+
+    def pid_dir(self) -> str:
+        return os.path.join(self.state_dir, "pids", "pods")
+
+
+@dataclass
+class ContainerSlot:
+    """What the node knows of one container of the pod across its runs."""
+
+    spec: JSON
+    init: bool
+    restart_count: int = 0
+    current: ContainerProcess | None = None
+    last: ContainerProcess | None = None
+    waiting_reason: str = "ContainerCreating"
+    waiting_message: str = ""
+    next_start: float = 0.0
+    done: bool = False                # ended and will not run again
+
+    @property
+    def name(self) -> str:
+        return self.spec.get("name", "")
+
+
+class PodWorker(threading.Thread):
+    """Drives one pod from its arrival on the node to its deletion."""
+
+    def __init__(self, context: NodeContext, pod: JSON):
+        super().__init__(name=f"pod-{pod['metadata']['name']}", daemon=True)
+        self.context = context
+        self.client = context.client_factory()
+        self.pod = pod
+        self.uid = pod["metadata"]["uid"]
+        self.events: queue.Queue[str] = queue.Queue()
+        self.gone = False                 # the API object no longer exists
+        self.stopping = False             # the node shuts down
+        self.pod_ip = ""
+        self.network: PodNetwork | None = None
+        self.sandbox_ready = False
+        self.token_expires = 0.0
+        self.transitions: dict[str, tuple[str, str]] = {}
+        self.start_time = ""
+        self.last_posted: JSON | None = None
+        spec = pod.get("spec", {})
+        self.restart_policy = spec.get("restartPolicy", "Always")
+        self.slots = [ContainerSlot(c, True) for c in spec.get("initContainers") or []]
+        self.slots += [ContainerSlot(c, False) for c in spec.get("containers") or []]
+        self.log = logging.getLogger(f"pod {self.namespace}/{self.name}")
+
+    @property
+    def name(self) -> str:
+        return self.pod["metadata"]["name"]
+
+    @property
+    def namespace(self) -> str:
+        return self.pod["metadata"].get("namespace", "default")
+
+    # --- called by the node --------------------------------------------------------------------
+    def update(self, pod: JSON) -> None:
+        self.pod = pod
+        self.events.put("update")
+
+    def mark_gone(self) -> None:
+        self.gone = True
+        self.events.put("gone")
+
+    def stop(self) -> None:
+        """Node shutdown: kill the containers and remove the sandbox, leave the API object."""
+        self.stopping = True
+        self.events.put("stop")
+
+    # --- lifecycle -----------------------------------------------------------------------------
+    def run(self) -> None:
+        try:
+            self._lifecycle()
+        except Exception:  # a pod's failure must never take the node down
+            self.log.exception("pod worker failed")
+            self._kill_all(0)
+        finally:
+            self._remove_sandbox()
+
+    def _lifecycle(self) -> None:
+        if self.pod.get("status", {}).get("phase") in ("Succeeded", "Failed"):
+            self._wait_for_deletion()
+            return
+        self.start_time = now_rfc3339()
+        self._post_status()
+        while not self.sandbox_ready:
+            if self._deletion_requested():
+                self._finish_deletion()
+                return
+            try:
+                self._create_sandbox()
+            except (PodConfigError, NetworkError, KubeError, OSError) as error:
+                self.log.warning("sandbox not ready: %s", error)
+                for slot in self.slots:
+                    slot.waiting_reason, slot.waiting_message = "CreateContainerConfigError", str(error)
+                self._post_status()
+                self._wait(CONFIG_RETRY_S)
+        while True:
+            if self._deletion_requested():
+                self._finish_deletion()
+                return
+            self._refresh_token_if_due()
+            self._start_due_containers()
+            self._post_status()
+            if self._phase() in ("Succeeded", "Failed"):
+                self._remove_sandbox()
+                self._wait_for_deletion()
+                return
+            self._wait(self._next_wakeup())
+
+    def _wait(self, timeout: float | None) -> None:
+        try:
+            self.events.get(timeout=timeout)
+        except queue.Empty:
+            pass
+
+    def _next_wakeup(self) -> float | None:
+        moments = [slot.next_start for slot in self._active_slots() if slot.current is None and not slot.done]
+        if self.token_expires:
+            moments.append(self.token_expires - TOKEN_SECONDS * 0.2)
+        if not moments:
+            return None
+        return max(0.05, min(moments) - time.monotonic())
+
+    def _deletion_requested(self) -> bool:
+        return self.gone or self.stopping or bool(self.pod["metadata"].get("deletionTimestamp"))
+
+    def _wait_for_deletion(self) -> None:
+        while not self._deletion_requested():
+            self._wait(None)
+        self._finish_deletion()
+
+    # --- containers ----------------------------------------------------------------------------
+    def _active_slots(self) -> list[ContainerSlot]:
+        """The first init container not done yet, or, once all are, the app containers."""
+        for slot in self.slots:
+            if slot.init and not slot.done:
+                return [slot]
+        return [slot for slot in self.slots if not slot.init]
+
+    def _start_due_containers(self) -> None:
+        now = time.monotonic()
+        for slot in self._active_slots():
+            if slot.current is None and not slot.done and slot.next_start <= now:
+                self._start(slot)
+
+    def _start(self, slot: ContainerSlot) -> None:
+        if slot.last is not None:
+            slot.restart_count += 1
+            log_path = self._log_path(slot)
+            if os.path.exists(log_path):
+                os.replace(log_path, log_path[: -len(".log")] + ".previous.log")
+        if not slot.spec.get("command") and not slot.spec.get("args"):
+            self._record_start_failure(slot, "NoCommand",
+                                       f"container {slot.name} has no command: the development cluster's nodes "
+                                       f"do not pull or run images, a container runs its command and args")
+            return
+        try:
+            launch = self._launch_spec(slot)
+        except PodConfigError as error:
+            slot.waiting_reason, slot.waiting_message = "CreateContainerConfigError", str(error)
+            slot.next_start = time.monotonic() + CONFIG_RETRY_S
+            return
+        process = ContainerProcess(launch, self._on_exit)
+        try:
+            process.start()
+        except OSError as error:
+            self._record_start_failure(slot, "StartError", str(error))
+            return
+        slot.current = process
+        slot.waiting_reason = slot.waiting_message = ""
+        self._event("Normal", "Started", f"Started container {slot.name}")
+
+    def _record_start_failure(self, slot: ContainerSlot, reason: str, message: str) -> None:
+        failed = ContainerProcess(LaunchSpec([], {}, "", "", [], "", "", None, False, ""), self._on_exit)
+        failed.started_at = failed.finished_at = now_rfc3339()
+        failed.returncode = 128
+        slot.last = failed
+        slot.waiting_reason, slot.waiting_message = reason, message
+        self._event("Warning", "Failed", f"Error: {message}")
+        self._after_exit(slot, 128, override=(reason, message))
+
+    def _on_exit(self, process: ContainerProcess) -> None:
+        self.events.put("exit")
+
+    def _collect_exits(self) -> None:
+        for slot in self.slots:
+            if slot.current is not None and not slot.current.running:
+                slot.last, slot.current = slot.current, None
+                exit_code = slot.last.terminated_state()["exitCode"]
+                self._after_exit(slot, exit_code)
+
+    def _after_exit(self, slot: ContainerSlot, exit_code: int, override: tuple[str, str] | None = None) -> None:
+        restart = self.restart_policy == "Always" or (self.restart_policy == "OnFailure" and exit_code != 0)
+        if slot.init:
+            restart = exit_code != 0 and self.restart_policy != "Never"
+            slot.done = exit_code == 0 or not restart
+        else:
+            slot.done = not restart
+        if restart and not self._deletion_requested():
+            delay = min(RESTART_BACKOFF_MAX_S, RESTART_BACKOFF_BASE_S * 2 ** slot.restart_count)
+            slot.next_start = time.monotonic() + delay
+            if override is None:
+                slot.waiting_reason = "CrashLoopBackOff"
+                slot.waiting_message = (f"back-off {delay:g}s restarting failed container={slot.name} "
+                                        f"pod={self.name}_{self.namespace}({self.uid})")
+            self._event("Warning", "BackOff", f"Back-off restarting failed container {slot.name} "
+                                              f"in pod {self.name}_{self.namespace}({self.uid})")
+
+    def _log_path(self, slot: ContainerSlot) -> str:
+        return os.path.join(self.context.log_dir, f"{self.namespace}_{self.name}_{self.uid}", f"{slot.name}.log")
+
+    def _launch_spec(self, slot: ContainerSlot) -> LaunchSpec:
+        container = slot.spec
+        reader = ObjectReader(self.client, self.namespace)
+        base = {
+            "PATH": self.context.base_path,
+            "HOME": "/root" if os.geteuid() == 0 else os.environ.get("HOME", "/"),
+            "HOSTNAME": self.pod["spec"].get("hostname") or self.name,
+            "KUBERNETES_SERVICE_HOST": self.context.api_host,
+            "KUBERNETES_SERVICE_PORT": str(self.context.api_port),
+            "KUBERNETES_SERVICE_PORT_HTTPS": str(self.context.api_port),
+            "KUBERNETES_PORT": f"tcp://{self.context.api_host}:{self.context.api_port}",
+        }
+        environment = container_environment(self._pod_with_status(), container, reader, base,
+                                            self.context.allocatable)
+        command = [expand_references(str(part), environment)
+                   for part in (container.get("command") or []) + (container.get("args") or [])]
+        scratch = os.path.join(self.context.pod_dir(self.uid), "containers", slot.name, str(slot.restart_count))
+        return LaunchSpec(command=command, env=environment, working_dir=container.get("workingDir", ""),
+                          hostname=self.pod["spec"].get("hostname") or self.name,
+                          mounts=self._mounts_of(container), scratch_dir=scratch, log_path=self._log_path(slot),
+                          netns=self.network.netns if self.network else None,
+                          private_mounts=self.context.private_mounts,
+                          pid_file=os.path.join(self.context.pid_dir(), f"{self.uid}_{slot.name}"))
+
+    def _mounts_of(self, container: JSON) -> list[dict[str, Any]]:
+        volumes_dir = os.path.join(self.context.pod_dir(self.uid), "volumes")
+        mounts = []
+        declared = {volume["name"]: volume for volume in self.pod["spec"].get("volumes") or []}
+        for mount in container.get("volumeMounts") or []:
+            volume = declared.get(mount.get("name"))
+            if volume is None:
+                raise PodConfigError(f"volumeMount {mount.get('name')!r} names no volume of the pod")
+            source = volume["hostPath"]["path"] if "hostPath" in volume else os.path.join(volumes_dir, volume["name"])
+            if mount.get("subPath"):
+                source = os.path.join(source, mount["subPath"])
+            mounts.append({"source": source, "target": mount["mountPath"], "readOnly": bool(mount.get("readOnly"))})
+            self._ensure_top_level_dir(mount["mountPath"])
+        if self._automount_token() and not any(m["target"].rstrip("/") == SERVICE_ACCOUNT_DIR for m in mounts):
+            mounts.append({"source": os.path.join(volumes_dir, ".serviceaccount"), "target": SERVICE_ACCOUNT_DIR,
+                           "readOnly": True})
+        return mounts
+
+    def _ensure_top_level_dir(self, mount_path: str) -> None:
+        """A mount point in a new top-level directory (/data) cannot be made inside an overlay of
+        `/`: the directory is created on the host and listed in host-dirs.txt for `down` to remove."""
+        top = "/" + os.path.normpath(mount_path).strip("/").split("/")[0]
+        if top == "/" or os.path.exists(top):
+            return
+        os.makedirs(top, exist_ok=True)
+        with self.context.lock, open(os.path.join(self.context.state_dir, "host-dirs.txt"), "a",
+                                     encoding="utf-8") as handle:
+            handle.write(top + "\n")
+
+    # --- sandbox -------------------------------------------------------------------------------
+    def _create_sandbox(self) -> None:
+        if self.context.network is not None and not self.pod["spec"].get("hostNetwork"):
+            if not self.pod_ip:
+                self.pod_ip = self.context.allocate_ip()
+            self.network = PodNetwork(self.context.cid, self.uid)
+            self.network.create(self.pod_ip, self.context.network.subnet.prefixlen, self.context.host_ip)
+        else:
+            self.pod_ip = self.context.host_ip
+        self._annotate_isolation()
+        self._write_volumes()
+        self.sandbox_ready = True
+
+    def _annotate_isolation(self) -> None:
+        network = "pod-netns" if self.network else "host"
+        mounts = "private" if self.context.private_mounts else "host"
+        annotations = self.pod["metadata"].get("annotations") or {}
+        if annotations.get(NETWORK_ANNOTATION) == network and annotations.get(MOUNTS_ANNOTATION) == mounts:
+            return
+        if not self.network:
+            self.log.warning("runs in the host network with IP %s (no network namespace)", self.pod_ip)
+        self.client.patch(pod_path(self.namespace, self.name),
+                          {"metadata": {"annotations": {NETWORK_ANNOTATION: network, MOUNTS_ANNOTATION: mounts}}})
+
+    def _remove_sandbox(self) -> None:
+        if self.network is not None:
+            try:
+                self.network.delete()
+            except NetworkError as error:
+                self.log.warning("removing the network namespace: %s", error)
+            self.network = None
+        if self.pod_ip and self.pod_ip != self.context.host_ip:
+            self.context.release_ip(self.pod_ip)
+        self.token_expires = 0.0
+
+    def _pod_with_status(self) -> JSON:
+        pod = dict(self.pod)
+        pod["status"] = dict(self.pod.get("status") or {}, podIP=self.pod_ip, podIPs=[{"ip": self.pod_ip}],
+                             hostIP=self.context.host_ip, hostIPs=[{"ip": self.context.host_ip}])
+        return pod
+
+    def _automount_token(self) -> bool:
+        return self.pod["spec"].get("automountServiceAccountToken", True) is not False
+
+    def _write_volumes(self) -> None:
+        volumes_dir = os.path.join(self.context.pod_dir(self.uid), "volumes")
+        reader = ObjectReader(self.client, self.namespace)
+        for volume in self.pod["spec"].get("volumes") or []:
+            self._write_volume(os.path.join(volumes_dir, volume["name"]), volume, reader)
+        if self._automount_token():
+            self._write_service_account(os.path.join(volumes_dir, ".serviceaccount"))
+
+    def _write_volume(self, directory: str, volume: JSON, reader: ObjectReader) -> None:
+        mode_of = lambda source: int(source.get("defaultMode", 0o644))  # noqa: E731
+        if "hostPath" in volume:
+            return
+        os.makedirs(directory, exist_ok=True)
+        if "emptyDir" in volume:
+            return
+        if "configMap" in volume:
+            source = volume["configMap"]
+            data = reader.data("ConfigMap", source.get("name", ""), bool(source.get("optional")))
+            write_key_items(directory, data or {}, source.get("items"), mode_of(source), f"configMap {source.get('name')}")
+        elif "secret" in volume:
+            source = volume["secret"]
+            data = reader.data("Secret", source.get("secretName", ""), bool(source.get("optional")))
+            write_key_items(directory, data or {}, source.get("items"), mode_of(source), f"secret {source.get('secretName')}")
+        elif "downwardAPI" in volume:
+            self._write_downward_items(directory, volume["downwardAPI"].get("items") or [], mode_of(volume["downwardAPI"]))
+        elif "projected" in volume:
+            for source in volume["projected"].get("sources") or []:
+                self._write_projection(directory, source, reader, mode_of(volume["projected"]))
+        else:
+            raise PodConfigError(f"volume {volume['name']!r}: unsupported type {sorted(set(volume) - {'name'})}")
+
+    def _write_downward_items(self, directory: str, items: list[JSON], mode: int) -> None:
+        pod = self._pod_with_status()
+        for item in items:
+            if "fieldRef" not in item:
+                raise PodConfigError(f"downwardAPI item {item.get('path')!r}: only fieldRef is supported")
+            write_file(directory, item["path"], field_value(pod, item["fieldRef"]["fieldPath"]), item.get("mode", mode))
+
+    def _write_projection(self, directory: str, source: JSON, reader: ObjectReader, mode: int) -> None:
+        if "serviceAccountToken" in source:
+            token = source["serviceAccountToken"]
+            write_file(directory, token.get("path", "token"),
+                       self._request_token(token.get("audience"), int(token.get("expirationSeconds", TOKEN_SECONDS))),
+                       0o600)
+        elif "configMap" in source:
+            ref = source["configMap"]
+            data = reader.data("ConfigMap", ref.get("name", ""), bool(ref.get("optional")))
+            if ref.get("name") == "kube-root-ca.crt" and data is None:
+                data = {"ca.crt": open(self.context.ca_file, encoding="utf-8").read()}
+            write_key_items(directory, data or {}, ref.get("items"), mode, f"configMap {ref.get('name')}")
+        elif "secret" in source:
+            ref = source["secret"]
+            data = reader.data("Secret", ref.get("name", ""), bool(ref.get("optional")))
+            write_key_items(directory, data or {}, ref.get("items"), mode, f"secret {ref.get('name')}")
+        elif "downwardAPI" in source:
+            self._write_downward_items(directory, source["downwardAPI"].get("items") or [], mode)
+        else:
+            raise PodConfigError(f"projected source {sorted(source)} is not supported")
+
+    def _write_service_account(self, directory: str) -> None:
+        write_file(directory, "token", self._request_token(None, TOKEN_SECONDS), 0o600)
+        with open(self.context.ca_file, encoding="utf-8") as handle:
+            write_file(directory, "ca.crt", handle.read(), 0o644)
+        write_file(directory, "namespace", self.namespace, 0o644)
+        self.token_expires = time.monotonic() + TOKEN_SECONDS
+
+    def _refresh_token_if_due(self) -> None:
+        """Rewrites the token when 80% of its life has passed, as the kubelet does."""
+        if self.token_expires and time.monotonic() >= self.token_expires - TOKEN_SECONDS * 0.2:
+            try:
+                self._write_service_account(os.path.join(self.context.pod_dir(self.uid), "volumes", ".serviceaccount"))
+            except (KubeError, PodConfigError) as error:
+                self.log.warning("refreshing the service-account token: %s", error)
+                self.token_expires = time.monotonic() + 60 + TOKEN_SECONDS * 0.2
+
+    def _request_token(self, audience: str | None, seconds: int) -> str:
+        account = self.pod["spec"].get("serviceAccountName") or "default"
+        request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                   "spec": {"audiences": [audience] if audience else [], "expirationSeconds": seconds,
+                            "boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": self.name, "uid": self.uid}}}
+        path = core_path("serviceaccounts", self.namespace, account, "token")
+        try:
+            return self.client.create(path, request)["status"]["token"]
+        except KubeError as error:
+            raise PodConfigError(f"service account token for {self.namespace}/{account}: {error.message}") from error
+
+    # --- deletion ------------------------------------------------------------------------------
+    def _finish_deletion(self) -> None:
+        metadata = self.pod["metadata"]
+        grace = metadata.get("deletionGracePeriodSeconds")
+        if grace is None:
+            grace = self.pod["spec"].get("terminationGracePeriodSeconds", 30)
+        if self.stopping or self.gone:
+            grace = min(grace, SHUTDOWN_GRACE_S)
+        if any(slot.current is not None for slot in self.slots):
+            self._event("Normal", "Killing", "Stopping container " +
+                        ", ".join(slot.name for slot in self.slots if slot.current is not None))
+        self._kill_all(float(grace))
+        if self.stopping or self.gone:
+            return
+        for slot in self.slots:
+            slot.done = True
+        self._post_status()
+        self._remove_sandbox()
+        try:
+            self.client.delete(pod_path(self.namespace, self.name), grace_period_seconds=0, precondition_uid=self.uid)
+        except KubeError as error:
+            if error.code not in (404, 409):
+                self.log.warning("deleting the pod: %s", error)
+
+    def _kill_all(self, grace_s: float) -> None:
+        """SIGTERM to every running container's process group, SIGKILL to what is left after grace_s."""
+        running = [slot for slot in self.slots if slot.current is not None]
+        for slot in running:
+            slot.current.signal_group(signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        while any(slot.current.running for slot in running) and time.monotonic() < deadline:
+            self._wait(min(0.2, max(0.0, deadline - time.monotonic())))
+        for slot in running:
+            slot.current.signal_group(signal.SIGKILL)
+        for slot in running:
+            if slot.current.process is not None:
+                slot.current.process.wait()
+                end = time.monotonic() + 5
+                while slot.current.running and time.monotonic() < end:
+                    time.sleep(0.01)  # the waiter thread records the exit right after wait()
+            slot.last, slot.current = slot.current, None
+
+    # --- status --------------------------------------------------------------------------------
+    def _phase(self) -> str:
+        if not self.sandbox_ready:
+            return "Pending"
+        self._collect_exits()
+        for slot in self.slots:
+            if slot.init and slot.done and slot.last is not None and slot.last.terminated_state()["exitCode"] != 0:
+                return "Failed"
+        if any(slot.init and not slot.done for slot in self.slots):
+            return "Pending"
+        app = [slot for slot in self.slots if not slot.init]
+        if all(slot.done for slot in app):
+            codes = [slot.last.terminated_state()["exitCode"] if slot.last else 0 for slot in app]
+            return "Succeeded" if all(code == 0 for code in codes) else "Failed"
+        if any(slot.current is not None or slot.last is not None for slot in app):
+            return "Running"
+        return "Pending"
+
+    def _condition(self, kind: str, status: bool, reason: str = "", message: str = "") -> JSON:
+        value = "True" if status else "False"
+        previous = self.transitions.get(kind)
+        if previous is None or previous[0] != value:
+            self.transitions[kind] = (value, now_rfc3339())
+        condition: JSON = {"type": kind, "status": value, "lastProbeTime": None,
+                           "lastTransitionTime": self.transitions[kind][1]}
+        if reason:
+            condition["reason"] = reason
+        if message:
+            condition["message"] = message
+        return condition
+
+    def _container_status(self, slot: ContainerSlot) -> JSON:
+        spec = slot.spec
+        status: JSON = {"name": slot.name, "image": spec.get("image", ""), "imageID": "",
+                        "ready": slot.current is not None and not slot.init, "restartCount": slot.restart_count,
+                        "started": slot.current is not None}
+        if slot.current is not None:
+            status["containerID"] = f"devcluster://{self.uid}/{slot.name}/{slot.restart_count}"
+            status["state"] = {"running": {"startedAt": slot.current.started_at}}
+        elif slot.done and slot.last is not None:
+            status["containerID"] = f"devcluster://{self.uid}/{slot.name}/{slot.restart_count}"
+            terminated = slot.last.terminated_state()
+            if slot.waiting_reason in ("NoCommand", "StartError") and terminated["exitCode"] == 128:
+                terminated.update(reason=slot.waiting_reason, message=slot.waiting_message)
+            status["state"] = {"terminated": terminated}
+        else:
+            waiting: JSON = {"reason": slot.waiting_reason or "PodInitializing"}
+            if slot.waiting_message:
+                waiting["message"] = slot.waiting_message
+            status["state"] = {"waiting": waiting}
+        if slot.last is not None and not (slot.done and slot.current is None):
+            status["lastState"] = {"terminated": slot.last.terminated_state()}
+        else:
+            status["lastState"] = {}
+        return status
+
+    def _status(self) -> JSON:
+        phase = self._phase()
+        app = [slot for slot in self.slots if not slot.init]
+        unready = [slot.name for slot in app if slot.current is None]
+        initialized = not any(slot.init and not slot.done for slot in self.slots)
+        terminal = phase in ("Succeeded", "Failed")
+        scheduled = next((c for c in self.pod.get("status", {}).get("conditions") or [] if c.get("type") == "PodScheduled"),
+                         None) or self._condition("PodScheduled", True)
+        ready_reason, ready_message = ("PodCompleted", "") if terminal else (
+            ("ContainersNotReady", f"containers with unready status: [{' '.join(unready)}]") if unready else ("", ""))
+        conditions = [
+            self._condition("PodReadyToStartContainers", self.sandbox_ready and not terminal),
+            self._condition("Initialized", initialized, "PodCompleted" if terminal and initialized else "",
+                            "" if initialized else "containers with incomplete status: ["
+                            + " ".join(s.name for s in self.slots if s.init and not s.done) + "]"),
+            self._condition("Ready", not unready, ready_reason, ready_message),
+            self._condition("ContainersReady", not unready, ready_reason, ready_message),
+            scheduled,
+        ]
+        status: JSON = {"phase": phase, "conditions": conditions, "hostIP": self.context.host_ip,
+                        "hostIPs": [{"ip": self.context.host_ip}], "startTime": self.start_time,
+                        "containerStatuses": [self._container_status(slot) for slot in app]}
+        if self.pod_ip:
+            status["podIP"] = self.pod_ip
+            status["podIPs"] = [{"ip": self.pod_ip}]
+        if any(slot.init for slot in self.slots):
+            status["initContainerStatuses"] = [self._container_status(slot) for slot in self.slots if slot.init]
+        return status
+
+    def _post_status(self) -> None:
+        status = self._status()
+        if status == self.last_posted or self.gone:
+            return
+        try:
+            updated = self.client.patch(pod_path(self.namespace, self.name, "status"), {"status": status})
+        except KubeError as error:
+            if error.code == 404:
+                self.mark_gone()
+            else:
+                self.log.warning("status update: %s", error)
+            return
+        self.last_posted = status
+        if updated.get("metadata"):
+            self.pod = updated
+
+    def _event(self, kind: str, reason: str, message: str) -> None:
+        event = make_event(self.pod, kind, reason, message, "kubelet", self.context.node_name)
+        try:
+            self.client.create(core_path("events", self.namespace), event)
+        except KubeError as error:
+            self.log.debug("event %s: %s", reason, error)
+
+
+def clear_pod_dir(context: NodeContext, uid: str) -> None:
+    """Removes the pod's volumes and scratch files once it is deleted."""
+    shutil.rmtree(context.pod_dir(uid), ignore_errors=True)

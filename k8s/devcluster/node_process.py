@@ -1,0 +1,131 @@
+"""One run of one container: a local process in its own process group (and, where the machine
+allows, in the pod's network namespace and a private mount and UTS namespace), its output to the
+container's log file, its end reported as a Kubernetes `terminated` state."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+EXEC_SHIM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "node_exec.py")
+
+
+def now_rfc3339() -> str:
+    """The time as Kubernetes writes it: second precision, UTC, `Z`."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class LaunchSpec:
+    """Everything needed to start a container's process."""
+
+    command: list[str]
+    env: dict[str, str]
+    working_dir: str
+    hostname: str
+    mounts: list[dict[str, Any]]      # [{source, target, readOnly}]
+    scratch_dir: str                  # the run's private files (exec spec, overlay layers)
+    log_path: str
+    netns: str | None                 # None: the host's network
+    private_mounts: bool              # False: no mount/UTS namespace (the machine refuses them)
+    pid_file: str                     # holds the process group id while it runs (read by `down`)
+
+
+@dataclass
+class ContainerProcess:
+    """A started container process; `on_exit` is called from a waiter thread when it ends."""
+
+    spec: LaunchSpec
+    on_exit: Callable[["ContainerProcess"], None]
+    started_at: str = ""
+    finished_at: str = ""
+    returncode: int | None = None
+    process: subprocess.Popen[bytes] | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def start(self) -> None:
+        """Starts the process (raises OSError when even the wrappers cannot be started)."""
+        os.makedirs(self.spec.scratch_dir, exist_ok=True)
+        os.makedirs(os.path.dirname(self.spec.log_path), exist_ok=True)
+        start_error_file = os.path.join(self.spec.scratch_dir, "start-error")
+        if os.path.exists(start_error_file):
+            os.unlink(start_error_file)
+        spec_file = os.path.join(self.spec.scratch_dir, "exec.json")
+        with open(spec_file, "w", encoding="utf-8") as handle:
+            json.dump({"command": self.spec.command, "env": self.spec.env,
+                       "workingDir": self.spec.working_dir,
+                       "hostname": self.spec.hostname if self.spec.private_mounts else "",
+                       "mounts": self.spec.mounts if self.spec.private_mounts else [],
+                       "scratch": self.spec.scratch_dir, "startErrorFile": start_error_file}, handle)
+        argv = [sys.executable, "-I", EXEC_SHIM, spec_file]
+        if self.spec.private_mounts:
+            argv = ["unshare", "--mount", "--uts", "--propagation", "private", *argv]
+        if self.spec.netns:
+            argv = ["ip", "netns", "exec", self.spec.netns, *argv]
+        with open(self.spec.log_path, "ab") as log:
+            self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                            start_new_session=True, close_fds=True, cwd="/")
+        self.started_at = now_rfc3339()
+        with open(self.spec.pid_file, "w", encoding="utf-8") as handle:
+            handle.write(str(self.process.pid))
+        threading.Thread(target=self._wait, name=f"wait-{self.process.pid}", daemon=True).start()
+
+    def _wait(self) -> None:
+        assert self.process is not None
+        returncode = self.process.wait()
+        # The container ends with its main process: whatever it left in its group goes too.
+        self.signal_group(signal.SIGKILL)
+        with self.lock:
+            self.returncode = returncode
+            self.finished_at = now_rfc3339()
+        try:
+            os.unlink(self.spec.pid_file)
+        except FileNotFoundError:
+            pass
+        self.on_exit(self)
+
+    @property
+    def running(self) -> bool:
+        with self.lock:
+            return self.process is not None and self.returncode is None
+
+    def signal_group(self, signal_number: int) -> None:
+        if self.process is None:
+            return
+        try:
+            os.killpg(self.process.pid, signal_number)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def start_error(self) -> str:
+        """The message of a command that could not be started, or empty."""
+        if not self.spec.scratch_dir:
+            return ""
+        path = os.path.join(self.spec.scratch_dir, "start-error")
+        try:
+            with open(path, encoding="utf-8") as handle:
+                return handle.read().strip()
+        except FileNotFoundError:
+            return ""
+
+    def terminated_state(self) -> dict[str, Any]:
+        """The Kubernetes `terminated` state of an ended run."""
+        with self.lock:
+            returncode = self.returncode if self.returncode is not None else -signal.SIGKILL
+        state: dict[str, Any] = {"startedAt": self.started_at, "finishedAt": self.finished_at}
+        if returncode < 0:
+            state.update(exitCode=128 - returncode, signal=-returncode, reason="Error")
+            return state
+        start_error = self.start_error() if returncode == 128 else ""
+        if start_error:
+            state.update(exitCode=128, reason="StartError", message=start_error)
+        else:
+            state.update(exitCode=returncode, reason="Completed" if returncode == 0 else "Error")
+        return state
