@@ -12,6 +12,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -100,17 +101,24 @@ class Informer {
 
   mutable std::mutex mutex_;
   mutable std::condition_variable synced_changed_;
-  std::map<std::string, nlohmann::json> objects_;  // by "namespace/name"
+  std::map<std::string, nlohmann::json> objects_;             // by "namespace/name"
+  std::map<std::string, std::set<std::string>> label_index_;  // index_label value -> keys
   std::string resource_version_;
   bool synced_ = false;
   std::uint64_t list_count_ = 0;
 
+  std::mutex sleep_mutex_;
+  std::condition_variable_any sleep_wakeup_;
   std::jthread thread_;
 
   void run(std::stop_token stop);
   void relist(std::stop_token stop);
-  void watch_once(std::stop_token stop);
+  bool watch_once(std::stop_token stop);
   void apply_event(const WatchEvent& event);
+  void store_locked(const std::string& key, nlohmann::json object);
+  void erase_locked(const std::string& key);
+  std::string index_value(const nlohmann::json& object) const;
+  void sleep_for(std::stop_token& stop, std::chrono::milliseconds delay);
   void notify_add(const nlohmann::json& object) const;
   void notify_update(const nlohmann::json& old_object, const nlohmann::json& new_object) const;
   void notify_delete(const nlohmann::json& object) const;

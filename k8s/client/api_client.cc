@@ -1,0 +1,490 @@
+#include "k8s/client/api_client.h"
+
+#include <curl/curl.h>
+
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+namespace fiber::k8s {
+namespace {
+
+using nlohmann::json;
+
+void initialise_curl_once() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+json parse_or_null(const std::string& text) {
+  if (text.empty()) return nullptr;
+  json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return parsed.is_discarded() ? json(nullptr) : parsed;
+}
+
+const char* content_type_of(PatchType type) {
+  switch (type) {
+    case PatchType::kMerge:
+      return "application/merge-patch+json";
+    case PatchType::kJson:
+      return "application/json-patch+json";
+  }
+  return "application/merge-patch+json";
+}
+
+std::string metadata_string(const json& object, const char* field) {
+  if (!object.is_object()) return {};
+  const auto metadata = object.find("metadata");
+  if (metadata == object.end() || !metadata->is_object()) return {};
+  const auto value = metadata->find(field);
+  if (value == metadata->end() || !value->is_string()) return {};
+  return value->get<std::string>();
+}
+
+// Frees a curl_slist when the request is over.
+struct HeaderList {
+  curl_slist* list = nullptr;
+  ~HeaderList() { curl_slist_free_all(list); }
+  void add(const std::string& header) { list = curl_slist_append(list, header.c_str()); }
+};
+
+// State shared with libcurl's callbacks during one watch.
+struct WatchStream {
+  CURL* handle = nullptr;
+  const std::string* path = nullptr;
+  const std::function<bool(const WatchEvent&)>* on_event = nullptr;
+  std::string pending;     // bytes after the last complete line
+  std::string error_body;  // the body of a non-2xx answer
+  bool stopped_by_callback = false;
+  std::exception_ptr failure;  // thrown by the callback, or an ERROR event
+
+  long response_code() const {
+    long code = 0;
+    curl_easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &code);
+    return code;
+  }
+
+  // Delivers one line; returns false to end the stream.
+  bool deliver(std::string_view line) {
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) return true;
+    json event = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (event.is_discarded() || !event.is_object() || !event.contains("type")) {
+      failure = std::make_exception_ptr(TransportError(
+          "watch " + *path + ": malformed event: " + std::string(line.substr(0, 200)), 0));
+      return false;
+    }
+    WatchEvent parsed{event["type"].is_string() ? event["type"].get<std::string>() : "",
+                      event.contains("object") ? std::move(event["object"]) : json(nullptr)};
+    if (parsed.type == "ERROR") {
+      failure = std::make_exception_ptr(ApiError::from_status(parsed.object, *path));
+      return false;
+    }
+    try {
+      if (!(*on_event)(parsed)) {
+        stopped_by_callback = true;
+        return false;
+      }
+    } catch (...) {
+      failure = std::current_exception();
+      return false;
+    }
+    return true;
+  }
+
+  // Splits received bytes into lines (a chunk may hold part of a line, or many lines).
+  bool receive(const char* data, std::size_t size) {
+    if (response_code() >= 300) {
+      error_body.append(data, size);
+      return true;
+    }
+    pending.append(data, size);
+    std::size_t start = 0;
+    for (std::size_t end; (end = pending.find('\n', start)) != std::string::npos; start = end + 1) {
+      if (!deliver(std::string_view(pending).substr(start, end - start))) return false;
+    }
+    pending.erase(0, start);
+    return true;
+  }
+
+  static std::size_t on_data(char* data, std::size_t, std::size_t size, void* self) {
+    return static_cast<WatchStream*>(self)->receive(data, size) ? size : 0;
+  }
+};
+
+std::size_t append_to_string(char* data, std::size_t, std::size_t size, void* target) {
+  static_cast<std::string*>(target)->append(data, size);
+  return size;
+}
+
+}  // namespace
+
+class ApiClient::Impl {
+ public:
+  Impl(const ClusterAccess& access, ClientOptions options)
+      : access_(access), options_(std::move(options)) {
+    initialise_curl_once();
+  }
+
+  ~Impl() {
+    for (CURL* handle : idle_handles_) curl_easy_cleanup(handle);
+  }
+
+  // A handle for one request, reused across requests so connections stay open.
+  class Lease {
+   public:
+    explicit Lease(Impl& owner) : owner_(owner), handle_(owner.take_handle()) {}
+    ~Lease() { owner_.give_back(handle_); }
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    CURL* get() const { return handle_; }
+
+   private:
+    Impl& owner_;
+    CURL* handle_;
+  };
+
+  std::string url(CURL* handle, std::string_view path, const Query& query) const {
+    std::string text = access_.server + std::string(path);
+    char separator = '?';
+    for (const auto& [name, value] : query) {
+      char* escaped_name = curl_easy_escape(handle, name.c_str(), static_cast<int>(name.size()));
+      char* escaped_value = curl_easy_escape(handle, value.c_str(), static_cast<int>(value.size()));
+      text += separator;
+      text += escaped_name ? escaped_name : "";
+      text += '=';
+      text += escaped_value ? escaped_value : "";
+      curl_free(escaped_name);
+      curl_free(escaped_value);
+      separator = '&';
+    }
+    return text;
+  }
+
+  // Sets everything but the callbacks and the time limit.
+  void configure(CURL* handle, std::string_view method, const std::string& url,
+                 const std::string& body, std::string_view content_type, HeaderList& headers) {
+    curl_easy_reset(handle);
+    curl_easy_setopt(handle, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(handle, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(handle, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
+    curl_easy_setopt(handle, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(handle, CURLOPT_CONNECTTIMEOUT_MS,
+                     static_cast<long>(options_.connect_timeout.count()));
+    curl_easy_setopt(handle, CURLOPT_USERAGENT, options_.user_agent.c_str());
+    configure_tls(handle);
+
+    headers.add("Accept: application/json");
+    headers.add("Expect:");  // no 100-continue round trip for larger bodies
+    const std::string token = bearer_token();
+    if (!token.empty()) headers.add("Authorization: Bearer " + token);
+    if (method == "GET") {
+      curl_easy_setopt(handle, CURLOPT_HTTPGET, 1L);
+    } else {
+      if (method != "POST") {
+        curl_easy_setopt(handle, CURLOPT_CUSTOMREQUEST, std::string(method).c_str());
+      }
+      curl_easy_setopt(handle, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+      curl_easy_setopt(handle, CURLOPT_COPYPOSTFIELDS, body.c_str());
+      if (!content_type.empty()) headers.add("Content-Type: " + std::string(content_type));
+    }
+    curl_easy_setopt(handle, CURLOPT_HTTPHEADER, headers.list);
+  }
+
+  void count(std::string_view method, long status) {
+    std::lock_guard lock(stats_mutex_);
+    ++stats_[RequestCountKey{std::string(method), status}];
+  }
+
+  RequestStats stats() const {
+    std::lock_guard lock(stats_mutex_);
+    return stats_;
+  }
+
+  const ClientOptions& options() const { return options_; }
+
+ private:
+  CURL* take_handle() {
+    {
+      std::lock_guard lock(pool_mutex_);
+      if (!idle_handles_.empty()) {
+        CURL* handle = idle_handles_.back();
+        idle_handles_.pop_back();
+        return handle;
+      }
+    }
+    CURL* handle = curl_easy_init();
+    if (!handle) throw TransportError("cannot create a libcurl handle", 0);
+    return handle;
+  }
+
+  void give_back(CURL* handle) {
+    std::lock_guard lock(pool_mutex_);
+    idle_handles_.push_back(handle);
+  }
+
+  void configure_tls(CURL* handle) const {
+    if (access_.insecure_skip_tls_verify) {
+      curl_easy_setopt(handle, CURLOPT_SSL_VERIFYPEER, 0L);
+      curl_easy_setopt(handle, CURLOPT_SSL_VERIFYHOST, 0L);
+    } else if (!access_.ca_pem.empty()) {
+      curl_blob ca{const_cast<char*>(access_.ca_pem.data()), access_.ca_pem.size(), CURL_BLOB_COPY};
+      curl_easy_setopt(handle, CURLOPT_CAINFO_BLOB, &ca);
+    }
+    if (!access_.client_cert_pem.empty()) {
+      curl_blob cert{const_cast<char*>(access_.client_cert_pem.data()),
+                     access_.client_cert_pem.size(), CURL_BLOB_COPY};
+      curl_blob key{const_cast<char*>(access_.client_key_pem.data()), access_.client_key_pem.size(),
+                    CURL_BLOB_COPY};
+      curl_easy_setopt(handle, CURLOPT_SSLCERT_BLOB, &cert);
+      curl_easy_setopt(handle, CURLOPT_SSLCERTTYPE, "PEM");
+      curl_easy_setopt(handle, CURLOPT_SSLKEY_BLOB, &key);
+      curl_easy_setopt(handle, CURLOPT_SSLKEYTYPE, "PEM");
+    }
+  }
+
+  // The token to send now: the token file's content, re-read when the file changes.
+  std::string bearer_token() {
+    if (access_.token_file.empty()) return access_.token;
+    std::lock_guard lock(token_mutex_);
+    std::error_code error;
+    const auto changed = std::filesystem::last_write_time(access_.token_file, error);
+    if (error) {
+      if (!cached_token_.empty()) return cached_token_;  // keep the last one during a rotation
+      throw TransportError(
+          "cannot read token file " + access_.token_file.string() + ": " + error.message(), 0);
+    }
+    if (token_read_ && changed == token_changed_) return cached_token_;
+    std::ifstream in(access_.token_file, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    std::string token = text.str();
+    while (!token.empty() &&
+           (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) {
+      token.pop_back();
+    }
+    cached_token_ = std::move(token);
+    token_changed_ = changed;
+    token_read_ = true;
+    return cached_token_;
+  }
+
+  const ClusterAccess& access_;
+  ClientOptions options_;
+
+  std::mutex pool_mutex_;
+  std::vector<CURL*> idle_handles_;
+
+  std::mutex token_mutex_;
+  bool token_read_ = false;
+  std::filesystem::file_time_type token_changed_{};
+  std::string cached_token_;
+
+  mutable std::mutex stats_mutex_;
+  RequestStats stats_;
+};
+
+ApiClient::ApiClient(ClusterAccess access, ClientOptions options)
+    : access_(std::move(access)), impl_(std::make_unique<Impl>(access_, std::move(options))) {
+  if (access_.server.empty()) throw ConfigError("the cluster access has no server URL");
+}
+
+ApiClient::~ApiClient() = default;
+
+Response ApiClient::request(std::string_view method, std::string_view path, const Query& query,
+                            const std::string& body, std::string_view content_type) {
+  Impl::Lease handle(*impl_);
+  HeaderList headers;
+  const std::string url = impl_->url(handle.get(), path, query);
+  impl_->configure(handle.get(), method, url, body, content_type, headers);
+  Response response;
+  curl_easy_setopt(handle.get(), CURLOPT_TIMEOUT_MS,
+                   static_cast<long>(impl_->options().request_timeout.count()));
+  curl_easy_setopt(handle.get(), CURLOPT_WRITEFUNCTION, append_to_string);
+  curl_easy_setopt(handle.get(), CURLOPT_WRITEDATA, &response.text);
+  const CURLcode result = curl_easy_perform(handle.get());
+  if (result != CURLE_OK) {
+    impl_->count(method, 0);
+    throw TransportError(std::string(method) + " " + url + ": " + curl_easy_strerror(result),
+                         result);
+  }
+  curl_easy_getinfo(handle.get(), CURLINFO_RESPONSE_CODE, &response.status);
+  impl_->count(method, response.status);
+  if (response.status < 200 || response.status >= 300) {
+    throw ApiError(response.status, std::string(method), std::string(path), response.text);
+  }
+  response.json = parse_or_null(response.text);
+  return response;
+}
+
+json ApiClient::get(const ResourceRef& ref, std::string_view name, std::string_view subresource) {
+  return request("GET", ref.object_path(name, subresource)).json;
+}
+
+ListResult ApiClient::list(const ResourceRef& ref, const ListOptions& options) {
+  ListResult result;
+  std::string continue_token;
+  do {
+    Query query;
+    if (!options.label_selector.empty())
+      query.emplace_back("labelSelector", options.label_selector);
+    if (!options.field_selector.empty())
+      query.emplace_back("fieldSelector", options.field_selector);
+    if (options.page_size > 0) query.emplace_back("limit", std::to_string(options.page_size));
+    if (!continue_token.empty()) query.emplace_back("continue", continue_token);
+    json page = request("GET", ref.collection_path(), query).json;
+    if (!page.is_object()) {
+      throw TransportError("GET " + ref.collection_path() + ": the answer is not a list", 0);
+    }
+    if (page.contains("items") && page["items"].is_array()) {
+      for (json& item : page["items"]) result.items.push_back(std::move(item));
+    }
+    const json& metadata = page.value("metadata", json::object());
+    result.resource_version = metadata.value("resourceVersion", std::string());
+    continue_token = metadata.value("continue", std::string());
+  } while (!continue_token.empty());
+  return result;
+}
+
+json ApiClient::create(const ResourceRef& ref, const json& object) {
+  return request("POST", ref.collection_path(), {}, object.dump()).json;
+}
+
+json ApiClient::replace(const ResourceRef& ref, const json& object) {
+  const std::string name = metadata_string(object, "name");
+  if (name.empty()) throw std::invalid_argument("replace of " + ref.plural + ": no metadata.name");
+  if (metadata_string(object, "resourceVersion").empty()) {
+    throw std::invalid_argument("replace of " + ref.plural + "/" + name +
+                                ": no metadata.resourceVersion (needed to detect a stale write)");
+  }
+  return request("PUT", ref.object_path(name), {}, object.dump()).json;
+}
+
+json ApiClient::replace_status(const ResourceRef& ref, const json& object) {
+  const std::string name = metadata_string(object, "name");
+  if (name.empty()) {
+    throw std::invalid_argument("status replace of " + ref.plural + ": no metadata.name");
+  }
+  if (metadata_string(object, "resourceVersion").empty()) {
+    throw std::invalid_argument("status replace of " + ref.plural + "/" + name +
+                                ": no metadata.resourceVersion (needed to detect a stale write)");
+  }
+  return request("PUT", ref.object_path(name, "status"), {}, object.dump()).json;
+}
+
+json ApiClient::patch(const ResourceRef& ref, std::string_view name, const json& patch,
+                      PatchType type, std::string_view subresource) {
+  return request("PATCH", ref.object_path(name, subresource), {}, patch.dump(),
+                 content_type_of(type))
+      .json;
+}
+
+json ApiClient::remove(const ResourceRef& ref, std::string_view name,
+                       const DeleteOptions& options) {
+  json body = {{"kind", "DeleteOptions"}, {"apiVersion", "v1"}};
+  if (options.propagation_policy) body["propagationPolicy"] = *options.propagation_policy;
+  if (options.grace_period_seconds) body["gracePeriodSeconds"] = *options.grace_period_seconds;
+  if (options.precondition_uid) body["preconditions"]["uid"] = *options.precondition_uid;
+  if (options.precondition_resource_version) {
+    body["preconditions"]["resourceVersion"] = *options.precondition_resource_version;
+  }
+  return request("DELETE", ref.object_path(name), {}, body.dump()).json;
+}
+
+std::string ApiClient::read_log(std::string_view ns, std::string_view pod,
+                                std::string_view container) {
+  Query query;
+  if (!container.empty()) query.emplace_back("container", std::string(container));
+  return request("GET", pods_ref(ns).object_path(pod, "log"), query).text;
+}
+
+WatchEnd ApiClient::watch(const ResourceRef& ref, std::string_view resource_version,
+                          const WatchOptions& options,
+                          const std::function<bool(const WatchEvent&)>& on_event,
+                          std::stop_token stop) {
+  Query query{{"watch", "true"}};
+  if (!resource_version.empty())
+    query.emplace_back("resourceVersion", std::string(resource_version));
+  if (options.allow_bookmarks) query.emplace_back("allowWatchBookmarks", "true");
+  if (options.timeout_seconds > 0) {
+    query.emplace_back("timeoutSeconds", std::to_string(options.timeout_seconds));
+  }
+  if (!options.label_selector.empty()) query.emplace_back("labelSelector", options.label_selector);
+  if (!options.field_selector.empty()) query.emplace_back("fieldSelector", options.field_selector);
+
+  const std::string path = ref.collection_path();
+  Impl::Lease handle(*impl_);
+  HeaderList headers;
+  const std::string url = impl_->url(handle.get(), path, query);
+  impl_->configure(handle.get(), "GET", url, {}, {}, headers);
+  if (options.timeout_seconds > 0) {
+    // The server ends the stream itself; this only guards against one that never does.
+    curl_easy_setopt(handle.get(), CURLOPT_TIMEOUT_MS,
+                     static_cast<long>(options.timeout_seconds * 1000 +
+                                       impl_->options().request_timeout.count()));
+  }
+  if (impl_->options().watch_idle_timeout.count() > 0) {
+    curl_easy_setopt(handle.get(), CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(
+        handle.get(), CURLOPT_LOW_SPEED_TIME,
+        static_cast<long>(std::max<std::int64_t>(
+            1,
+            std::chrono::ceil<std::chrono::seconds>(impl_->options().watch_idle_timeout).count())));
+  }
+  WatchStream stream;
+  stream.handle = handle.get();
+  stream.path = &path;
+  stream.on_event = &on_event;
+  curl_easy_setopt(handle.get(), CURLOPT_WRITEFUNCTION, WatchStream::on_data);
+  curl_easy_setopt(handle.get(), CURLOPT_WRITEDATA, &stream);
+
+  // The multi interface lets another thread wake the transfer at once when it is cancelled.
+  CURLM* multi = curl_multi_init();
+  if (!multi) throw TransportError("cannot create a libcurl multi handle", 0);
+  curl_multi_add_handle(multi, handle.get());
+  CURLcode result = CURLE_OK;
+  bool cancelled = false;
+  {
+    std::stop_callback wake(stop, [multi] { curl_multi_wakeup(multi); });
+    int running = 1;
+    while (running > 0) {
+      if (stop.stop_requested()) {
+        cancelled = true;
+        break;
+      }
+      const CURLMcode polled = curl_multi_perform(multi, &running);
+      if (polled != CURLM_OK) {
+        result = CURLE_RECV_ERROR;
+        break;
+      }
+      if (running > 0) curl_multi_poll(multi, nullptr, 0, 1000, nullptr);
+    }
+    int queued = 0;
+    while (CURLMsg* message = curl_multi_info_read(multi, &queued)) {
+      if (message->msg == CURLMSG_DONE) result = message->data.result;
+    }
+  }
+  curl_multi_remove_handle(multi, handle.get());
+  curl_multi_cleanup(multi);
+
+  const long status = stream.response_code();
+  impl_->count("WATCH", cancelled && status == 0 ? 0 : status);
+  if (stream.failure) std::rethrow_exception(stream.failure);
+  if (stream.stopped_by_callback) return WatchEnd::kStoppedByCallback;
+  if (cancelled) return WatchEnd::kCancelled;
+  if (result != CURLE_OK) {
+    throw TransportError("watch " + url + ": " + curl_easy_strerror(result), result);
+  }
+  if (status < 200 || status >= 300) throw ApiError(status, "GET", path, stream.error_body);
+  // A last event without its newline still counts.
+  if (!stream.pending.empty() && !stream.deliver(stream.pending)) {
+    if (stream.failure) std::rethrow_exception(stream.failure);
+    return WatchEnd::kStoppedByCallback;
+  }
+  return WatchEnd::kServerClosed;
+}
+
+RequestStats ApiClient::stats() const { return impl_->stats(); }
+
+}  // namespace fiber::k8s

@@ -1,0 +1,62 @@
+#include "k8s/client/errors.h"
+
+#include <curl/curl.h>
+
+namespace fiber::k8s {
+namespace {
+
+std::string describe(long code, const std::string& reason, const std::string& message,
+                     const std::string& where) {
+  std::string text = where + ": " + std::to_string(code);
+  if (!reason.empty()) text += " " + reason;
+  if (!message.empty()) text += ": " + message;
+  return text;
+}
+
+std::string string_field(const nlohmann::json& object, const char* name) {
+  if (object.is_object()) {
+    const auto it = object.find(name);
+    if (it != object.end() && it->is_string()) return it->get<std::string>();
+  }
+  return {};
+}
+
+}  // namespace
+
+TransportError::TransportError(const std::string& what, int curl_code)
+    : ClientError(what), curl_code_(curl_code) {}
+
+bool TransportError::is_timeout() const noexcept { return curl_code_ == CURLE_OPERATION_TIMEDOUT; }
+
+ApiError::ApiError(long code, std::string reason, std::string message, nlohmann::json status,
+                   const std::string& where)
+    : ClientError(describe(code, reason, message, where)),
+      code_(code),
+      reason_(std::move(reason)),
+      message_(std::move(message)),
+      status_(std::move(status)) {}
+
+ApiError::ApiError(long code, const std::string& method, const std::string& path,
+                   const std::string& body)
+    : ApiError(code, "", "", nullptr, method + " " + path) {
+  status_ = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (status_.is_discarded()) status_ = nullptr;
+  if (status_.is_object() && string_field(status_, "kind") == "Status") {
+    *this = ApiError(code, string_field(status_, "reason"), string_field(status_, "message"),
+                     status_, method + " " + path);
+  } else {
+    // Not a Status (a proxy's HTML page, plain text): keep the text as the message.
+    *this = ApiError(code, "", body.substr(0, 500), status_, method + " " + path);
+  }
+}
+
+ApiError ApiError::from_status(const nlohmann::json& status, const std::string& path) {
+  long code = 500;
+  if (status.is_object() && status.contains("code") && status["code"].is_number_integer()) {
+    code = status["code"].get<long>();
+  }
+  return ApiError(code, string_field(status, "reason"), string_field(status, "message"), status,
+                  "watch " + path);
+}
+
+}  // namespace fiber::k8s
