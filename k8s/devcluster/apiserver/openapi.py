@@ -468,3 +468,22 @@ def openapi_v3(path: str, infos: list[ResourceInfo]) -> dict[str, Any] | None:
     if bare.startswith(prefix) and bare[len(prefix):] in keys:
         return group_version_document(bare[len(prefix):], infos)
     return None
+
+
+# ---------------------------------------------------------------- OpenAPI v2
+
+OPENAPI_V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+
+
+def openapi_v2(path: str, accept: str) -> tuple[bytes, str] | None:
+    """/openapi/v2 as (body, content type): an empty document. kubectl up to 1.28 loads it before
+    `apply` and `explain` and stops when it is missing, but then reads /openapi/v3 for what it
+    needs. A protobuf reader (the default Accept) gets zero bytes, a valid empty gnostic
+    Document; anyone else gets the JSON form."""
+    if path.split("?", 1)[0].rstrip("/") != "/openapi/v2":
+        return None
+    if "protobuf" in (accept or ""):
+        return b"", OPENAPI_V2_PROTOBUF
+    document = {"swagger": "2.0", "info": {"title": "Kubernetes", "version": "unversioned"},
+                "paths": {}, "definitions": {}}
+    return json.dumps(document).encode(), "application/json"

@@ -19,6 +19,7 @@ Column = dict[str, Any]
 NAME_DESCRIPTION = ("Name of the object, unique within its namespace (or the cluster for cluster "
                     "objects).")
 AGE_DESCRIPTION = "Time since the object was created (its metadata.creationTimestamp)."
+CREATED_AT_DESCRIPTION = "When the object was created (its metadata.creationTimestamp)."
 OBJECT_MODES = ("Metadata", "Object", "None")
 
 
@@ -99,8 +100,9 @@ def crd_printer_columns(info: ResourceInfo) -> list[dict[str, Any]]:
     return []
 
 
-def json_cell(kind: str, value: Any) -> Any:
-    """A printer-column value of the column's type; what does not fit is a null cell."""
+def json_cell(kind: str, value: Any, now: datetime.datetime) -> Any:
+    """A printer-column value of the column's type; what does not fit is a null cell. Dates
+    become ages (45s, 3m20s), as the server converts them."""
     if kind == "integer":
         if isinstance(value, bool):
             return None
@@ -119,18 +121,23 @@ def json_cell(kind: str, value: Any) -> Any:
     if kind == "boolean":
         return value if isinstance(value, bool) else None
     if kind == "date":
-        return value if isinstance(value, str) else None
+        if not isinstance(value, str):
+            return value
+        return age(value, now) if parse_time(value) is not None else "<invalid>"
     if isinstance(value, str):
         return value
     return json.dumps(value, separators=(",", ":"))
 
 
-def custom_columns(info: ResourceInfo) -> tuple[list[Column], list[Callable[[dict[str, Any]], Any]]]:
+def custom_columns(info: ResourceInfo, now: datetime.datetime
+                   ) -> tuple[list[Column], list[Callable[[dict[str, Any]], Any]]]:
+    """Name and the CRD's printer columns, or Name and Created At (the RFC 3339 timestamp) when
+    it declares none."""
     columns = [NAME_COLUMN]
     cells: list[Callable[[dict[str, Any]], Any]] = [lambda obj: meta(obj).get("name", "")]
     printer_columns = crd_printer_columns(info)
     if not printer_columns:
-        columns.append(column("Created At", "date", AGE_DESCRIPTION))
+        columns.append(column("Created At", "date", CREATED_AT_DESCRIPTION))
         cells.append(lambda obj: meta(obj).get("creationTimestamp"))
         return columns, cells
     for printer in printer_columns:
@@ -143,15 +150,15 @@ def custom_columns(info: ResourceInfo) -> tuple[list[Column], list[Callable[[dic
         kind = printer.get("type", "string")
         columns.append(column(printer.get("name", ""), kind, printer.get("description", ""),
                               printer.get("priority", 0), printer.get("format", "")))
-        cells.append(lambda obj, e=expression, k=kind: first_match(e, obj, k))
+        cells.append(lambda obj, e=expression, k=kind: first_match(e, obj, k, now))
     return columns, cells
 
 
-def first_match(expression: Any, obj: dict[str, Any], kind: str) -> Any:
+def first_match(expression: Any, obj: dict[str, Any], kind: str, now: datetime.datetime) -> Any:
     matches = expression.find(obj)
     if not matches or matches[0].value is None:
         return None
-    return json_cell(kind, matches[0].value)
+    return json_cell(kind, matches[0].value, now)
 
 
 # ---------------------------------------------------------------- pods
@@ -416,10 +423,10 @@ BUILTIN_PRINTERS: dict[tuple[str, str], tuple[list[Column], Callable[..., Row]]]
 
 
 def default_columns() -> tuple[list[Column], Callable[..., Row]]:
-    """Name and Created At (the raw timestamp, shown as an age by kubectl)."""
+    """Name and Created At (the RFC 3339 timestamp, as the server's default table has it)."""
     def row(obj: dict[str, Any], _now: datetime.datetime) -> Row:
         return [meta(obj).get("name", ""), meta(obj).get("creationTimestamp")]
-    return [NAME_COLUMN, column("Created At", "date", AGE_DESCRIPTION)], row
+    return [NAME_COLUMN, column("Created At", "date", CREATED_AT_DESCRIPTION)], row
 
 
 # ---------------------------------------------------------------- the table
@@ -443,7 +450,7 @@ def to_table(info: ResourceInfo, objects: list[dict[str, Any]], *, include_objec
                        f"includeObject must be one of {', '.join(OBJECT_MODES)}, got {mode!r}")
     moment = now or datetime.datetime.now(datetime.timezone.utc)
     if info.crd is not None:
-        columns, cell_fns = custom_columns(info)
+        columns, cell_fns = custom_columns(info, moment)
         rows_cells = [[fn(obj) for fn in cell_fns] for obj in objects]
     else:
         columns, row_fn = BUILTIN_PRINTERS.get((info.group, info.plural), default_columns())
