@@ -319,3 +319,39 @@ def make_event(involved: JSON, event_type: str, reason: str, message: str, compo
         "firstTimestamp": now, "lastTimestamp": now, "count": 1,
         "reportingComponent": component, "reportingInstance": host or component,
     }
+
+
+def wait_for_object(client: KubeClient, collection: str, name: str, predicate: Any,
+                    timeout_s: float = 60.0) -> JSON | None:
+    """Like `kubectl wait`: lists then watches the named object of `collection` until
+    predicate(object or None when absent) is true; returns that object. Raises TimeoutError naming
+    the last state seen."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    selector = f"metadata.name={name}"
+    listed = client.list(collection, field_selector=selector)
+    current: JSON | None = (listed.get("items") or [None])[0]
+    if predicate(current):
+        return current
+    version = listed["metadata"]["resourceVersion"]
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError(f"{collection}/{name} did not reach the awaited state in {timeout_s:g} s; "
+                               f"last seen: {json.dumps(current)[:2000]}")
+        watcher = client.clone()
+        watcher.timeout_s = max(1.0, remaining)
+        for event in watcher.watch(collection, version, field_selector=selector,
+                                   timeout_seconds=max(1, int(remaining))):
+            item = event.get("object") or {}
+            if event.get("type") == "ERROR":
+                raise KubeError(int(item.get("code", 500)), item.get("reason", ""), item.get("message", ""), item)
+            version = item.get("metadata", {}).get("resourceVersion", version)
+            if event.get("type") == "BOOKMARK":
+                continue
+            current = None if event.get("type") == "DELETED" else item
+            if predicate(current):
+                return current
+            if time.monotonic() >= deadline:
+                break
