@@ -1,0 +1,217 @@
+"""Table answers: FiberJob's printer columns and the built-in printers' columns and cells."""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from k8s.devcluster.apiserver.errors import ApiError
+from k8s.devcluster.apiserver.resource_info import ResourceInfo
+from k8s.devcluster.apiserver.tables import human_duration, to_table
+
+CRD_FILE = Path(__file__).resolve().parents[3] / "k8s/config/crd/bases/fibermpi.io_fiberjobs.yaml"
+CRD = yaml.safe_load(CRD_FILE.read_text())
+FIBERJOBS = ResourceInfo("fibermpi.io", "v1alpha1", "fiberjobs", "fiberjob", "FiberJob",
+                         "FiberJobList", True, crd=CRD)
+NOW = datetime.datetime(2026, 1, 1, 12, 0, 0, tzinfo=datetime.timezone.utc)
+CREATED = "2026-01-01T11:55:00Z"  # five minutes before NOW
+
+
+def core(plural: str, kind: str, namespaced: bool = True, group: str = "") -> ResourceInfo:
+    return ResourceInfo(group, "v1", plural, plural[:-1], kind, f"{kind}List", namespaced)
+
+
+def names(table: dict[str, Any]) -> list[str]:
+    return [c["name"] for c in table["columnDefinitions"]]
+
+
+def cells(table: dict[str, Any]) -> list[list[Any]]:
+    return [row["cells"] for row in table["rows"]]
+
+
+def fiberjob(name: str, **status: Any) -> dict[str, Any]:
+    return {"apiVersion": "fibermpi.io/v1alpha1", "kind": "FiberJob",
+            "metadata": {"name": name, "namespace": "default", "creationTimestamp": CREATED,
+                         "resourceVersion": "7"},
+            "spec": {"workers": {"minReplicas": 1, "maxReplicas": 8}}, "status": status}
+
+
+def test_fiberjob_table_has_the_crd_printer_columns():
+    table = to_table(FIBERJOBS, [fiberjob("a", phase="Running", workers={"desired": 2,
+                                                                          "ready": 1}),
+                                 fiberjob("b")],
+                     include_object="", list_metadata={"resourceVersion": "9"}, now=NOW)
+    assert table["kind"] == "Table" and table["apiVersion"] == "meta.k8s.io/v1"
+    assert table["metadata"] == {"resourceVersion": "9"}
+    assert names(table) == ["Name", "Phase", "Desired", "Ready", "Min", "Max", "Age"]
+    assert [c["type"] for c in table["columnDefinitions"]] == [
+        "string", "string", "integer", "integer", "integer", "integer", "date"]
+    assert table["columnDefinitions"][0]["format"] == "name"
+    assert table["columnDefinitions"][1]["description"].startswith("Where the job is")
+    assert cells(table) == [["a", "Running", 2, 1, 1, 8, "5m"], ["b", None, None, None, 1, 8, "5m"]]
+
+
+def test_row_objects_follow_include_object():
+    job = fiberjob("a")
+    metadata_row = to_table(FIBERJOBS, [job], include_object="Metadata", list_metadata={},
+                            now=NOW)["rows"][0]
+    assert metadata_row["object"] == {"kind": "PartialObjectMetadata",
+                                      "apiVersion": "meta.k8s.io/v1",
+                                      "metadata": job["metadata"]}
+    full = to_table(FIBERJOBS, [job], include_object="Object", list_metadata={}, now=NOW)
+    assert full["rows"][0]["object"] == job
+    bare = to_table(FIBERJOBS, [job], include_object="None", list_metadata={}, now=NOW)
+    assert "object" not in bare["rows"][0]
+    with pytest.raises(ApiError) as caught:
+        to_table(FIBERJOBS, [job], include_object="All", list_metadata={}, now=NOW)
+    assert caught.value.code == 400
+
+
+def test_a_crd_without_printer_columns_gets_name_and_created_at():
+    crd = yaml.safe_load(CRD_FILE.read_text())
+    del crd["spec"]["versions"][0]["additionalPrinterColumns"]
+    info = ResourceInfo("fibermpi.io", "v1alpha1", "fiberjobs", "fiberjob", "FiberJob",
+                        "FiberJobList", True, crd=crd)
+    table = to_table(info, [fiberjob("a")], include_object="None", list_metadata={}, now=NOW)
+    assert names(table) == ["Name", "Created At"]
+    assert table["columnDefinitions"][1]["type"] == "date"
+    assert cells(table) == [["a", CREATED]]
+
+
+def pod(name: str, containers: list[dict[str, Any]], **status: Any) -> dict[str, Any]:
+    return {"metadata": {"name": name, "creationTimestamp": CREATED},
+            "spec": {"containers": [{"name": f"c{i}"} for i in range(len(containers))],
+                     "nodeName": "node-1"},
+            "status": {"podIP": "10.1.0.5", "containerStatuses": containers, **status}}
+
+
+def running(ready: bool = True, restarts: int = 0, **extra: Any) -> dict[str, Any]:
+    return {"ready": ready, "restartCount": restarts, "state": {"running": {}}, **extra}
+
+
+PODS = core("pods", "Pod")
+
+
+def pod_cells(obj: dict[str, Any]) -> list[Any]:
+    return to_table(PODS, [obj], include_object="None", list_metadata={}, now=NOW)["rows"][0][
+        "cells"]
+
+
+def test_pod_columns_and_wide_columns():
+    table = to_table(PODS, [], include_object="None", list_metadata={}, now=NOW)
+    assert names(table) == ["Name", "Ready", "Status", "Restarts", "Age", "IP", "Node",
+                            "Nominated Node", "Readiness Gates"]
+    assert [c["priority"] for c in table["columnDefinitions"]] == [0, 0, 0, 0, 0, 1, 1, 1, 1]
+
+
+def test_running_pod_row():
+    assert pod_cells(pod("p", [running(), running(ready=False)], phase="Running")) == [
+        "p", "1/2", "Running", "0", "5m", "10.1.0.5", "node-1", "<none>", "<none>"]
+
+
+def test_waiting_container_reason_and_restarts_with_the_last_one():
+    crashing = {"ready": False, "restartCount": 3,
+                "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                "lastState": {"terminated": {"exitCode": 1,
+                                             "finishedAt": "2026-01-01T11:58:00Z"}}}
+    row = pod_cells(pod("p", [crashing], phase="Running"))
+    assert row[1:4] == ["0/1", "CrashLoopBackOff", "3 (2m ago)"]
+
+
+def test_terminated_container_without_reason_shows_its_exit_code():
+    ended = {"ready": False, "restartCount": 0, "state": {"terminated": {"exitCode": 3}}}
+    assert pod_cells(pod("p", [ended], phase="Failed"))[2] == "ExitCode:3"
+    completed = {"ready": False, "restartCount": 0,
+                 "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}
+    assert pod_cells(pod("p", [completed], phase="Succeeded"))[2] == "Completed"
+
+
+def test_pod_being_deleted_is_terminating_and_pending_pod_shows_its_phase():
+    deleting = pod("p", [running()], phase="Running")
+    deleting["metadata"]["deletionTimestamp"] = "2026-01-01T11:59:00Z"
+    assert pod_cells(deleting)[2] == "Terminating"
+    pending = pod("p", [], phase="Pending")
+    pending["status"].pop("podIP")
+    pending["spec"]["containers"] = [{"name": "c"}]
+    assert pod_cells(pending)[1:3] == ["0/1", "Pending"]
+    assert pod_cells(pending)[5] == "<none>"
+
+
+def test_init_containers_show_progress():
+    obj = pod("p", [], phase="Pending")
+    obj["spec"]["initContainers"] = [{"name": "i0"}, {"name": "i1"}]
+    obj["status"]["initContainerStatuses"] = [
+        {"state": {"terminated": {"exitCode": 0}}},
+        {"state": {"running": {}}}]
+    assert pod_cells(obj)[2] == "Init:1/2"
+
+
+def test_events_table():
+    event = {"metadata": {"name": "job.1", "creationTimestamp": CREATED},
+             "involvedObject": {"kind": "FiberJob", "name": "job"}, "type": "Warning",
+             "reason": "WorkerLost", "message": "worker 1 lost", "count": 3,
+             "firstTimestamp": "2026-01-01T11:50:00Z", "lastTimestamp": "2026-01-01T11:59:30Z",
+             "source": {"component": "fiber-controller"}}
+    table = to_table(core("events", "Event"), [event], include_object="None", list_metadata={},
+                     now=NOW)
+    assert [c["name"] for c in table["columnDefinitions"] if c["priority"] == 0] == [
+        "Last Seen", "Type", "Reason", "Object", "Message"]
+    assert cells(table) == [["30s (x3 over 10m)", "Warning", "WorkerLost", "fiberjob/job", "",
+                             "fiber-controller", "worker 1 lost", "10m", 3, "job.1"]]
+
+
+def test_nodes_services_namespaces_leases_configmaps():
+    node = {"metadata": {"name": "n1", "creationTimestamp": CREATED,
+                         "labels": {"node-role.kubernetes.io/worker": ""}},
+            "spec": {"unschedulable": True},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}],
+                       "nodeInfo": {"kubeletVersion": "v1.30.0"},
+                       "addresses": [{"type": "InternalIP", "address": "10.0.0.2"}]}}
+    table = to_table(core("nodes", "Node", False), [node], include_object="None",
+                     list_metadata={}, now=NOW)
+    assert cells(table)[0][:6] == ["n1", "Ready,SchedulingDisabled", "worker", "5m", "v1.30.0",
+                                   "10.0.0.2"]
+    service = {"metadata": {"name": "job", "creationTimestamp": CREATED},
+               "spec": {"type": "ClusterIP", "clusterIP": "None",
+                        "ports": [{"port": 80, "protocol": "TCP"}],
+                        "selector": {"fibermpi.io/job-name": "job"}}}
+    table = to_table(core("services", "Service"), [service], include_object="None",
+                     list_metadata={}, now=NOW)
+    assert names(table) == ["Name", "Type", "Cluster-IP", "External-IP", "Port(s)", "Age",
+                            "Selector"]
+    assert cells(table) == [["job", "ClusterIP", "None", "<none>", "80/TCP", "5m",
+                             "fibermpi.io/job-name=job"]]
+    namespace = {"metadata": {"name": "default", "creationTimestamp": CREATED},
+                 "status": {"phase": "Active"}}
+    assert cells(to_table(core("namespaces", "Namespace", False), [namespace],
+                          include_object="None", list_metadata={}, now=NOW)) == [
+        ["default", "Active", "5m"]]
+    lease = {"metadata": {"name": "fiber-controller", "creationTimestamp": CREATED},
+             "spec": {"holderIdentity": "host-1"}}
+    assert cells(to_table(core("leases", "Lease", group="coordination.k8s.io"), [lease],
+                          include_object="None", list_metadata={}, now=NOW)) == [
+        ["fiber-controller", "host-1", "5m"]]
+    configmap = {"metadata": {"name": "cfg", "creationTimestamp": CREATED}, "data": {"a": "1"}}
+    assert cells(to_table(core("configmaps", "ConfigMap"), [configmap], include_object="None",
+                          list_metadata={}, now=NOW)) == [["cfg", 1, "5m"]]
+
+
+def test_other_kinds_get_name_and_created_at():
+    account = {"metadata": {"name": "default", "creationTimestamp": CREATED}}
+    table = to_table(core("serviceaccounts", "ServiceAccount"), [account], include_object="None",
+                     list_metadata={}, now=NOW)
+    assert names(table) == ["Name", "Created At"]
+    assert cells(table) == [["default", CREATED]]
+
+
+@pytest.mark.parametrize("seconds,text", [(-5, "<invalid>"), (0, "0s"), (119, "119s"),
+                                          (200, "3m20s"), (600, "10m"), (3 * 3600 + 600, "3h10m"),
+                                          (10 * 3600, "10h"), (3 * 86400 + 3600, "3d1h"),
+                                          (400 * 86400, "400d"), (800 * 86400, "2y70d"),
+                                          (9 * 365 * 86400, "9y")])
+def test_ages_read_as_the_server_writes_them(seconds: int, text: str):
+    assert human_duration(seconds) == text
