@@ -346,6 +346,22 @@ def path_parameter(name: str, description: str) -> dict[str, Any]:
             "schema": {"type": "string", "uniqueItems": True}}
 
 
+ACTION_VERBS = {"list": "list", "post": "create", "deletecollection": "deletecollection",
+                "get": "get", "put": "update", "patch": "patch", "delete": "delete"}
+
+
+def served_operations(paths: dict[str, Any], info: ResourceInfo) -> dict[str, Any]:
+    """Only the operations of the resource's verbs (bindings: create alone), and only paths
+    left with one."""
+    kept: dict[str, Any] = {}
+    for path, item in paths.items():
+        ops = {method: op for method, op in item.items()
+               if method == "parameters" or ACTION_VERBS[op["x-kubernetes-action"]] in info.verbs}
+        if set(ops) - {"parameters"}:
+            kept[path] = ops
+    return kept
+
+
 def resource_paths(info: ResourceInfo) -> dict[str, Any]:
     """The REST paths of one resource and its status/scale subresources."""
     root = f"/apis/{info.group}/{info.version}" if info.group else f"/api/{info.version}"
@@ -401,6 +417,7 @@ def resource_paths(info: ResourceInfo) -> dict[str, Any]:
                              ("200",)),
             "parameters": [pretty],
         }
+    paths = served_operations(paths, info)
     for sub in ("status", "scale"):
         if sub not in info.subresources:
             continue
