@@ -1,0 +1,150 @@
+#include "k8s/controller/pod_builder.h"
+
+#include <set>
+#include <string_view>
+#include <vector>
+
+#include "k8s/controller/object_names.h"
+
+namespace fiber::k8s::controller {
+namespace {
+
+using nlohmann::json;
+
+// Longest DNS label: a pod hostname must fit in one.
+constexpr std::size_t kMaxHostnameLength = 63;
+
+json object_metadata(const JobSpec& job, const std::string& name, std::string_view role,
+                     const json& template_metadata) {
+  json metadata = json::object();
+  json labels = json::object();
+  if (template_metadata.is_object()) {
+    if (template_metadata.contains("labels") && template_metadata["labels"].is_object()) {
+      labels = template_metadata["labels"];
+    }
+    if (template_metadata.contains("annotations") && template_metadata["annotations"].is_object()) {
+      metadata["annotations"] = template_metadata["annotations"];
+    }
+  }
+  labels[std::string(kJobNameLabel)] = job.name;
+  if (!role.empty()) labels[std::string(kRoleLabel)] = std::string(role);
+  metadata["name"] = name;
+  metadata["namespace"] = job.ns;
+  metadata["labels"] = std::move(labels);
+  metadata["ownerReferences"] = json::array({owner_reference(job)});
+  return metadata;
+}
+
+json value_env(const std::string& name, const std::string& value) {
+  return {{"name", name}, {"value", value}};
+}
+
+json field_env(const std::string& name, const std::string& field_path) {
+  return {{"name", name}, {"valueFrom", {{"fieldRef", {{"fieldPath", field_path}}}}}};
+}
+
+// Puts `ours` before the container's own variables, leaving out those it defines itself: its own
+// win, and ours come first so that its values can refer to them as $(NAME).
+void add_environment(json& container, const std::vector<json>& ours) {
+  json own =
+      container.contains("env") && container["env"].is_array() ? container["env"] : json::array();
+  std::set<std::string> own_names;
+  for (const json& variable : own) own_names.insert(variable.value("name", ""));
+  json merged = json::array();
+  for (const json& variable : ours) {
+    if (!own_names.contains(variable["name"].get<std::string>())) merged.push_back(variable);
+  }
+  for (json& variable : own) merged.push_back(std::move(variable));
+  container["env"] = std::move(merged);
+}
+
+// A pod from `pod_template`: our metadata, restartPolicy Never, the Service's DNS subdomain.
+json pod_from_template(const JobSpec& job, const std::string& name, std::string_view role,
+                       const json& pod_template) {
+  const json template_metadata = pod_template.value("metadata", json::object());
+  json spec = pod_template.value("spec", json::object());
+  if (!spec.is_object()) spec = json::object();
+  spec["restartPolicy"] = "Never";
+  if (!spec.contains("hostname") && name.size() <= kMaxHostnameLength) spec["hostname"] = name;
+  if (!spec.contains("subdomain")) spec["subdomain"] = service_name(job.name);
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", object_metadata(job, name, role, template_metadata)},
+          {"spec", std::move(spec)}};
+}
+
+void add_environment_to_containers(json& pod, const std::vector<json>& ours) {
+  for (const char* list : {"initContainers", "containers"}) {
+    if (!pod["spec"].contains(list) || !pod["spec"][list].is_array()) continue;
+    for (json& container : pod["spec"][list]) add_environment(container, ours);
+  }
+}
+
+std::vector<json> fiber_environment(const JobSpec& job, std::string_view role,
+                                    const std::string& uri) {
+  return {value_env("FIBER_K8S_JOB", job.name),
+          value_env("FIBER_K8S_NAMESPACE", job.ns),
+          value_env("FIBER_K8S_ROLE", std::string(role)),
+          value_env("FIBER_NAME_SERVICE_URI", uri),
+          value_env("FIBER_SLOTS_PER_WORKER", std::to_string(job.slots_per_worker)),
+          field_env("FIBER_K8S_POD_NAME", "metadata.name"),
+          field_env("FIBER_K8S_POD_IP", "status.podIP")};
+}
+
+}  // namespace
+
+json owner_reference(const JobSpec& job) {
+  return {{"apiVersion", std::string(kFiberJobApiVersion)},
+          {"kind", std::string(kFiberJobKind)},
+          {"name", job.name},
+          {"uid", job.uid},
+          {"controller", true},
+          {"blockOwnerDeletion", true}};
+}
+
+json build_service(const JobSpec& job) {
+  // publishNotReadyAddresses: the pods find each other by DNS before they report ready.
+  return {{"apiVersion", "v1"},
+          {"kind", "Service"},
+          {"metadata", object_metadata(job, service_name(job.name), {}, json::object())},
+          {"spec",
+           {{"clusterIP", "None"},
+            {"publishNotReadyAddresses", true},
+            {"selector", {{std::string(kJobNameLabel), job.name}}}}}};
+}
+
+json build_name_service_pod(const JobSpec& job, const std::string& image) {
+  const std::string name = name_service_pod_name(job.name);
+  if (job.name_service_template.is_object()) {
+    return pod_from_template(job, name, kNameServiceRole, job.name_service_template);
+  }
+  // ompi-server refuses to run as root unless told twice; the runtime image may run as root.
+  const json container = {{"name", "name-service"},
+                          {"image", image},
+                          {"command", {"ompi-server", "--no-daemonize", "-r", "-"}},
+                          {"env",
+                           {value_env("OMPI_ALLOW_RUN_AS_ROOT", "1"),
+                            value_env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")}}};
+  const json pod_template = {{"spec", {{"containers", json::array({container})}}}};
+  return pod_from_template(job, name, kNameServiceRole, pod_template);
+}
+
+json build_launcher_pod(const JobSpec& job, const std::string& uri) {
+  json pod =
+      pod_from_template(job, launcher_pod_name(job.name), kLauncherRole, job.launcher_template);
+  add_environment_to_containers(pod, fiber_environment(job, kLauncherRole, uri));
+  return pod;
+}
+
+json build_worker_pod(const JobSpec& job, int index, const std::string& uri) {
+  json pod =
+      pod_from_template(job, worker_pod_name(job.name, index), kWorkerRole, job.worker_template);
+  pod["metadata"]["labels"][std::string(kWorkerIndexLabel)] = std::to_string(index);
+  std::vector<json> environment = fiber_environment(job, kWorkerRole, uri);
+  environment.insert(environment.begin() + 3,
+                     value_env("FIBER_K8S_WORKER_INDEX", std::to_string(index)));
+  add_environment_to_containers(pod, environment);
+  return pod;
+}
+
+}  // namespace fiber::k8s::controller

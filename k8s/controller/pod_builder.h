@@ -1,0 +1,31 @@
+// The objects the controller creates for a FiberJob: its headless Service and its pods, each
+// labelled, owned by the job, and (launcher and workers) given the FIBER_* environment.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "k8s/controller/job_spec.h"
+
+namespace fiber::k8s::controller {
+
+/// Image of the default name-service pod when the controller is given none.
+inline constexpr const char* kDefaultNameServiceImage = "fibermpi/runtime:0.1.0";
+
+/// The ownerReference every object of `job` carries (controller and blockOwnerDeletion true).
+nlohmann::json owner_reference(const JobSpec& job);
+
+/// The headless Service NAME selecting every pod of the job.
+nlohmann::json build_service(const JobSpec& job);
+
+/// The pod NAME-nameservice: `ompi-server --no-daemonize -r -` in `image`, or the job's
+/// spec.nameService.template when it has one.
+nlohmann::json build_name_service_pod(const JobSpec& job, const std::string& image);
+
+/// The pod NAME-launcher from spec.launcher.template, told the name service's `uri`.
+nlohmann::json build_launcher_pod(const JobSpec& job, const std::string& uri);
+
+/// The pod NAME-worker-INDEX from spec.workers.template, told the name service's `uri`.
+nlohmann::json build_worker_pod(const JobSpec& job, int index, const std::string& uri);
+
+}  // namespace fiber::k8s::controller

@@ -1,0 +1,475 @@
+#include "k8s/controller/reconcile.h"
+
+#include <algorithm>
+#include <set>
+#include <string_view>
+
+#include "k8s/controller/conditions.h"
+#include "k8s/controller/object_names.h"
+#include "k8s/controller/pod_view.h"
+
+namespace fiber::k8s::controller {
+namespace {
+
+using nlohmann::json;
+namespace type = condition_type;
+
+// How soon to look at the name-service log again when the URI is not printed yet.
+constexpr std::chrono::seconds kUriPollInterval{1};
+
+// How a job ends when it ends in this pass.
+struct Outcome {
+  bool succeeded = false;
+  std::string reason;
+  std::string message;
+};
+
+std::int64_t integer_at(const json& object, const json::json_pointer& pointer) {
+  if (!object.contains(pointer) || !object.at(pointer).is_number_integer()) return 0;
+  return object.at(pointer).get<std::int64_t>();
+}
+
+std::string string_at(const json& object, const json::json_pointer& pointer) {
+  if (!object.contains(pointer) || !object.at(pointer).is_string()) return {};
+  return object.at(pointer).get<std::string>();
+}
+
+std::string plural_pods(std::size_t count) {
+  return std::to_string(count) + (count == 1 ? " worker pod" : " worker pods");
+}
+
+// One pass over one job: the observed pods sorted by role, the status being built, the plan.
+class Pass {
+ public:
+  Pass(const JobSpec& job, const ObservedState& observed, const ReconcileSettings& settings)
+      : job_(job), observed_(observed), settings_(settings), now_(format_time(observed.now)) {
+    plan_.status = observed.status.is_object() ? observed.status : json::object();
+    for (const json& pod : observed.pods) {
+      PodView view = view_pod(pod);
+      taken_names_.insert(view.name);
+      if (!is_controlled_by(pod, job.uid)) continue;
+      if (view.name == name_service_pod_name(job.name)) {
+        name_service_ = view;
+      } else if (view.name == launcher_pod_name(job.name)) {
+        launcher_ = view;
+      } else if (view.role == kWorkerRole && view.worker_index) {
+        workers_.push_back(view);
+      } else {
+        others_.push_back(view);
+      }
+    }
+    std::sort(workers_.begin(), workers_.end(),
+              [](const PodView& a, const PodView& b) { return *a.worker_index < *b.worker_index; });
+  }
+
+  ReconcilePlan run() {
+    if (job_.being_deleted) return std::move(plan_);
+    status()["observedGeneration"] = job_.generation;
+    const json previous_conditions = conditions();
+    if (condition_is_true(conditions(), type::kSucceeded) ||
+        condition_is_true(conditions(), type::kFailed)) {
+      finish(std::nullopt);
+    } else if (job_.suspend) {
+      suspend();
+    } else {
+      run_active();
+    }
+    record_transition_events(previous_conditions);
+    return std::move(plan_);
+  }
+
+ private:
+  json& status() { return plan_.status; }
+  json& conditions() { return plan_.status["conditions"]; }
+
+  void set(std::string_view condition_type, bool value, std::string reason, std::string message) {
+    set_condition(conditions(),
+                  Condition{condition_type, value, std::move(reason), std::move(message)},
+                  job_.generation, now_);
+  }
+
+  void requeue_after(std::chrono::seconds delay) {
+    delay = std::max(delay, std::chrono::seconds(1));
+    if (!plan_.requeue_after || delay < *plan_.requeue_after) plan_.requeue_after = delay;
+  }
+
+  void delete_pod(const PodView& pod, std::string reason) {
+    plan_.deletions.push_back(PodDeletion{pod.name, pod.uid, std::move(reason)});
+  }
+
+  bool deleting(const PodView& pod) const {
+    return std::any_of(plan_.deletions.begin(), plan_.deletions.end(),
+                       [&](const PodDeletion& deletion) { return deletion.uid == pod.uid; });
+  }
+
+  template <typename Visit>
+  void for_each_pod(Visit visit) const {
+    if (name_service_) visit(*name_service_);
+    if (launcher_) visit(*launcher_);
+    for (const PodView& pod : workers_) visit(pod);
+    for (const PodView& pod : others_) visit(pod);
+  }
+
+  void ensure_service() {
+    if (!observed_.service_exists) plan_.creations.push_back(build_service(job_));
+    set(type::kCreated, true, "ServiceCreated",
+        "the job was accepted and its Service " + service_name(job_.name) + " created");
+  }
+
+  // spec.runPolicy.suspend: every pod goes, the job and its Service stay.
+  void suspend() {
+    ensure_service();
+    for_each_pod([&](const PodView& pod) {
+      if (!pod.being_deleted) delete_pod(pod, "the job is suspended");
+    });
+    const std::string why = "the job is suspended";
+    set(type::kSuspended, true, "Suspended", "spec.runPolicy.suspend is true");
+    set(type::kNameServiceReady, false, "Suspended", why);
+    set(type::kLauncherRunning, false, "Suspended", why);
+    set(type::kWorkersReady, false, "Suspended", why);
+    // As a batch Job does, the clock of activeDeadlineSeconds restarts when the job resumes.
+    status().erase("startTime");
+    status()["nameService"] = json::object();
+    status()["launcher"] = json::object();
+    status()["phase"] = "Suspended";
+    write_worker_counts();
+  }
+
+  void run_active() {
+    ensure_service();
+    if (condition_is_true(conditions(), type::kSuspended)) {
+      set(type::kSuspended, false, "Resumed", "spec.runPolicy.suspend is false");
+    }
+    if (!status().contains("startTime") || !status()["startTime"].is_string()) {
+      status()["startTime"] = now_;
+    }
+    std::optional<Outcome> outcome = observe_launcher_end();
+    if (!outcome) outcome = check_deadline();
+    const std::string uri = outcome ? std::string() : reconcile_name_service(outcome);
+    if (!outcome) outcome = reconcile_workers(uri);
+    if (outcome) {
+      finish(outcome);
+      return;
+    }
+    reconcile_launcher(uri);
+    write_phase();
+  }
+
+  bool launcher_was_seen() {
+    return !string_at(status(), json::json_pointer("/launcher/podName")).empty();
+  }
+
+  // The launcher's end is the job's end; so is its pod going away before it ended.
+  std::optional<Outcome> observe_launcher_end() {
+    if (launcher_) {
+      json launcher = {{"podName", launcher_->name}, {"phase", launcher_->phase}};
+      if (launcher_->finished() && launcher_->exit_code)
+        launcher["exitCode"] = *launcher_->exit_code;
+      status()["launcher"] = std::move(launcher);
+      if (launcher_->phase == "Succeeded") {
+        return Outcome{true, "LauncherSucceeded", "launcher exited with code 0"};
+      }
+      if (launcher_->phase == "Failed") {
+        const std::string code =
+            launcher_->exit_code ? std::to_string(*launcher_->exit_code) : std::string("unknown");
+        return Outcome{false, "LauncherFailed", "launcher exited with code " + code};
+      }
+      if (launcher_->being_deleted) {
+        return Outcome{false, "LauncherDeleted",
+                       "launcher pod " + launcher_->name + " was deleted before it finished"};
+      }
+      return std::nullopt;
+    }
+    if (launcher_was_seen()) {
+      const std::string name = string_at(status(), json::json_pointer("/launcher/podName"));
+      status()["launcher"]["phase"] = "Unknown";
+      return Outcome{false, "LauncherDeleted",
+                     "launcher pod " + name + " was deleted before it finished"};
+    }
+    return std::nullopt;
+  }
+
+  std::optional<Outcome> check_deadline() {
+    if (!job_.active_deadline_seconds) return std::nullopt;
+    const auto started = parse_time(status()["startTime"].get<std::string>());
+    if (!started) return std::nullopt;
+    const auto deadline = *started + std::chrono::seconds(*job_.active_deadline_seconds);
+    if (observed_.now >= deadline) {
+      return Outcome{false, "DeadlineExceeded",
+                     "the job ran longer than activeDeadlineSeconds (" +
+                         std::to_string(*job_.active_deadline_seconds) + " s)"};
+    }
+    requeue_after(std::chrono::ceil<std::chrono::seconds>(deadline - observed_.now));
+    return std::nullopt;
+  }
+
+  // Returns the URI once the name service is ready, "" before; sets `outcome` when the name
+  // service was lost after the launcher was told its URI (a new one could not reach it).
+  std::string reconcile_name_service(std::optional<Outcome>& outcome) {
+    const std::string pod_name = name_service_pod_name(job_.name);
+    std::string uri = string_at(status(), json::json_pointer("/nameService/uri"));
+    const bool lost = !name_service_ || name_service_->finished() || name_service_->being_deleted;
+    if (lost && !uri.empty() && (launcher_ || launcher_was_seen())) {
+      outcome = Outcome{false, "NameServiceLost",
+                        "name-service pod " + pod_name + " was lost while the job ran"};
+      return {};
+    }
+    if (!name_service_) {
+      plan_.creations.push_back(build_name_service_pod(job_, settings_.name_service_image));
+      status()["nameService"] = {{"podName", pod_name}};
+      set(type::kNameServiceReady, false, "NameServiceCreating", "creating pod " + pod_name);
+      return {};
+    }
+    if (lost) {
+      if (!name_service_->being_deleted) {
+        delete_pod(*name_service_, "the name service ended before the launcher started");
+      }
+      status()["nameService"] = {{"podName", pod_name}};
+      set(type::kNameServiceReady, false, "NameServiceLost",
+          "name-service pod " + pod_name + " ended; replacing it");
+      return {};
+    }
+    if (name_service_->phase != "Running") {
+      status()["nameService"] = {{"podName", pod_name}};
+      set(type::kNameServiceReady, false, "NameServicePending",
+          "name-service pod " + pod_name + " is " + name_service_->phase);
+      return {};
+    }
+    if (uri.empty() && observed_.name_service_uri_from_log)
+      uri = *observed_.name_service_uri_from_log;
+    if (uri.empty()) {
+      plan_.read_name_service_log = true;
+      requeue_after(kUriPollInterval);
+      set(type::kNameServiceReady, false, "WaitingForURI",
+          "name-service pod " + pod_name + " runs; its URI is not in its log yet");
+      return {};
+    }
+    status()["nameService"] = {{"podName", pod_name}, {"uri", uri}};
+    set(type::kNameServiceReady, true, "NameServiceRunning", "the name service listens at " + uri);
+    return uri;
+  }
+
+  void reconcile_launcher(const std::string& uri) {
+    if (!launcher_) {
+      if (!uri.empty()) {
+        plan_.creations.push_back(build_launcher_pod(job_, uri));
+        set(type::kLauncherRunning, false, "LauncherCreating",
+            "creating pod " + launcher_pod_name(job_.name));
+      } else {
+        set(type::kLauncherRunning, false, "WaitingForNameService",
+            "the launcher starts once the name service is ready");
+      }
+      return;
+    }
+    if (launcher_->phase == "Running") {
+      set(type::kLauncherRunning, true, "LauncherRunning", "pod " + launcher_->name + " runs");
+    } else {
+      set(type::kLauncherRunning, false, "LauncherPending",
+          "pod " + launcher_->name + " is " + launcher_->phase);
+    }
+  }
+
+  // Lost workers are counted and replaced, finished ones deleted to free their names, and the
+  // number of live workers brought to the desired count.
+  std::optional<Outcome> reconcile_workers(const std::string& uri) {
+    const std::int32_t desired = job_.desired_workers();
+    std::vector<const PodView*> live;
+    for (const PodView& pod : workers_) {
+      if (pod.live()) live.push_back(&pod);
+    }
+    // A worker live at the last pass and neither live now nor removed by a scale-down was lost.
+    const auto previous_active = integer_at(status(), json::json_pointer("/workers/active"));
+    const auto expected_live = std::min<std::int64_t>(previous_active, desired);
+    const auto lost =
+        std::max<std::int64_t>(0, expected_live - static_cast<std::int64_t>(live.size()));
+    std::string finished_names;
+    for (const PodView& pod : workers_) {
+      if (!pod.finished() || pod.being_deleted) continue;
+      delete_pod(pod, "worker pod " + pod.phase + "; its name is freed for a replacement");
+      finished_names += (finished_names.empty() ? "" : ", ") + pod.name + " (" + pod.phase + ")";
+    }
+    if (lost > 0) {
+      const auto replacements =
+          integer_at(status(), json::json_pointer("/workerReplacements")) + lost;
+      status()["workerReplacements"] = replacements;
+      if (job_.max_worker_replacements && replacements > *job_.max_worker_replacements) {
+        return Outcome{false, "TooManyWorkerReplacements",
+                       std::to_string(replacements) +
+                           " worker pods were lost, more than maxWorkerReplacements (" +
+                           std::to_string(*job_.max_worker_replacements) + ")"};
+      }
+      std::string message = "lost " + plural_pods(static_cast<std::size_t>(lost));
+      if (!finished_names.empty()) message += " [" + finished_names + "]";
+      message += "; replacing";
+      plan_.events.push_back(JobEvent{true, "WorkerLost", message});
+      set(type::kDegraded, true, "WorkerLost", message);
+    }
+    if (!status().contains("workerReplacements")) status()["workerReplacements"] = 0;
+
+    std::string scale_down_note;
+    if (!uri.empty() && static_cast<std::int64_t>(live.size()) < desired) {
+      create_workers(desired - static_cast<std::int32_t>(live.size()), uri);
+    } else if (static_cast<std::int64_t>(live.size()) > desired) {
+      scale_down_note = scale_down(live, static_cast<std::size_t>(live.size() - desired));
+    }
+    const auto counts = write_worker_counts();
+    if (lost == 0 && condition_is_true(conditions(), type::kDegraded) && counts.ready >= desired) {
+      set(type::kDegraded, false, "WorkersReplaced", "every lost worker pod was replaced");
+    }
+    const std::string summary =
+        std::to_string(counts.ready) + " of " + std::to_string(desired) + " worker pods ready";
+    if (counts.ready == desired) {
+      set(type::kWorkersReady, true, "WorkersReady", summary);
+    } else if (!scale_down_note.empty()) {
+      set(type::kWorkersReady, false, "ScaleDownWaiting", summary + "; " + scale_down_note);
+    } else if (uri.empty() && counts.ready < desired) {
+      set(type::kWorkersReady, false, "WaitingForNameService",
+          summary + "; workers start once the name service is ready");
+    } else {
+      set(type::kWorkersReady, false, "WorkersNotReady", summary);
+    }
+    return std::nullopt;
+  }
+
+  void create_workers(std::int32_t count, const std::string& uri) {
+    for (int index = 0; count > 0; ++index) {
+      if (taken_names_.contains(worker_pod_name(job_.name, index))) continue;
+      plan_.creations.push_back(build_worker_pod(job_, index, uri));
+      --count;
+    }
+  }
+
+  // Deletes `excess` live workers: those named in workersToDelete, then those not running and
+  // ready, highest index first. A running, ready worker that is not named is in use: it stays.
+  // Returns a note for the WorkersReady condition when some excess could not be deleted.
+  std::string scale_down(const std::vector<const PodView*>& live, std::size_t excess) {
+    std::vector<const PodView*> highest_first(live.rbegin(), live.rend());
+    for (const PodView* pod : highest_first) {
+      if (excess == 0) break;
+      if (job_.workers_to_delete.contains(pod->name)) {
+        delete_pod(*pod, "scale down: named in spec.workers.workersToDelete");
+        --excess;
+      }
+    }
+    for (const PodView* pod : highest_first) {
+      if (excess == 0) break;
+      if (!pod->ready && !deleting(*pod)) {
+        delete_pod(*pod, "scale down: not running and ready yet");
+        --excess;
+      }
+    }
+    if (excess == 0) return {};
+    return plural_pods(excess) +
+           " above the desired count are in use; name released ones in "
+           "spec.workers.workersToDelete";
+  }
+
+  struct WorkerCounts {
+    std::int64_t ready = 0;
+  };
+
+  WorkerCounts write_worker_counts() {
+    WorkerCounts counts;
+    std::int64_t active = 0;
+    std::int64_t failed = 0;
+    for (const PodView& pod : workers_) {
+      if (pod.phase == "Failed") ++failed;
+      if (!pod.live() || deleting(pod)) continue;
+      ++active;
+      if (pod.ready) ++counts.ready;
+    }
+    status()["workers"] = {{"desired", job_.desired_workers()},
+                           {"ready", counts.ready},
+                           {"active", active},
+                           {"failed", failed},
+                           {"selector", worker_selector(job_.name)}};
+    return counts;
+  }
+
+  // Pending until the name service, the launcher and every desired worker first run together;
+  // Running from then on while the launcher runs (a lost worker shows as Degraded instead).
+  void write_phase() {
+    const bool launcher_running = launcher_ && launcher_->phase == "Running";
+    const bool all_running = launcher_running &&
+                             condition_is_true(conditions(), type::kNameServiceReady) &&
+                             condition_is_true(conditions(), type::kWorkersReady);
+    const bool was_running = status().value("phase", "") == "Running";
+    status()["phase"] = (all_running || (was_running && launcher_running)) ? "Running" : "Pending";
+  }
+
+  // The job ended, now (`outcome`) or before: its pods go by cleanPodPolicy, then the job itself
+  // after ttlSecondsAfterFinished.
+  void finish(const std::optional<Outcome>& outcome) {
+    plan_.creations.clear();
+    plan_.deletions.clear();
+    if (outcome) {
+      set(outcome->succeeded ? type::kSucceeded : type::kFailed, true, outcome->reason,
+          outcome->message);
+      set(type::kLauncherRunning, false, "JobFinished",
+          "the job " + std::string(outcome->succeeded ? "succeeded" : "failed"));
+      status()["phase"] = outcome->succeeded ? "Succeeded" : "Failed";
+      status()["completionTime"] = now_;
+    }
+    if (!status().contains("completionTime") || !status()["completionTime"].is_string()) {
+      status()["completionTime"] = now_;
+    }
+    for_each_pod([&](const PodView& pod) {
+      if (pod.being_deleted) return;
+      if (job_.clean_pod_policy == CleanPodPolicy::kAll ||
+          (job_.clean_pod_policy == CleanPodPolicy::kRunning && !pod.finished())) {
+        delete_pod(pod, "the job finished (cleanPodPolicy)");
+      }
+    });
+    write_worker_counts();
+    if (!job_.ttl_seconds_after_finished) return;
+    const auto completed = parse_time(status()["completionTime"].get<std::string>());
+    const auto expiry =
+        completed.value_or(observed_.now) + std::chrono::seconds(*job_.ttl_seconds_after_finished);
+    if (observed_.now >= expiry) {
+      plan_.delete_job = true;
+    } else {
+      requeue_after(std::chrono::ceil<std::chrono::seconds>(expiry - observed_.now));
+    }
+  }
+
+  // Events for the conditions that changed in this pass (WorkerLost is recorded where found).
+  void record_transition_events(const json& before) {
+    auto became = [&](std::string_view condition_type, bool value) {
+      const json* now = find_condition(conditions(), condition_type);
+      if (now == nullptr || now->value("status", "") != (value ? "True" : "False")) return false;
+      const json* was = find_condition(before, condition_type);
+      return was == nullptr ? value : was->value("status", "") != now->value("status", "");
+    };
+    auto record = [&](std::string_view condition_type, bool warning) {
+      const json* condition = find_condition(conditions(), condition_type);
+      plan_.events.push_back(
+          JobEvent{warning, condition->value("reason", ""), condition->value("message", "")});
+    };
+    if (became(type::kNameServiceReady, true)) record(type::kNameServiceReady, false);
+    if (became(type::kSuspended, true)) record(type::kSuspended, false);
+    if (became(type::kSuspended, false)) record(type::kSuspended, false);
+    if (became(type::kSucceeded, true)) record(type::kSucceeded, false);
+    if (became(type::kFailed, true)) record(type::kFailed, true);
+  }
+
+  const JobSpec& job_;
+  const ObservedState& observed_;
+  const ReconcileSettings& settings_;
+  const std::string now_;
+  ReconcilePlan plan_;
+  std::optional<PodView> name_service_;
+  std::optional<PodView> launcher_;
+  std::vector<PodView> workers_;
+  std::vector<PodView> others_;
+  // Names of every observed pod, ours or not: a new worker takes an index whose name is free.
+  std::set<std::string> taken_names_;
+};
+
+}  // namespace
+
+ReconcilePlan reconcile(const JobSpec& job, const ObservedState& observed,
+                        const ReconcileSettings& settings) {
+  return Pass(job, observed, settings).run();
+}
+
+}  // namespace fiber::k8s::controller

@@ -1,0 +1,77 @@
+// The reconciler's decisions: a pure function from a FiberJob, the objects observed for it and
+// the time to the plan of what to create, delete and record, and the job's new status.
+#pragma once
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "k8s/client/time_format.h"
+#include "k8s/controller/job_spec.h"
+#include "k8s/controller/pod_builder.h"
+
+namespace fiber::k8s::controller {
+
+/// What the controller saw of a job.
+struct ObservedState {
+  /// The job's current status (null or an object).
+  nlohmann::json status;
+  /// Pods labelled with the job's name (those the job does not control are ignored).
+  std::vector<nlohmann::json> pods;
+  /// True when the job's Service exists.
+  bool service_exists = false;
+  /// The URI read from the name-service pod's log, when the controller read it for this pass.
+  std::optional<std::string> name_service_uri_from_log;
+  /// The time of the decision.
+  SystemTime now;
+};
+
+/// Settings of the controller that shape the objects it creates.
+struct ReconcileSettings {
+  std::string name_service_image = kDefaultNameServiceImage;
+};
+
+/// A pod to delete, with its uid as the precondition so that a newer pod of the same name is
+/// never deleted by mistake.
+struct PodDeletion {
+  std::string name;
+  std::string uid;
+  /// Why, for the log and the Event.
+  std::string reason;
+  friend bool operator==(const PodDeletion&, const PodDeletion&) = default;
+};
+
+/// An Event about the job itself (creations and deletions get theirs once they succeed).
+struct JobEvent {
+  bool warning = false;
+  std::string reason;
+  std::string message;
+  friend bool operator==(const JobEvent&, const JobEvent&) = default;
+};
+
+/// What one reconcile pass decided.
+struct ReconcilePlan {
+  /// Objects to create, in order (the Service first, then pods).
+  std::vector<nlohmann::json> creations;
+  /// Pods to delete.
+  std::vector<PodDeletion> deletions;
+  /// Events about the job.
+  std::vector<JobEvent> events;
+  /// The job's status after this pass; written only when it differs from the observed one.
+  nlohmann::json status;
+  /// The job finished longer than ttlSecondsAfterFinished ago: delete it.
+  bool delete_job = false;
+  /// Look at the job again after this long (a deadline, a TTL, a URI not printed yet).
+  std::optional<std::chrono::seconds> requeue_after;
+  /// The name-service pod runs and its URI is unknown: read its log and reconcile again with
+  /// ObservedState::name_service_uri_from_log.
+  bool read_name_service_log = false;
+};
+
+/// Decides what to do for `job` given `observed` (rules in k8s/controller/README.md).
+ReconcilePlan reconcile(const JobSpec& job, const ObservedState& observed,
+                        const ReconcileSettings& settings);
+
+}  // namespace fiber::k8s::controller

@@ -1,0 +1,114 @@
+#include "k8s/controller/pod_builder.h"
+
+#include <gtest/gtest.h>
+
+namespace fiber::k8s::controller {
+namespace {
+
+using nlohmann::json;
+
+JobSpec job() {
+  JobSpec spec;
+  spec.name = "pi";
+  spec.ns = "ns";
+  spec.uid = "job-uid";
+  spec.slots_per_worker = 2;
+  spec.max_replicas = 4;
+  spec.launcher_template = {
+      {"metadata", {{"labels", {{"app", "pi"}, {"fibermpi.io/role", "mine"}}}}},
+      {"spec",
+       {{"restartPolicy", "OnFailure"},
+        {"containers",
+         {{{"name", "main"},
+           {"image", "img"},
+           {"env",
+            {{{"name", "FIBER_SLOTS_PER_WORKER"}, {"value", "9"}},
+             {{"name", "X"}, {"value", "$(FIBER_K8S_JOB)"}}}}}}}}}};
+  spec.worker_template = {{"spec", {{"containers", {{{"name", "w"}, {"image", "img"}}}}}}};
+  return spec;
+}
+
+const json kOwner = {{"apiVersion", "fibermpi.io/v1alpha1"},
+                     {"kind", "FiberJob"},
+                     {"name", "pi"},
+                     {"uid", "job-uid"},
+                     {"controller", true},
+                     {"blockOwnerDeletion", true}};
+
+std::map<std::string, json> env_of(const json& container) {
+  std::map<std::string, json> env;
+  for (const json& variable : container["env"]) env[variable["name"]] = variable;
+  return env;
+}
+
+TEST(PodBuilder, HeadlessServiceSelectsTheJobsPods) {
+  const json service = build_service(job());
+  EXPECT_EQ(service["metadata"]["name"], "pi");
+  EXPECT_EQ(service["metadata"]["namespace"], "ns");
+  EXPECT_EQ(service["metadata"]["labels"], (json{{"fibermpi.io/job-name", "pi"}}));
+  EXPECT_EQ(service["metadata"]["ownerReferences"], json::array({kOwner}));
+  EXPECT_EQ(service["spec"]["clusterIP"], "None");
+  EXPECT_EQ(service["spec"]["selector"], (json{{"fibermpi.io/job-name", "pi"}}));
+}
+
+TEST(PodBuilder, DefaultNameServicePod) {
+  const json pod = build_name_service_pod(job(), "runtime:1");
+  EXPECT_EQ(pod["metadata"]["name"], "pi-nameservice");
+  EXPECT_EQ(pod["metadata"]["labels"],
+            (json{{"fibermpi.io/job-name", "pi"}, {"fibermpi.io/role", "name-service"}}));
+  EXPECT_EQ(pod["spec"]["restartPolicy"], "Never");
+  const json& container = pod["spec"]["containers"][0];
+  EXPECT_EQ(container["image"], "runtime:1");
+  EXPECT_EQ(container["command"], (json{"ompi-server", "--no-daemonize", "-r", "-"}));
+  EXPECT_EQ(env_of(container)["OMPI_ALLOW_RUN_AS_ROOT"]["value"], "1");
+  EXPECT_EQ(env_of(container)["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"]["value"], "1");
+}
+
+TEST(PodBuilder, NameServiceTemplateOverridesTheDefault) {
+  JobSpec spec = job();
+  spec.name_service_template = {{"spec", {{"containers", {{{"name", "ns"}, {"image", "own"}}}}}}};
+  const json pod = build_name_service_pod(spec, "runtime:1");
+  EXPECT_EQ(pod["spec"]["containers"][0]["image"], "own");
+  EXPECT_EQ(pod["metadata"]["labels"]["fibermpi.io/role"], "name-service");
+}
+
+TEST(PodBuilder, LauncherFromItsTemplateWithOurLabelsAndEnvironment) {
+  const json pod = build_launcher_pod(job(), "1.0;tcp://10.0.0.1:1");
+  EXPECT_EQ(pod["metadata"]["name"], "pi-launcher");
+  EXPECT_EQ(
+      pod["metadata"]["labels"],
+      (json{{"app", "pi"}, {"fibermpi.io/job-name", "pi"}, {"fibermpi.io/role", "launcher"}}));
+  EXPECT_EQ(pod["metadata"]["ownerReferences"], json::array({kOwner}));
+  EXPECT_EQ(pod["spec"]["restartPolicy"], "Never");
+  EXPECT_EQ(pod["spec"]["hostname"], "pi-launcher");
+  EXPECT_EQ(pod["spec"]["subdomain"], "pi");
+  const json& env = pod["spec"]["containers"][0]["env"];
+  // Ours first (so the template's can refer to them), the template's own value wins.
+  EXPECT_EQ(env, (json{{{"name", "FIBER_K8S_JOB"}, {"value", "pi"}},
+                       {{"name", "FIBER_K8S_NAMESPACE"}, {"value", "ns"}},
+                       {{"name", "FIBER_K8S_ROLE"}, {"value", "launcher"}},
+                       {{"name", "FIBER_NAME_SERVICE_URI"}, {"value", "1.0;tcp://10.0.0.1:1"}},
+                       {{"name", "FIBER_K8S_POD_NAME"},
+                        {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.name"}}}}}},
+                       {{"name", "FIBER_K8S_POD_IP"},
+                        {"valueFrom", {{"fieldRef", {{"fieldPath", "status.podIP"}}}}}},
+                       {{"name", "FIBER_SLOTS_PER_WORKER"}, {"value", "9"}},
+                       {{"name", "X"}, {"value", "$(FIBER_K8S_JOB)"}}}));
+}
+
+TEST(PodBuilder, WorkerCarriesItsIndex) {
+  const json pod = build_worker_pod(job(), 7, "u");
+  EXPECT_EQ(pod["metadata"]["name"], "pi-worker-7");
+  EXPECT_EQ(pod["metadata"]["labels"], (json{{"fibermpi.io/job-name", "pi"},
+                                             {"fibermpi.io/role", "worker"},
+                                             {"fibermpi.io/worker-index", "7"}}));
+  auto env = env_of(pod["spec"]["containers"][0]);
+  EXPECT_EQ(env["FIBER_K8S_WORKER_INDEX"]["value"], "7");
+  EXPECT_EQ(env["FIBER_K8S_ROLE"]["value"], "worker");
+  EXPECT_EQ(env["FIBER_SLOTS_PER_WORKER"]["value"], "2");
+  EXPECT_EQ(env["FIBER_NAME_SERVICE_URI"]["value"], "u");
+  EXPECT_EQ(env.size(), 8u);
+}
+
+}  // namespace
+}  // namespace fiber::k8s::controller

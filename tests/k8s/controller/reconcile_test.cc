@@ -1,0 +1,487 @@
+#include "k8s/controller/reconcile.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "k8s/controller/conditions.h"
+
+namespace fiber::k8s::controller {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kUri = "123456.0;tcp://10.244.1.5:40123";
+const SystemTime kNow = parse_time_or_throw("2026-01-01T12:00:00Z");
+const std::string kNowText = "2026-01-01T12:00:00Z";
+
+json job_json(json workers = json::object(), json run_policy = json::object()) {
+  json spec_workers = {
+      {"template", {{"spec", {{"containers", {{{"name", "w"}, {"image", "img"}}}}}}}},
+      {"minReplicas", 1},
+      {"maxReplicas", 4}};
+  if (workers.is_object()) spec_workers.merge_patch(workers);
+  if (!run_policy.is_object()) run_policy = json::object();
+  return {
+      {"apiVersion", "fibermpi.io/v1alpha1"},
+      {"kind", "FiberJob"},
+      {"metadata", {{"name", "pi"}, {"namespace", "ns"}, {"uid", "job-uid"}, {"generation", 3}}},
+      {"spec",
+       {{"launcher", {{"template", {{"spec", {{"containers", {{{"name", "l"}}}}}}}}}},
+        {"workers", spec_workers},
+        {"runPolicy", run_policy}}}};
+}
+
+JobSpec job(json workers = json::object(), json run_policy = json::object()) {
+  return parse_job_spec(job_json(std::move(workers), std::move(run_policy)));
+}
+
+json pod(const std::string& name, const std::string& role, const std::string& phase,
+         std::optional<int> index = std::nullopt, bool ready = true) {
+  json labels = {{"fibermpi.io/job-name", "pi"}, {"fibermpi.io/role", role}};
+  if (index) labels["fibermpi.io/worker-index"] = std::to_string(*index);
+  json result = {{"metadata",
+                  {{"name", name},
+                   {"namespace", "ns"},
+                   {"uid", name + "-uid"},
+                   {"labels", labels},
+                   {"ownerReferences", {{{"uid", "job-uid"}, {"controller", true}}}}}},
+                 {"status", {{"phase", phase}}}};
+  if (phase == "Running") {
+    result["status"]["conditions"] = {{{"type", "Ready"}, {"status", ready ? "True" : "False"}}};
+  }
+  return result;
+}
+
+json worker(int index, const std::string& phase = "Running", bool ready = true) {
+  return pod("pi-worker-" + std::to_string(index), "worker", phase, index, ready);
+}
+
+json exited(json pod, int code) {
+  pod["status"]["containerStatuses"] = {
+      {{"name", "c"}, {"state", {{"terminated", {{"exitCode", code}}}}}}};
+  return pod;
+}
+
+json being_deleted(json pod) {
+  pod["metadata"]["deletionTimestamp"] = "2026-01-01T11:59:00Z";
+  return pod;
+}
+
+// The status of a job whose name service is ready and that saw `active` live workers.
+json ready_status(int active, int replacements = 0) {
+  return {{"startTime", "2026-01-01T11:00:00Z"},
+          {"nameService", {{"podName", "pi-nameservice"}, {"uri", kUri}}},
+          {"launcher", {{"podName", "pi-launcher"}, {"phase", "Running"}}},
+          {"workers", {{"active", active}}},
+          {"workerReplacements", replacements},
+          {"conditions",
+           {{{"type", "NameServiceReady"},
+             {"status", "True"},
+             {"reason", "NameServiceRunning"},
+             {"message", std::string("the name service listens at ") + kUri},
+             {"observedGeneration", 3},
+             {"lastTransitionTime", "2026-01-01T11:00:01Z"}}}}};
+}
+
+std::vector<json> running_job_pods(int workers) {
+  std::vector<json> pods = {pod("pi-nameservice", "name-service", "Running"),
+                            pod("pi-launcher", "launcher", "Running")};
+  for (int i = 0; i < workers; ++i) pods.push_back(worker(i));
+  return pods;
+}
+
+ReconcilePlan run(const JobSpec& spec, json status, std::vector<json> pods,
+                  std::optional<std::string> uri_from_log = std::nullopt) {
+  ObservedState observed;
+  observed.status = std::move(status);
+  observed.pods = std::move(pods);
+  observed.service_exists = true;
+  observed.name_service_uri_from_log = std::move(uri_from_log);
+  observed.now = kNow;
+  return reconcile(spec, observed, ReconcileSettings{"runtime:test"});
+}
+
+std::vector<std::string> created_names(const ReconcilePlan& plan) {
+  std::vector<std::string> names;
+  for (const json& object : plan.creations) names.push_back(object["metadata"]["name"]);
+  return names;
+}
+
+std::vector<std::string> deleted_names(const ReconcilePlan& plan) {
+  std::vector<std::string> names;
+  for (const PodDeletion& deletion : plan.deletions) names.push_back(deletion.name);
+  return names;
+}
+
+const json& condition(const ReconcilePlan& plan, std::string_view type) {
+  const json* found = find_condition(plan.status["conditions"], type);
+  if (found == nullptr) throw std::runtime_error("no condition " + std::string(type));
+  return *found;
+}
+
+bool has_event(const ReconcilePlan& plan, const std::string& reason, bool warning) {
+  return std::any_of(plan.events.begin(), plan.events.end(), [&](const JobEvent& event) {
+    return event.reason == reason && event.warning == warning;
+  });
+}
+
+using Names = std::vector<std::string>;
+
+TEST(Reconcile, NewJobGetsServiceAndNameServiceOnly) {
+  ObservedState observed;
+  observed.now = kNow;
+  const ReconcilePlan plan = reconcile(job(), observed, ReconcileSettings{"runtime:test"});
+  EXPECT_EQ(created_names(plan), (Names{"pi", "pi-nameservice"}));
+  EXPECT_EQ(plan.creations[0]["kind"], "Service");
+  EXPECT_TRUE(plan.deletions.empty());
+  EXPECT_EQ(plan.status["phase"], "Pending");
+  EXPECT_EQ(plan.status["startTime"], kNowText);
+  EXPECT_EQ(plan.status["observedGeneration"], 3);
+  EXPECT_EQ(plan.status["workers"],
+            (json{{"desired", 1},
+                  {"ready", 0},
+                  {"active", 0},
+                  {"failed", 0},
+                  {"selector", "fibermpi.io/job-name=pi,fibermpi.io/role=worker"}}));
+  EXPECT_EQ(condition(plan, "Created")["status"], "True");
+  EXPECT_EQ(condition(plan, "Created")["lastTransitionTime"], kNowText);
+  EXPECT_EQ(condition(plan, "Created")["observedGeneration"], 3);
+  EXPECT_EQ(condition(plan, "NameServiceReady")["status"], "False");
+  EXPECT_EQ(condition(plan, "LauncherRunning")["reason"], "WaitingForNameService");
+  EXPECT_EQ(condition(plan, "WorkersReady")["reason"], "WaitingForNameService");
+  EXPECT_FALSE(plan.read_name_service_log);
+}
+
+TEST(Reconcile, ExistingServiceIsNotCreatedAgain) {
+  const ReconcilePlan plan = run(job(), json::object(), {});
+  EXPECT_EQ(created_names(plan), (Names{"pi-nameservice"}));
+}
+
+TEST(Reconcile, RunningNameServiceWithoutUriAsksForItsLog) {
+  const ReconcilePlan plan =
+      run(job(), json::object(), {pod("pi-nameservice", "name-service", "Running")});
+  EXPECT_TRUE(plan.read_name_service_log);
+  EXPECT_EQ(plan.requeue_after, std::chrono::seconds(1));
+  EXPECT_TRUE(plan.creations.empty());
+  EXPECT_EQ(condition(plan, "NameServiceReady")["reason"], "WaitingForURI");
+}
+
+TEST(Reconcile, PendingNameServiceWaits) {
+  const ReconcilePlan plan =
+      run(job(), json::object(), {pod("pi-nameservice", "name-service", "Pending")});
+  EXPECT_FALSE(plan.read_name_service_log);
+  EXPECT_TRUE(plan.creations.empty());
+  EXPECT_EQ(condition(plan, "NameServiceReady")["reason"], "NameServicePending");
+}
+
+TEST(Reconcile, UriFromLogMakesNameServiceReadyAndCreatesLauncherAndWorkers) {
+  const ReconcilePlan plan = run(job({{"replicas", 2}}), json::object(),
+                                 {pod("pi-nameservice", "name-service", "Running")}, kUri);
+  EXPECT_EQ(created_names(plan), (Names{"pi-worker-0", "pi-worker-1", "pi-launcher"}));
+  EXPECT_EQ(plan.status["nameService"], (json{{"podName", "pi-nameservice"}, {"uri", kUri}}));
+  EXPECT_EQ(condition(plan, "NameServiceReady")["status"], "True");
+  EXPECT_TRUE(has_event(plan, "NameServiceRunning", false));
+  for (const json& created : plan.creations) {
+    bool found = false;
+    for (const json& variable : created["spec"]["containers"][0]["env"]) {
+      if (variable["name"] == "FIBER_NAME_SERVICE_URI") found = variable["value"] == kUri;
+    }
+    EXPECT_TRUE(found) << created["metadata"]["name"];
+  }
+}
+
+TEST(Reconcile, DesiredIsReplicasClampedToMinAndMax) {
+  EXPECT_EQ(job({{"replicas", 9}}).desired_workers(), 4);
+  EXPECT_EQ(job({{"replicas", 0}}).desired_workers(), 1);
+  EXPECT_EQ(job().desired_workers(), 1);  // unset: minReplicas
+  EXPECT_EQ(job({{"replicas", 3}}).desired_workers(), 3);
+  EXPECT_EQ(job({{"replicas", 2}, {"minReplicas", 0}, {"maxReplicas", 0}}).desired_workers(), 0);
+}
+
+TEST(Reconcile, GrowingUsesTheLowestFreeIndexes) {
+  std::vector<json> pods = running_job_pods(0);
+  pods.push_back(worker(1));
+  pods.push_back(worker(3));
+  const ReconcilePlan plan = run(job({{"replicas", 4}}), ready_status(2), pods);
+  EXPECT_EQ(created_names(plan), (Names{"pi-worker-0", "pi-worker-2"}));
+  EXPECT_EQ(plan.creations[0]["metadata"]["labels"]["fibermpi.io/worker-index"], "0");
+  EXPECT_TRUE(plan.deletions.empty());
+  EXPECT_EQ(plan.status["workers"]["desired"], 4);
+  EXPECT_EQ(plan.status["workers"]["ready"], 2);
+  EXPECT_EQ(condition(plan, "WorkersReady")["status"], "False");
+  EXPECT_EQ(condition(plan, "WorkersReady")["message"], "2 of 4 worker pods ready");
+}
+
+TEST(Reconcile, AllRunningMakesTheJobRunning) {
+  const ReconcilePlan plan = run(job({{"replicas", 2}}), ready_status(2), running_job_pods(2));
+  EXPECT_TRUE(plan.creations.empty());
+  EXPECT_TRUE(plan.deletions.empty());
+  EXPECT_EQ(plan.status["phase"], "Running");
+  EXPECT_EQ(condition(plan, "WorkersReady")["status"], "True");
+  EXPECT_EQ(condition(plan, "LauncherRunning")["status"], "True");
+  EXPECT_EQ(plan.status["launcher"], (json{{"podName", "pi-launcher"}, {"phase", "Running"}}));
+  // The NameServiceReady condition did not change: its transition time is kept, and no event.
+  EXPECT_EQ(condition(plan, "NameServiceReady")["lastTransitionTime"], "2026-01-01T11:00:01Z");
+  EXPECT_TRUE(plan.events.empty());
+}
+
+TEST(Reconcile, SecondPassOverItsOwnStatusChangesNothing) {
+  const ReconcilePlan first = run(job({{"replicas", 2}}), ready_status(2), running_job_pods(2));
+  const ReconcilePlan second = run(job({{"replicas", 2}}), first.status, running_job_pods(2));
+  EXPECT_EQ(second.status, first.status);
+  EXPECT_TRUE(second.events.empty());
+}
+
+TEST(Reconcile, UnreadyWorkerKeepsPhasePendingAtStart) {
+  std::vector<json> pods = running_job_pods(1);
+  pods.push_back(worker(1, "Running", false));
+  const ReconcilePlan plan = run(job({{"replicas", 2}}), ready_status(2), pods);
+  EXPECT_EQ(plan.status["phase"], "Pending");
+  EXPECT_EQ(plan.status["workers"]["ready"], 1);
+  EXPECT_EQ(plan.status["workers"]["active"], 2);
+}
+
+TEST(Reconcile, VanishedWorkerIsReplacedAndCounted) {
+  json status = ready_status(3);
+  status["phase"] = "Running";
+  std::vector<json> pods = running_job_pods(0);
+  pods.push_back(worker(0));
+  pods.push_back(worker(2));
+  const ReconcilePlan plan = run(job({{"replicas", 3}}), status, pods);
+  EXPECT_EQ(created_names(plan), (Names{"pi-worker-1"}));
+  EXPECT_EQ(plan.status["workerReplacements"], 1);
+  EXPECT_EQ(condition(plan, "Degraded")["status"], "True");
+  EXPECT_EQ(condition(plan, "Degraded")["reason"], "WorkerLost");
+  EXPECT_TRUE(has_event(plan, "WorkerLost", true));
+  EXPECT_EQ(plan.status["phase"], "Running");  // losing a worker never fails or stalls the job
+  EXPECT_FALSE(condition_is_true(plan.status["conditions"], "Failed"));
+}
+
+TEST(Reconcile, FailedWorkerIsDeletedAndReplacedAtAFreeIndex) {
+  std::vector<json> pods = running_job_pods(1);
+  pods.push_back(exited(worker(1, "Failed"), 137));
+  const ReconcilePlan plan = run(job({{"replicas", 2}}), ready_status(2), pods);
+  EXPECT_EQ(deleted_names(plan), (Names{"pi-worker-1"}));
+  EXPECT_EQ(plan.deletions[0].uid, "pi-worker-1-uid");
+  EXPECT_EQ(created_names(plan), (Names{"pi-worker-2"}));
+  EXPECT_EQ(plan.status["workerReplacements"], 1);
+  EXPECT_EQ(plan.status["workers"]["failed"], 1);
+  EXPECT_EQ(plan.events.size(), 1u);
+  EXPECT_EQ(plan.events[0].message, "lost 1 worker pod [pi-worker-1 (Failed)]; replacing");
+}
+
+TEST(Reconcile, WorkerDeletedByAUserCountsAsLost) {
+  std::vector<json> pods = running_job_pods(1);
+  pods.push_back(being_deleted(worker(1)));
+  const ReconcilePlan plan = run(job({{"replicas", 2}}), ready_status(2), pods);
+  EXPECT_TRUE(plan.deletions.empty());
+  EXPECT_EQ(created_names(plan), (Names{"pi-worker-2"}));
+  EXPECT_EQ(plan.status["workerReplacements"], 1);
+}
+
+TEST(Reconcile, DegradedClearsOnceReplacementsAreReady) {
+  json status = ready_status(2, 1);
+  set_condition(status["conditions"], Condition{"Degraded", true, "WorkerLost", "lost"}, 3,
+                "2026-01-01T11:30:00Z");
+  const ReconcilePlan still = run(job({{"replicas", 2}}), status, [] {
+    std::vector<json> pods = running_job_pods(1);
+    pods.push_back(worker(2, "Pending"));
+    return pods;
+  }());
+  EXPECT_EQ(condition(still, "Degraded")["status"], "True");
+  const ReconcilePlan healed = run(job({{"replicas", 2}}), status, running_job_pods(2));
+  EXPECT_EQ(condition(healed, "Degraded")["status"], "False");
+  EXPECT_EQ(condition(healed, "Degraded")["reason"], "WorkersReplaced");
+  EXPECT_EQ(healed.status["workerReplacements"], 1);
+}
+
+TEST(Reconcile, ReplacementsBeyondTheLimitFailTheJob) {
+  std::vector<json> pods = running_job_pods(1);
+  const ReconcilePlan within =
+      run(job({{"replicas", 2}}, {{"maxWorkerReplacements", 2}}), ready_status(2, 1), pods);
+  EXPECT_FALSE(condition_is_true(within.status["conditions"], "Failed"));
+  EXPECT_EQ(within.status["workerReplacements"], 2);
+  const ReconcilePlan beyond =
+      run(job({{"replicas", 2}}, {{"maxWorkerReplacements", 2}}), ready_status(2, 2), pods);
+  EXPECT_EQ(beyond.status["phase"], "Failed");
+  EXPECT_EQ(condition(beyond, "Failed")["reason"], "TooManyWorkerReplacements");
+  EXPECT_EQ(condition(beyond, "Failed")["message"],
+            "3 worker pods were lost, more than maxWorkerReplacements (2)");
+  EXPECT_TRUE(beyond.creations.empty());
+  EXPECT_TRUE(has_event(beyond, "TooManyWorkerReplacements", true));
+}
+
+TEST(Reconcile, ShrinkingDeletesNamedPodsFirstThenUnreadyHighestIndexFirst) {
+  std::vector<json> pods = running_job_pods(2);
+  pods.push_back(worker(2, "Pending"));
+  pods.push_back(worker(3, "Running", false));
+  pods.push_back(worker(4, "Pending"));
+  // 5 live, 1 desired: worker-0 named, then worker-4, worker-3, worker-2 not ready; worker-1 stays.
+  const ReconcilePlan plan =
+      run(job({{"replicas", 1}, {"workersToDelete", {"pi-worker-0"}}}), ready_status(5), pods);
+  EXPECT_EQ(deleted_names(plan),
+            (Names{"pi-worker-0", "pi-worker-4", "pi-worker-3", "pi-worker-2"}));
+  EXPECT_TRUE(plan.creations.empty());
+  EXPECT_EQ(plan.status["workers"]["active"], 1);
+  EXPECT_EQ(plan.status["workerReplacements"], 0);
+}
+
+TEST(Reconcile, ShrinkingNeverDeletesAWorkerInUse) {
+  const ReconcilePlan plan = run(job({{"replicas", 1}}), ready_status(3), running_job_pods(3));
+  EXPECT_TRUE(plan.deletions.empty());
+  EXPECT_EQ(condition(plan, "WorkersReady")["reason"], "ScaleDownWaiting");
+  EXPECT_EQ(condition(plan, "WorkersReady")["message"],
+            "3 of 1 worker pods ready; 2 worker pods above the desired count are in use; name "
+            "released ones in spec.workers.workersToDelete");
+}
+
+TEST(Reconcile, ShrunkWorkersGoneNextPassAreNotLost) {
+  const ReconcilePlan plan = run(job({{"replicas", 1}}), ready_status(3), running_job_pods(1));
+  EXPECT_EQ(plan.status["workerReplacements"], 0);
+  EXPECT_TRUE(plan.creations.empty());
+}
+
+TEST(Reconcile, NamedWorkerIsNotDeletedWhenNotShrinking) {
+  const ReconcilePlan plan = run(job({{"replicas", 2}, {"workersToDelete", {"pi-worker-0"}}}),
+                                 ready_status(2), running_job_pods(2));
+  EXPECT_TRUE(plan.deletions.empty());
+}
+
+TEST(Reconcile, LauncherSucceededEndsTheJobAndCleansRunningPods) {
+  std::vector<json> pods = running_job_pods(2);
+  pods[1] = exited(pod("pi-launcher", "launcher", "Succeeded"), 0);
+  pods.push_back(exited(worker(2, "Succeeded"), 0));
+  const ReconcilePlan plan = run(job({{"replicas", 3}}), ready_status(3), pods);
+  EXPECT_EQ(plan.status["phase"], "Succeeded");
+  EXPECT_EQ(condition(plan, "Succeeded")["message"], "launcher exited with code 0");
+  EXPECT_EQ(plan.status["completionTime"], kNowText);
+  EXPECT_EQ(plan.status["launcher"],
+            (json{{"podName", "pi-launcher"}, {"phase", "Succeeded"}, {"exitCode", 0}}));
+  EXPECT_EQ(deleted_names(plan), (Names{"pi-nameservice", "pi-worker-0", "pi-worker-1"}));
+  EXPECT_TRUE(plan.creations.empty());
+  EXPECT_TRUE(has_event(plan, "LauncherSucceeded", false));
+  EXPECT_FALSE(plan.requeue_after);
+}
+
+TEST(Reconcile, LauncherFailureCarriesItsExitCode) {
+  std::vector<json> pods = running_job_pods(1);
+  pods[1] = exited(pod("pi-launcher", "launcher", "Failed"), 3);
+  const ReconcilePlan plan = run(job(), ready_status(1), pods);
+  EXPECT_EQ(plan.status["phase"], "Failed");
+  EXPECT_EQ(condition(plan, "Failed")["reason"], "LauncherFailed");
+  EXPECT_EQ(condition(plan, "Failed")["message"], "launcher exited with code 3");
+  EXPECT_EQ(plan.status["launcher"]["exitCode"], 3);
+  EXPECT_TRUE(has_event(plan, "LauncherFailed", true));
+}
+
+TEST(Reconcile, LauncherDeletedWhileRunningFailsTheJob) {
+  std::vector<json> pods = running_job_pods(1);
+  pods.erase(pods.begin() + 1);
+  const ReconcilePlan gone = run(job(), ready_status(1), pods);
+  EXPECT_EQ(condition(gone, "Failed")["reason"], "LauncherDeleted");
+  EXPECT_TRUE(gone.creations.empty());
+
+  std::vector<json> terminating = running_job_pods(1);
+  terminating[1] = being_deleted(terminating[1]);
+  const ReconcilePlan deleting = run(job(), ready_status(1), terminating);
+  EXPECT_EQ(condition(deleting, "Failed")["reason"], "LauncherDeleted");
+}
+
+TEST(Reconcile, CleanPodPolicyAllAndNone) {
+  std::vector<json> pods = running_job_pods(1);
+  pods[1] = exited(pod("pi-launcher", "launcher", "Failed"), 1);
+  EXPECT_EQ(deleted_names(run(job({}, {{"cleanPodPolicy", "All"}}), ready_status(1), pods)),
+            (Names{"pi-nameservice", "pi-launcher", "pi-worker-0"}));
+  EXPECT_TRUE(run(job({}, {{"cleanPodPolicy", "None"}}), ready_status(1), pods).deletions.empty());
+}
+
+TEST(Reconcile, FinishedJobWaitsForItsTtlThenIsDeleted) {
+  json status = ready_status(0);
+  status["phase"] = "Succeeded";
+  status["completionTime"] = "2026-01-01T11:59:30Z";
+  set_condition(status["conditions"], Condition{"Succeeded", true, "LauncherSucceeded", "x"}, 3,
+                "2026-01-01T11:59:30Z");
+  const ReconcilePlan waiting = run(job({}, {{"ttlSecondsAfterFinished", 60}}), status, {});
+  EXPECT_FALSE(waiting.delete_job);
+  EXPECT_EQ(waiting.requeue_after, std::chrono::seconds(30));
+  EXPECT_TRUE(waiting.events.empty());
+  EXPECT_TRUE(waiting.creations.empty());
+  const ReconcilePlan expired = run(job({}, {{"ttlSecondsAfterFinished", 30}}), status, {});
+  EXPECT_TRUE(expired.delete_job);
+  EXPECT_FALSE(run(job(), status, {}).delete_job);  // no TTL: kept
+}
+
+TEST(Reconcile, DeadlineExceededFailsTheJob) {
+  const ReconcilePlan plan =
+      run(job({}, {{"activeDeadlineSeconds", 3600}}), ready_status(1), running_job_pods(1));
+  EXPECT_EQ(plan.status["phase"], "Failed");
+  EXPECT_EQ(condition(plan, "Failed")["reason"], "DeadlineExceeded");
+  EXPECT_EQ(deleted_names(plan), (Names{"pi-nameservice", "pi-launcher", "pi-worker-0"}));
+  const ReconcilePlan before =
+      run(job({}, {{"activeDeadlineSeconds", 3700}}), ready_status(1), running_job_pods(1));
+  EXPECT_EQ(before.status["phase"], "Running");
+  EXPECT_EQ(before.requeue_after, std::chrono::seconds(100));
+}
+
+TEST(Reconcile, SuspendDeletesEveryPodAndKeepsTheJob) {
+  const ReconcilePlan plan =
+      run(job({}, {{"suspend", true}}), ready_status(1), running_job_pods(1));
+  EXPECT_EQ(deleted_names(plan), (Names{"pi-nameservice", "pi-launcher", "pi-worker-0"}));
+  EXPECT_TRUE(plan.creations.empty());
+  EXPECT_FALSE(plan.delete_job);
+  EXPECT_EQ(plan.status["phase"], "Suspended");
+  EXPECT_EQ(condition(plan, "Suspended")["status"], "True");
+  EXPECT_FALSE(plan.status.contains("startTime"));
+  EXPECT_EQ(plan.status["nameService"], json::object());
+  EXPECT_EQ(plan.status["workers"]["active"], 0);
+  EXPECT_TRUE(has_event(plan, "Suspended", false));
+}
+
+TEST(Reconcile, ResumeStartsAgainWithAFreshStartTime) {
+  const ReconcilePlan suspended =
+      run(job({}, {{"suspend", true}}), ready_status(1), running_job_pods(1));
+  const ReconcilePlan resumed = run(job(), suspended.status, {});
+  EXPECT_EQ(created_names(resumed), (Names{"pi-nameservice"}));
+  EXPECT_EQ(resumed.status["startTime"], kNowText);
+  EXPECT_EQ(condition(resumed, "Suspended")["status"], "False");
+  EXPECT_EQ(resumed.status["workerReplacements"], 0);
+  EXPECT_FALSE(condition_is_true(resumed.status["conditions"], "Failed"));
+  EXPECT_TRUE(has_event(resumed, "Resumed", false));
+}
+
+TEST(Reconcile, NameServiceLostBeforeTheLauncherIsReplaced) {
+  json status = json::object();
+  const ReconcilePlan plan =
+      run(job(), status, {exited(pod("pi-nameservice", "name-service", "Failed"), 1)});
+  EXPECT_EQ(deleted_names(plan), (Names{"pi-nameservice"}));
+  EXPECT_EQ(condition(plan, "NameServiceReady")["reason"], "NameServiceLost");
+}
+
+TEST(Reconcile, NameServiceLostAfterTheLauncherStartedFailsTheJob) {
+  std::vector<json> pods = running_job_pods(1);
+  pods.erase(pods.begin());
+  const ReconcilePlan plan = run(job(), ready_status(1), pods);
+  EXPECT_EQ(condition(plan, "Failed")["reason"], "NameServiceLost");
+}
+
+TEST(Reconcile, PodsOfAnotherOwnerAreIgnored) {
+  json stranger = worker(0);
+  stranger["metadata"]["ownerReferences"][0]["uid"] = "other";
+  const ReconcilePlan plan = run(job(), ready_status(0),
+                                 {pod("pi-nameservice", "name-service", "Running"),
+                                  pod("pi-launcher", "launcher", "Running"), stranger});
+  EXPECT_EQ(created_names(plan), (Names{"pi-worker-1"}));
+}
+
+TEST(Reconcile, JobBeingDeletedIsLeftToTheGarbageCollector) {
+  json document = job_json();
+  document["metadata"]["deletionTimestamp"] = kNowText;
+  const ReconcilePlan plan = run(parse_job_spec(document), ready_status(1), {});
+  EXPECT_TRUE(plan.creations.empty());
+  EXPECT_TRUE(plan.deletions.empty());
+  EXPECT_EQ(plan.status, ready_status(1));
+}
+
+}  // namespace
+}  // namespace fiber::k8s::controller
