@@ -304,7 +304,7 @@ def validate_scalar(value: Any, schema: dict[str, Any], path: Path, out: list[Ca
     if isinstance(value, str):
         if "maxLength" in schema and len(value) > schema["maxLength"]:
             out.append(cause("FieldValueTooLong", path,
-                             f"Too long: may not be more than {schema['maxLength']} bytes"))
+                             f"Too long: may not be longer than {schema['maxLength']}"))
         if "minLength" in schema and len(value) < schema["minLength"]:
             out.append(cause("FieldValueInvalid", path,
                              f"Invalid value: {go_value(value)}: {where} in body should be at "
@@ -364,6 +364,13 @@ def validate_array(value: list[Any], schema: dict[str, Any], path: Path, out: li
 
 def validate_object(value: dict[str, Any], schema: dict[str, Any], path: Path,
                     out: list[Cause]) -> None:
+    where = path_text(path)
+    if "maxProperties" in schema and len(value) > schema["maxProperties"]:
+        out.append(cause("FieldValueTooMany", path, f"Too many: {len(value)}: must have at most "
+                         f"{schema['maxProperties']} items"))
+    if "minProperties" in schema and len(value) < schema["minProperties"]:
+        out.append(cause("FieldValueInvalid", path, f"Invalid value: {len(value)}: {where} in "
+                         f"body should have at least {schema['minProperties']} properties"))
     for key in schema.get("required") or []:
         if key not in value:
             out.append(cause("FieldValueRequired", path + (key,), "Required value"))
@@ -500,9 +507,12 @@ def evaluate_rules(value: Any, old: Any, has_old: bool, schema: dict[str, Any], 
 
 
 def cel_error_text(error: Exception) -> str:
-    if error.args and isinstance(error.args[0], str):
-        return error.args[0]
-    return str(error) or type(error).__name__
+    """The evaluation error in the server's words where they differ from cel-python's."""
+    text = error.args[0] if error.args and isinstance(error.args[0], str) else str(error)
+    missing = re.fullmatch(r"no such member in mapping: '(.*)'", text)
+    if missing:
+        return f"no such key: {missing.group(1)}"
+    return text or type(error).__name__
 
 
 def children(value: Any, old: Any, has_old: bool, schema: dict[str, Any],

@@ -1,0 +1,432 @@
+"""Per-kind behaviour of the built-in resources: defaulting, validation, what a status update may
+change, graceful deletion, field selectors. The generic flow is in api.py."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import ipaddress
+import json
+import threading
+from typing import TYPE_CHECKING, Any, Callable
+
+from .errors import ApiError
+from .selectors import META_FIELDS, path_value
+from .validation import (Cause, dns1123_label_errors, duplicate, forbidden, invalid, required,
+                         unsupported)
+
+if TYPE_CHECKING:
+    from .api import Api
+    from .resource_info import ResourceInfo
+
+
+class Strategy:
+    """Defaults shared by every kind; subclasses override what differs."""
+
+    name_rule = "subdomain"
+    has_generation = False
+    allow_unconditional_update = True
+    allow_create_on_update = False
+    return_deleted_object = False
+    field_selectors: dict[str, Callable[[dict[str, Any]], str]] = META_FIELDS
+
+    def prepare_create(self, api: Api, info: ResourceInfo, obj: dict[str, Any]) -> None:
+        """Defaulting and server-set fields of a new object."""
+
+    def validate(self, api: Api, info: ResourceInfo, obj: dict[str, Any],
+                 old: dict[str, Any] | None) -> list[Cause]:
+        """Kind-specific validation of a create (old is None) or an update."""
+        return []
+
+    def prepare_update(self, api: Api, info: ResourceInfo, obj: dict[str, Any], old: dict[str, Any]) -> None:
+        """Server-kept fields carried over on an update."""
+
+    def grace_period(self, obj: dict[str, Any], requested: int | None) -> int:
+        """Seconds a deletion waits for (0: at once)."""
+        return 0
+
+
+class NamespaceStrategy(Strategy):
+    name_rule = "label"
+    return_deleted_object = True
+    field_selectors = {**META_FIELDS, "status.phase": path_value("status", "phase")}
+
+    def prepare_create(self, api: Api, info: ResourceInfo, obj: dict[str, Any]) -> None:
+        obj["spec"] = {"finalizers": ["kubernetes"]}
+        obj["status"] = {"phase": "Active"}
+        obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = obj["metadata"]["name"]
+
+    def prepare_update(self, api: Api, info: ResourceInfo, obj: dict[str, Any], old: dict[str, Any]) -> None:
+        obj["spec"] = old.get("spec", {})
+        obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = obj["metadata"]["name"]
+
+
+class PodStrategy(Strategy):
+    has_generation = True
+    return_deleted_object = True
+    field_selectors = {
+        **META_FIELDS,
+        "spec.nodeName": path_value("spec", "nodeName"),
+        "spec.restartPolicy": path_value("spec", "restartPolicy"),
+        "spec.schedulerName": path_value("spec", "schedulerName"),
+        "spec.serviceAccountName": path_value("spec", "serviceAccountName"),
+        "spec.hostNetwork": lambda pod: "true" if (pod.get("spec") or {}).get("hostNetwork") else "false",
+        "status.phase": path_value("status", "phase"),
+        "status.podIP": path_value("status", "podIP"),
+        "status.nominatedNodeName": path_value("status", "nominatedNodeName"),
+    }
+    _MUTABLE_SPEC = ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds")
+
+    def prepare_create(self, api: Api, info: ResourceInfo, obj: dict[str, Any]) -> None:
+        spec = obj.setdefault("spec", {})
+        spec.setdefault("restartPolicy", "Always")
+        spec.setdefault("terminationGracePeriodSeconds", 30)
+        spec.setdefault("dnsPolicy", "ClusterFirst")
+        spec.setdefault("schedulerName", "default-scheduler")
+        spec.setdefault("securityContext", {})
+        spec.setdefault("enableServiceLinks", True)
+        spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+        spec.setdefault("priority", 0)
+        account = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
+        spec["serviceAccountName"] = spec["serviceAccount"] = account
+        for group in ("initContainers", "containers"):
+            for container in spec.get(group) or []:
+                if isinstance(container, dict):
+                    _default_container(container)
+        obj["status"] = {"phase": "Pending", "qosClass": _qos_class(spec)}
+
+    def validate(self, api: Api, info: ResourceInfo, obj: dict[str, Any],
+                 old: dict[str, Any] | None) -> list[Cause]:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return [required("spec")]
+        causes = _container_errors(spec)
+        policy = spec.get("restartPolicy")
+        if policy not in ("Always", "OnFailure", "Never"):
+            causes.append(unsupported("spec.restartPolicy", policy, ["Always", "OnFailure", "Never"]))
+        grace = spec.get("terminationGracePeriodSeconds")
+        if not isinstance(grace, int) or grace < 0:
+            causes.append(invalid("spec.terminationGracePeriodSeconds", grace,
+                                  "must be greater than or equal to 0"))
+        if old is not None:
+            causes += _pod_update_errors(obj, old, self._MUTABLE_SPEC)
+        elif "nodeName" in spec and spec["nodeName"]:
+            causes += [invalid("spec.nodeName", spec["nodeName"], e)
+                       for e in dns1123_label_errors(spec["nodeName"].split(".")[0])]
+        return causes
+
+    def prepare_update(self, api: Api, info: ResourceInfo, obj: dict[str, Any], old: dict[str, Any]) -> None:
+        for group in ("initContainers", "containers"):
+            for container in (obj.get("spec") or {}).get(group) or []:
+                if isinstance(container, dict):
+                    _default_container(container)
+
+    def grace_period(self, obj: dict[str, Any], requested: int | None) -> int:
+        spec = obj.get("spec") or {}
+        if not spec.get("nodeName"):
+            return 0
+        if (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            return 0
+        if requested is not None:
+            return max(requested, 0)
+        return int(spec.get("terminationGracePeriodSeconds", 30) or 0)
+
+
+def _default_container(container: dict[str, Any]) -> None:
+    image = container.get("image", "")
+    tag = image.rsplit("/", 1)[-1]
+    latest = "@" not in image and (":" not in tag or tag.endswith(":latest"))
+    container.setdefault("imagePullPolicy", "Always" if latest else "IfNotPresent")
+    container.setdefault("terminationMessagePath", "/dev/termination-log")
+    container.setdefault("terminationMessagePolicy", "File")
+    container.setdefault("resources", {})
+    for port in container.get("ports") or []:
+        if isinstance(port, dict):
+            port.setdefault("protocol", "TCP")
+
+
+def _qos_class(spec: dict[str, Any]) -> str:
+    resources = [c.get("resources") or {} for c in spec.get("containers") or [] if isinstance(c, dict)]
+    if not any(r.get("requests") or r.get("limits") for r in resources):
+        return "BestEffort"
+    guaranteed = all(r.get("limits") and all(r.get("limits", {}).get(k) == v
+                                              for k, v in (r.get("requests") or r["limits"]).items())
+                     and set(r["limits"]) >= {"cpu", "memory"} for r in resources)
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+def _container_errors(spec: dict[str, Any]) -> list[Cause]:
+    causes: list[Cause] = []
+    containers = spec.get("containers")
+    if not containers:
+        causes.append(required("spec.containers"))
+    seen: set[str] = set()
+    for group in ("initContainers", "containers"):
+        for index, container in enumerate(spec.get(group) or []):
+            path = f"spec.{group}[{index}]"
+            if not isinstance(container, dict):
+                causes.append(invalid(path, container, "must be an object"))
+                continue
+            name = container.get("name", "")
+            if not name:
+                causes.append(required(f"{path}.name"))
+            else:
+                causes += [invalid(f"{path}.name", name, e) for e in dns1123_label_errors(name)]
+                if name in seen:
+                    causes.append(duplicate(f"{path}.name", name))
+                seen.add(name)
+            if not container.get("image"):
+                causes.append(required(f"{path}.image"))
+            causes += _port_errors(path, container.get("ports") or [])
+            causes += _env_errors(path, container.get("env") or [])
+    return causes
+
+
+def _port_errors(path: str, ports: list[Any]) -> list[Cause]:
+    causes = []
+    for index, port in enumerate(ports):
+        number = port.get("containerPort") if isinstance(port, dict) else None
+        if not isinstance(number, int) or not 1 <= number <= 65535:
+            causes.append(invalid(f"{path}.ports[{index}].containerPort", number,
+                                  "must be between 1 and 65535, inclusive"))
+    return causes
+
+
+def _env_errors(path: str, env: list[Any]) -> list[Cause]:
+    causes = []
+    for index, var in enumerate(env):
+        if not isinstance(var, dict) or not var.get("name"):
+            causes.append(required(f"{path}.env[{index}].name"))
+        elif "value" in var and "valueFrom" in var:
+            causes.append(invalid(f"{path}.env[{index}].valueFrom", "",
+                                  "may not be specified when `value` is not empty"))
+    return causes
+
+
+def _pod_update_errors(obj: dict[str, Any], old: dict[str, Any], mutable: tuple[str, ...]) -> list[Cause]:
+    def masked(spec: dict[str, Any]) -> dict[str, Any]:
+        spec = copy.deepcopy(spec)
+        for key in mutable:
+            spec.pop(key, None)
+        for group in ("initContainers", "containers"):
+            for container in spec.get(group) or []:
+                if isinstance(container, dict):
+                    container.pop("image", None)
+        return spec
+
+    if masked(obj.get("spec") or {}) != masked(old.get("spec") or {}):
+        return [forbidden("spec", "pod updates may not change fields other than `spec.containers[*].image`,"
+                          "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` "
+                          "(only additions to existing tolerations),`spec.terminationGracePeriodSeconds` "
+                          "(allow it to be set to 1 if it was previously negative)")]
+    return []
+
+
+class ServiceStrategy(Strategy):
+    name_rule = "dns1035"
+
+    def __init__(self, cidr: str = "10.96.0.0/16"):
+        self.network = ipaddress.ip_network(cidr)
+        self.lock = threading.Lock()
+
+    def prepare_create(self, api: Api, info: ResourceInfo, obj: dict[str, Any]) -> None:
+        spec = obj.setdefault("spec", {})
+        spec.setdefault("type", "ClusterIP")
+        spec.setdefault("sessionAffinity", "None")
+        spec.setdefault("ipFamilies", ["IPv4"])
+        spec.setdefault("ipFamilyPolicy", "SingleStack")
+        spec.setdefault("internalTrafficPolicy", "Cluster")
+        for port in spec.get("ports") or []:
+            if isinstance(port, dict):
+                port.setdefault("protocol", "TCP")
+                port.setdefault("targetPort", port.get("port"))
+        if spec.get("clusterIP") != "None":
+            spec["clusterIP"] = spec.get("clusterIP") or self._allocate(api)
+        spec["clusterIPs"] = [spec["clusterIP"]]
+        obj["status"] = {"loadBalancer": {}}
+
+    def _allocate(self, api: Api) -> str:
+        used = {(s.get("spec") or {}).get("clusterIP") for s in api.stored_objects("", "services")}
+        for address in self.network.hosts():
+            if int(address) - int(self.network.network_address) < 2:
+                continue      # .1 is the `kubernetes` Service's on a real cluster
+            if str(address) not in used:
+                return str(address)
+        raise ApiError(500, "InternalError", "Internal error occurred: failed to allocate a serviceIP: "
+                       "range is full")
+
+    def prepare_update(self, api: Api, info: ResourceInfo, obj: dict[str, Any], old: dict[str, Any]) -> None:
+        spec, old_spec = obj.setdefault("spec", {}), old.get("spec") or {}
+        if not spec.get("clusterIP") and old_spec.get("clusterIP"):
+            spec["clusterIP"] = old_spec["clusterIP"]
+            spec["clusterIPs"] = old_spec.get("clusterIPs", [old_spec["clusterIP"]])
+
+    def validate(self, api: Api, info: ResourceInfo, obj: dict[str, Any],
+                 old: dict[str, Any] | None) -> list[Cause]:
+        spec = obj.get("spec") or {}
+        causes: list[Cause] = []
+        ports = spec.get("ports") or []
+        if not ports and spec.get("clusterIP") != "None" and spec.get("type") != "ExternalName":
+            causes.append(required("spec.ports"))
+        for index, port in enumerate(ports):
+            number = port.get("port") if isinstance(port, dict) else None
+            if not isinstance(number, int) or not 1 <= number <= 65535:
+                causes.append(invalid(f"spec.ports[{index}].port", number,
+                                      "must be between 1 and 65535, inclusive"))
+            if len(ports) > 1 and isinstance(port, dict) and not port.get("name"):
+                causes.append(required(f"spec.ports[{index}].name"))
+        if old is not None and (old.get("spec") or {}).get("clusterIP") != spec.get("clusterIP"):
+            causes.append(invalid("spec.clusterIPs[0]", spec.get("clusterIP"),
+                                  "may not change once set"))
+        return causes
+
+
+class SecretStrategy(Strategy):
+    field_selectors = {**META_FIELDS, "type": path_value("type")}
+
+    def prepare_create(self, api: Api, info: ResourceInfo, obj: dict[str, Any]) -> None:
+        obj.setdefault("type", "Opaque")
+        self._fold_string_data(obj)
+
+    def prepare_update(self, api: Api, info: ResourceInfo, obj: dict[str, Any], old: dict[str, Any]) -> None:
+        self._fold_string_data(obj)
+
+    @staticmethod
+    def _fold_string_data(obj: dict[str, Any]) -> None:
+        strings = obj.pop("stringData", None) or {}
+        if strings:
+            data = obj.setdefault("data", {})
+            for key, value in strings.items():
+                data[key] = base64.b64encode(str(value).encode()).decode()
+
+    def validate(self, api: Api, info: ResourceInfo, obj: dict[str, Any],
+                 old: dict[str, Any] | None) -> list[Cause]:
+        causes = []
+        for key, value in (obj.get("data") or {}).items():
+            try:
+                base64.b64decode(value, validate=True)
+            except (ValueError, TypeError):
+                causes.append(invalid(f"data[{key}]", "<secret contents redacted>", "illegal base64 data"))
+        if old is not None and old.get("type") != obj.get("type"):
+            causes.append(invalid("type", obj.get("type"), "field is immutable"))
+        return causes
+
+
+class EventStrategy(Strategy):
+    allow_create_on_update = True
+    field_selectors = {
+        **META_FIELDS,
+        **{f"involvedObject.{f}": path_value("involvedObject", f)
+           for f in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")},
+        "reason": path_value("reason"), "type": path_value("type"), "source": path_value("source", "component"),
+        "reportingComponent": path_value("reportingComponent"),
+    }
+
+    def validate(self, api: Api, info: ResourceInfo, obj: dict[str, Any],
+                 old: dict[str, Any] | None) -> list[Cause]:
+        involved = obj.get("involvedObject")
+        if not isinstance(involved, dict) or not involved:
+            return [required("involvedObject")]
+        namespace = obj["metadata"].get("namespace", "")
+        target = involved.get("namespace", "")
+        if target and target != namespace:
+            return [invalid("involvedObject.namespace", target, "does not match event.namespace")]
+        if not target and namespace not in ("default", "") and involved.get("kind") not in (
+                "Node", "Namespace", "PersistentVolume", "ClusterRole", "ClusterRoleBinding",
+                "CustomResourceDefinition"):
+            return [invalid("involvedObject.namespace", target, "does not match event.namespace")]
+        if obj.get("type") not in (None, "", "Normal", "Warning"):
+            return [unsupported("type", obj.get("type"), ["Normal", "Warning"])]
+        return []
+
+
+class LeaseStrategy(Strategy):
+    allow_create_on_update = True
+    _INTEGERS = ("leaseDurationSeconds", "leaseTransitions")
+    _TIMES = ("acquireTime", "renewTime")
+
+    def validate(self, api: Api, info: ResourceInfo, obj: dict[str, Any],
+                 old: dict[str, Any] | None) -> list[Cause]:
+        spec = obj.get("spec") or {}
+        if not isinstance(spec, dict):
+            raise _decode_error("Lease", "spec", "object", spec)
+        holder = spec.get("holderIdentity")
+        if holder is not None and not isinstance(holder, str):
+            raise _decode_error("LeaseSpec", "spec.holderIdentity", "string", holder)
+        for name in self._INTEGERS:
+            value = spec.get(name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+                raise _decode_error("LeaseSpec", f"spec.{name}", "int32", value)
+        for name in self._TIMES:
+            value = spec.get(name)
+            if value is not None and not _is_micro_time(value):
+                raise ApiError(400, "BadRequest", f"Lease in version \"v1\" cannot be handled as a Lease: "
+                               f"parsing time {json.dumps(value)} as \"2006-01-02T15:04:05.000000Z07:00\": "
+                               "cannot parse")
+        causes = []
+        duration = spec.get("leaseDurationSeconds")
+        if duration is not None and duration <= 0:
+            causes.append(invalid("spec.leaseDurationSeconds", duration, "must be greater than 0"))
+        transitions = spec.get("leaseTransitions")
+        if transitions is not None and transitions < 0:
+            causes.append(invalid("spec.leaseTransitions", transitions, "must be greater than or equal to 0"))
+        return causes
+
+
+def _is_micro_time(value: Any) -> bool:
+    from datetime import datetime
+    if not isinstance(value, str):
+        return False
+    try:
+        datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return "T" in value
+
+
+def _decode_error(go_type: str, path: str, expected: str, value: Any) -> ApiError:
+    found = {str: "string", bool: "bool", list: "array", dict: "object"}.get(type(value), "number")
+    return ApiError(400, "BadRequest", f"json: cannot unmarshal {found} into Go struct field {go_type}."
+                    f"{path} of type {expected}")
+
+
+class NodeStrategy(Strategy):
+    field_selectors = {**META_FIELDS, "spec.unschedulable":
+                       lambda node: "true" if (node.get("spec") or {}).get("unschedulable") else "false"}
+
+
+class RoleStrategy(Strategy):
+    name_rule = "path"
+
+    def validate(self, api: Api, info: ResourceInfo, obj: dict[str, Any],
+                 old: dict[str, Any] | None) -> list[Cause]:
+        causes = []
+        for index, rule in enumerate(obj.get("rules") or []):
+            if not isinstance(rule, dict) or not rule.get("verbs"):
+                causes.append(required(f"rules[{index}].verbs", "verbs must contain at least one value"))
+            elif not rule.get("nonResourceURLs") and rule.get("apiGroups") is None:
+                causes.append(required(f"rules[{index}].apiGroups", "resource rules must supply at least "
+                                       "one api group"))
+        return causes
+
+
+class RoleBindingStrategy(Strategy):
+    name_rule = "path"
+
+    def validate(self, api: Api, info: ResourceInfo, obj: dict[str, Any],
+                 old: dict[str, Any] | None) -> list[Cause]:
+        ref = obj.get("roleRef") or {}
+        causes = []
+        if ref.get("kind") not in ("Role", "ClusterRole"):
+            causes.append(unsupported("roleRef.kind", ref.get("kind", ""), ["ClusterRole", "Role"]))
+        if not ref.get("name"):
+            causes.append(required("roleRef.name"))
+        if old is not None and (old.get("roleRef") or {}) != ref:
+            causes.append(invalid("roleRef", ref, "cannot change roleRef"))
+        for index, subject in enumerate(obj.get("subjects") or []):
+            if subject.get("kind") not in ("ServiceAccount", "User", "Group"):
+                causes.append(unsupported(f"subjects[{index}].kind", subject.get("kind", ""),
+                                          ["ServiceAccount", "User", "Group"]))
+            if not subject.get("name"):
+                causes.append(required(f"subjects[{index}].name"))
+        return causes
