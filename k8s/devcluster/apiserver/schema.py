@@ -1,7 +1,7 @@
 """Admission of custom resources against their CRD's structural schema, the way kube-apiserver's
 apiextensions side does it: defaulting, pruning (with strict/warn field validation), OpenAPI schema
 validation, list-type invariants and `x-kubernetes-validations` CEL rules, with the real server's
-error wording and field paths."""
+error wording (as of the v1.30 it reports) and field paths."""
 
 from __future__ import annotations
 
