@@ -10,7 +10,7 @@ import json
 import datetime
 import re
 from decimal import Decimal
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 import celpy
 from celpy import celtypes
@@ -227,6 +227,40 @@ def prune_root(obj: dict[str, Any], schema: dict[str, Any], unknown: list[str]) 
     prune_object_meta(obj, unknown)
 
 
+# ---------------------------------------------------------------- old values (updates)
+
+class OldValue(NamedTuple):
+    """The value a node had before an update, where one correlates with it."""
+    present: bool
+    value: Any
+
+
+NO_OLD = OldValue(False, None)
+
+
+def correlate_key(key: str, parent: OldValue) -> OldValue:
+    """Object properties correlate by name."""
+    if parent.present and isinstance(parent.value, dict) and key in parent.value:
+        return OldValue(True, parent.value[key])
+    return NO_OLD
+
+
+def correlate_item(item: Any, parent: OldValue, schema: dict[str, Any]) -> OldValue:
+    """Items of a map list correlate by their keys, items of a set by value; items of other
+    lists do not correlate."""
+    if not parent.present or not isinstance(parent.value, list):
+        return NO_OLD
+    list_type = schema.get("x-kubernetes-list-type")
+    if list_type == "map" and isinstance(item, dict):
+        keys = schema.get("x-kubernetes-list-map-keys") or []
+        for candidate in parent.value:
+            if isinstance(candidate, dict) and all(candidate.get(k) == item.get(k) for k in keys):
+                return OldValue(True, candidate)
+    elif list_type == "set" and item in parent.value:
+        return OldValue(True, item)
+    return NO_OLD
+
+
 # ---------------------------------------------------------------- OpenAPI validation
 
 def json_type(value: Any) -> str:
@@ -273,8 +307,13 @@ def valid_date_time(text: str) -> bool:
     return second <= 60
 
 
-def validate_value(value: Any, schema: dict[str, Any], path: Path, out: list[Cause]) -> None:
-    """kube-openapi's checks on one node, then its children; errors as field causes."""
+def validate_value(value: Any, schema: dict[str, Any], path: Path, out: list[Cause],
+                   old: OldValue = NO_OLD) -> None:
+    """kube-openapi's checks on one node, then its children; errors as field causes. A value
+    equal to its correlated old value is not checked again (validation ratcheting, on by default
+    since v1.30), so an object stored before its CRD tightened can still be updated."""
+    if old.present and old.value == value:
+        return
     where = path_text(path)
     if not type_matches(value, schema):
         wanted = "integer,string" if schema.get("x-kubernetes-int-or-string") else schema["type"]
@@ -287,9 +326,9 @@ def validate_value(value: Any, schema: dict[str, Any], path: Path, out: list[Cau
         return
     validate_scalar(value, schema, path, out)
     if isinstance(value, list):
-        validate_array(value, schema, path, out)
+        validate_array(value, schema, path, out, old)
     elif isinstance(value, dict):
-        validate_object(value, schema, path, out)
+        validate_object(value, schema, path, out, old)
 
 
 def validate_scalar(value: Any, schema: dict[str, Any], path: Path, out: list[Cause]) -> None:
@@ -348,7 +387,8 @@ def validate_number(value: int | float, schema: dict[str, Any], path: Path,
                          f"should be a multiple of {go_limit(schema['multipleOf'])}"))
 
 
-def validate_array(value: list[Any], schema: dict[str, Any], path: Path, out: list[Cause]) -> None:
+def validate_array(value: list[Any], schema: dict[str, Any], path: Path, out: list[Cause],
+                   old: OldValue) -> None:
     where = path_text(path)
     if "maxItems" in schema and len(value) > schema["maxItems"]:
         out.append(cause("FieldValueTooMany", path,
@@ -359,11 +399,11 @@ def validate_array(value: list[Any], schema: dict[str, Any], path: Path, out: li
     items = schema.get("items")
     if isinstance(items, dict):
         for index, item in enumerate(value):
-            validate_value(item, items, path + (index,), out)
+            validate_value(item, items, path + (index,), out, correlate_item(item, old, schema))
 
 
 def validate_object(value: dict[str, Any], schema: dict[str, Any], path: Path,
-                    out: list[Cause]) -> None:
+                    out: list[Cause], old: OldValue) -> None:
     where = path_text(path)
     if "maxProperties" in schema and len(value) > schema["maxProperties"]:
         out.append(cause("FieldValueTooMany", path, f"Too many: {len(value)}: must have at most "
@@ -377,13 +417,17 @@ def validate_object(value: dict[str, Any], schema: dict[str, Any], path: Path,
     for key in sorted(value):
         prop = property_schema(schema, key)
         if prop is not None:
-            validate_value(value[key], prop, path + (key,), out)
+            validate_value(value[key], prop, path + (key,), out, correlate_key(key, old))
 
 
 # ---------------------------------------------------------------- list types
 
-def validate_list_types(value: Any, schema: dict[str, Any], path: Path, out: list[Cause]) -> None:
-    """x-kubernetes-list-type set (no duplicate items) and map (no duplicate keys), everywhere."""
+def validate_list_types(value: Any, schema: dict[str, Any], path: Path, out: list[Cause],
+                        old: OldValue = NO_OLD) -> None:
+    """x-kubernetes-list-type set (no duplicate items) and map (no duplicate keys), everywhere
+    but in unchanged values."""
+    if old.present and old.value == value:
+        return
     if isinstance(value, list):
         list_type = schema.get("x-kubernetes-list-type")
         if list_type == "set":
@@ -409,12 +453,13 @@ def validate_list_types(value: Any, schema: dict[str, Any], path: Path, out: lis
         items = schema.get("items")
         if isinstance(items, dict):
             for index, item in enumerate(value):
-                validate_list_types(item, items, path + (index,), out)
+                validate_list_types(item, items, path + (index,), out,
+                                    correlate_item(item, old, schema))
     elif isinstance(value, dict):
         for key, item in value.items():
             prop = property_schema(schema, key)
             if prop is not None:
-                validate_list_types(item, prop, path + (key,), out)
+                validate_list_types(item, prop, path + (key,), out, correlate_key(key, old))
 
 
 # ---------------------------------------------------------------- CEL rules
@@ -480,7 +525,10 @@ def rule_failure(rule: dict[str, Any], schema: dict[str, Any], path: Path,
 def evaluate_rules(value: Any, old: Any, has_old: bool, schema: dict[str, Any], path: Path,
                    out: list[Cause]) -> None:
     """Every x-kubernetes-validations rule at this node, then below it. Transition rules
-    (those naming oldSelf) run only where an old value correlates."""
+    (those naming oldSelf) run only where an old value correlates; none run on a value equal
+    to its old one (ratcheting)."""
+    if has_old and old == value:
+        return
     for rule in schema.get("x-kubernetes-validations") or []:
         if rule_uses_old_self(rule) and not has_old:
             continue
@@ -519,28 +567,17 @@ def children(value: Any, old: Any, has_old: bool, schema: dict[str, Any],
              path: Path) -> Iterator[tuple[Any, Any, bool, dict[str, Any], Path]]:
     """Child nodes with their correlated old values: object properties by name, map-list items
     by key, set-list items by value; other list items do not correlate."""
+    parent = OldValue(has_old, old)
     if isinstance(value, dict):
-        old_map = old if has_old and isinstance(old, dict) else {}
         for key, item in value.items():
             prop = property_schema(schema, key)
             if prop is not None:
-                yield item, old_map.get(key), key in old_map, prop, path + (key,)
+                child = correlate_key(key, parent)
+                yield item, child.value, child.present, prop, path + (key,)
     elif isinstance(value, list) and isinstance(schema.get("items"), dict):
-        items = schema["items"]
-        list_type = schema.get("x-kubernetes-list-type")
-        old_list = old if has_old and isinstance(old, list) else []
-        keys = schema.get("x-kubernetes-list-map-keys") or []
         for index, item in enumerate(value):
-            match: tuple[bool, Any] = (False, None)
-            if list_type == "map" and isinstance(item, dict):
-                for candidate in old_list:
-                    if isinstance(candidate, dict) and all(
-                            candidate.get(k) == item.get(k) for k in keys):
-                        match = (True, candidate)
-                        break
-            elif list_type == "set" and item in old_list:
-                match = (True, item)
-            yield item, match[1], match[0], items, path + (index,)
+            child = correlate_item(item, parent, schema)
+            yield item, child.value, child.present, schema["items"], path + (index,)
 
 
 # ---------------------------------------------------------------- entry points
@@ -598,9 +635,9 @@ def validation_causes(obj: dict[str, Any], old: dict[str, Any] | None, schema: d
         old_body = {k: v for k, v in (old or {}).items() if k not in ROOT_FIELDS}
         nodes = [(body, old_body, old is not None, without_meta(schema), ())]
     causes: list[Cause] = []
-    for value, _, _, node_schema, path in nodes:
-        validate_value(value, node_schema, path, causes)
-        validate_list_types(value, node_schema, path, causes)
+    for value, old_value, has_old, node_schema, path in nodes:
+        validate_value(value, node_schema, path, causes, OldValue(has_old, old_value))
+        validate_list_types(value, node_schema, path, causes, OldValue(has_old, old_value))
     if any(c["reason"] in CEL_BLOCKING_REASONS for c in causes):
         causes.append(cause("FieldValueInvalid", "<nil>",
                             f'Invalid value: "null": {CEL_SKIPPED_MESSAGE}'))

@@ -322,3 +322,16 @@ def test_a_crd_with_an_untyped_field_is_refused():
                                          (1e21, "1e+21"), (1.5e-7, "1.5e-07"), (-3.0, "-3")])
 def test_bounds_print_as_go_prints_a_float64(number: float, text: str):
     assert go_float(number) == text
+
+
+def test_unchanged_invalid_values_ratchet_on_update():
+    # Stored before the CRD tightened: too many workers and min above max.
+    stored = fiberjob(minReplicas=5, maxReplicas=200000)
+    stored["spec"]["workers"].update(slotsPerWorker=1)
+    relabelled = copy.deepcopy(stored)
+    relabelled["metadata"]["labels"]["tier"] = "gold"
+    relabelled["spec"]["runPolicy"] = {"suspend": True}
+    admit(relabelled, old=stored)
+    changed = copy.deepcopy(stored)
+    changed["spec"]["workers"]["maxReplicas"] = 300000
+    assert [c[1] for c in causes(refusal(changed, old=stored))] == ["spec.workers.maxReplicas"]
