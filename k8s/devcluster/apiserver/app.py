@@ -96,6 +96,13 @@ class App:
                                   "message": "the server does not allow this method on the requested resource",
                                   "reason": "MethodNotAllowed", "code": 405})
         infos = self.registry.all()
+        if clean == "/openapi/v2":
+            module = _optional_module("openapi")
+            answer = module.openapi_v2(clean, headers.get("Accept", "") or "") \
+                if module is not None and hasattr(module, "openapi_v2") else None
+            if answer is None:
+                return Response(404, raw=b"404 page not found\n", content_type="text/plain; charset=utf-8")
+            return Response(200, raw=answer[0], content_type=answer[1])
         if clean.startswith("/openapi/"):
             module = _optional_module("openapi")
             document = module.openapi_v3(clean, infos) if module is not None else None
@@ -152,6 +159,10 @@ class App:
                                                     name)
         if allowed:
             return
+        module = _optional_module("rbac")
+        if module is not None and hasattr(module, "forbidden_error"):
+            raise module.forbidden_error(user.name, verb, info.group, info.plural, subresource, namespace, name,
+                                         reason)
         resource = info.plural + (f"/{subresource}" if subresource else "")
         scope = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
         head = f'{info.group_resource} "{name}"' if name else info.group_resource

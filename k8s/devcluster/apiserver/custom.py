@@ -66,6 +66,16 @@ class CustomResourceDefinitionStrategy(Strategy):
         if not isinstance(spec, dict):
             return [required("spec")]
         causes: list[Cause] = []
+        if old is not None:
+            for field in ("group", "scope"):
+                if (old.get("spec") or {}).get(field) != spec.get(field):
+                    causes.append(invalid(f"spec.{field}", spec.get(field), "field is immutable"))
+        schema = _schema_module()
+        if schema is not None and hasattr(schema, "validate_crd"):
+            if causes:
+                return causes
+            schema.validate_crd(obj)
+            return []
         group = spec.get("group", "")
         names = spec.get("names") or {}
         if not group:
@@ -97,10 +107,6 @@ class CustomResourceDefinitionStrategy(Strategy):
             if not schema:
                 causes.append(required(f"spec.versions[{index}].schema.openAPIV3Schema",
                                        "schemas are required"))
-        if old is not None:
-            for field in ("group", "scope"):
-                if (old.get("spec") or {}).get(field) != spec.get(field):
-                    causes.append(invalid(f"spec.{field}", spec.get(field), "field is immutable"))
         return causes
 
     def prepare_update(self, api: Api, info: ResourceInfo, obj: dict[str, Any], old: dict[str, Any]) -> None:
@@ -141,14 +147,19 @@ def admit(info: ResourceInfo, obj: dict[str, Any], old: dict[str, Any] | None, f
           subresource: str | None) -> tuple[dict[str, Any], list[str]]:
     """Defaulting, pruning and validation of a custom resource by the schema module; without it only
     the presence of apiVersion and kind is checked."""
-    try:
-        from . import schema
-    except ImportError:
-        schema = None
+    schema = _schema_module()
     if schema is not None and hasattr(schema, "admit_custom_resource"):
         return schema.admit_custom_resource(info, obj, old, field_validation=field_validation,
                                             subresource=subresource)
     return obj, []
+
+
+def _schema_module() -> Any:
+    try:
+        from . import schema
+    except ImportError:
+        return None
+    return schema
 
 
 def require_kind(body: dict[str, Any], raw: bytes) -> None:
