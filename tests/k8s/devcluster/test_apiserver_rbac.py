@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from k8s.devcluster.apiserver.rbac import authorize, forbidden_error
 
 CONTROLLER = "system:serviceaccount:fiber-system:fiber-controller"
+RBAC_DIR = Path(__file__).resolve().parents[3] / "k8s/config/rbac"
 
 
 def role(kind: str, name: str, rules: list[dict[str, Any]], namespace: str = "") -> dict[str, Any]:
@@ -158,3 +162,37 @@ def test_forbidden_messages_are_worded_as_the_server_words_them():
         'clusterrole.rbac.authorization.k8s.io "gone" not found')
     error = forbidden_error("eve", "get", "", "", "", "", "/metrics", "")
     assert error.message == 'forbidden: User "eve" cannot get path "/metrics"'
+
+
+def project_rbac_objects() -> dict[str, list[dict[str, Any]]]:
+    """The controller's ServiceAccount roles and bindings as the project ships them."""
+    plurals = {"Role": "roles", "ClusterRole": "clusterroles", "RoleBinding": "rolebindings",
+               "ClusterRoleBinding": "clusterrolebindings"}
+    stored: dict[str, list[dict[str, Any]]] = {plural: [] for plural in plurals.values()}
+    for manifest in sorted(RBAC_DIR.glob("*.yaml")):
+        for document in yaml.safe_load_all(manifest.read_text()):
+            if document and document.get("kind") in plurals:
+                stored[plurals[document["kind"]]].append(document)
+    return stored
+
+
+def test_the_shipped_controller_role_grants_what_the_controller_does_and_no_more():
+    shipped = project_rbac_objects()
+
+    def can(verb: str, group: str, resource: str, subresource: str = "", namespace: str = "",
+            name: str = "") -> bool:
+        return authorize(CONTROLLER, ["system:serviceaccounts"], verb, group, resource,
+                         subresource, namespace, name, lambda _g, plural: shipped[plural])[0]
+
+    assert can("list", "fibermpi.io", "fiberjobs") and can("watch", "fibermpi.io", "fiberjobs")
+    assert can("update", "fibermpi.io", "fiberjobs", "status", "team-a", "job")
+    assert can("create", "", "pods", namespace="team-a")
+    assert can("get", "", "pods", "log", "team-a", "job-nameservice")
+    assert can("create", "", "events", namespace="team-a")
+    assert can("create", "coordination.k8s.io", "leases", namespace="fiber-system")
+    assert can("update", "coordination.k8s.io", "leases", "", "fiber-system", "fiber-controller")
+    assert not can("update", "coordination.k8s.io", "leases", "", "fiber-system", "other")
+    assert not can("create", "coordination.k8s.io", "leases", namespace="team-a")
+    assert not can("update", "fibermpi.io", "fiberjobs", "", "team-a", "job")
+    assert not can("update", "", "pods", "status", "team-a", "job-worker-0")
+    assert not can("list", "", "secrets", namespace="team-a")
