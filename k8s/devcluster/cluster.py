@@ -322,7 +322,7 @@ def start_all(state_dir: str, record: JSON, node_count: int, with_controller: bo
         sys.executable, "-m", "k8s.devcluster.apiserver", "--port", "0", "--port-file", port_file,
         "--state-dir", state_dir, "--tls-cert", os.path.join(pki, "apiserver.crt"),
         "--tls-key", os.path.join(pki, "apiserver.key"), "--client-ca", os.path.join(pki, "ca.crt"),
-        "--token-file", token_file, "--bind", *server_ips])
+        "--token-file", token_file, *[argument for ip in server_ips for argument in ("--bind", ip)]])
 
     def port_written() -> int:
         if not pid_alive(apiserver_pid):

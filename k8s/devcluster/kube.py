@@ -83,6 +83,8 @@ class KubeClient:
         self.credentials = credentials
         self.timeout_s = timeout_s
         self.session = requests.Session()
+        # The cluster's own CA, not REQUESTS_CA_BUNDLE; no proxy between us and the API server.
+        self.session.trust_env = False
         if credentials.insecure_skip_verify:
             self.session.verify = False
         elif credentials.ca_file:
