@@ -80,8 +80,7 @@ def serve_watch(store: Store, key: ResourceKey, info: ResourceInfo, selection: F
                 if now >= wake:
                     break
                 resource.changed.wait(wake - now)
-            if resource.closed:
-                return
+            closed = resource.closed
             try:
                 events, seq = resource.events_since(seq)
             except LookupError:
@@ -94,6 +93,8 @@ def serve_watch(store: Store, key: ResourceKey, info: ResourceInfo, selection: F
                 lines.append(line(seen[0], seen[1], event))
         if lines:
             write(b"".join(lines))
+        if closed:
+            return              # the resource is no longer served (its CRD was deleted)
         now = time.monotonic()
         if now >= deadline:
             if with_bookmarks:

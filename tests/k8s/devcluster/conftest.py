@@ -69,6 +69,10 @@ class ApiServerProcess:
         params = {"watch": "true", **params}
         response = self.session.get(self.url + path, params=params, stream=True, timeout=(5, 30))
         assert response.status_code == 200, response.text
+        return self._events(response)
+
+    @staticmethod
+    def _events(response: requests.Response) -> Iterator[dict[str, Any]]:
         try:
             for line in response.iter_lines():
                 if line:
