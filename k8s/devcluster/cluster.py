@@ -200,12 +200,23 @@ def apply_object(client: KubeClient, item: JSON, default_namespace: str = "") ->
         client.update(path, item)
 
 
-def apply_file(client: KubeClient, path: str) -> int:
+def apply_file(client: KubeClient, path: str, default_namespace: str = "") -> int:
     with open(path, encoding="utf-8") as handle:
         documents = [document for document in yaml.safe_load_all(handle) if document]
     for document in documents:
-        apply_object(client, document)
+        apply_object(client, document, default_namespace)
     return len(documents)
+
+
+def rbac_manifests() -> list[str]:
+    """The controller's RBAC files in the order of their kustomization (all *.yaml without one);
+    the namespace they name is the one `kubectl apply -k` would give them, fiber-system."""
+    kustomization = os.path.join(RBAC_DIR, "kustomization.yaml")
+    if os.path.exists(kustomization):
+        with open(kustomization, encoding="utf-8") as handle:
+            listed = (yaml.safe_load(handle) or {}).get("resources") or []
+        return [os.path.join(RBAC_DIR, name) for name in listed if os.path.exists(os.path.join(RBAC_DIR, name))]
+    return [path for path in sorted(glob.glob(os.path.join(RBAC_DIR, "*.yaml")))]
 
 
 def wait_for(what: str, check: Any, timeout_s: float = START_TIMEOUT_S, interval_s: float = 0.1) -> Any:
@@ -347,9 +358,8 @@ def start_all(state_dir: str, record: JSON, node_count: int, with_controller: bo
         c.get("type") == "Established" and c.get("status") == "True"
         for c in admin.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd_name}")
         .get("status", {}).get("conditions") or []))
-    for manifest in sorted(glob.glob(os.path.join(RBAC_DIR, "*.yaml"))):
-        if os.path.basename(manifest) != "kustomization.yaml":
-            apply_file(admin, manifest)
+    for manifest in rbac_manifests():
+        apply_file(admin, manifest, CONTROLLER_NAMESPACE)
 
     start_component(state_dir, "scheduler", [sys.executable, "-m", "k8s.devcluster", "scheduler", "--kubeconfig",
                                              os.path.join(state_dir, "kubeconfigs", "scheduler.yaml")])

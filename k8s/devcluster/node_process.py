@@ -82,13 +82,13 @@ class ContainerProcess:
         returncode = self.process.wait()
         # The container ends with its main process: whatever it left in its group goes too.
         self.signal_group(signal.SIGKILL)
-        with self.lock:
-            self.returncode = returncode
-            self.finished_at = now_rfc3339()
         try:
             os.unlink(self.spec.pid_file)
         except FileNotFoundError:
             pass
+        with self.lock:
+            self.returncode = returncode
+            self.finished_at = now_rfc3339()
         self.on_exit(self)
 
     @property

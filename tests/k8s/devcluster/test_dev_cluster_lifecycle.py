@@ -22,12 +22,24 @@ def dev_cluster(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([DEV_CLUSTER, *args], capture_output=True, text=True, timeout=120)
 
 
+def test_up_without_a_built_controller_says_what_to_do(tmp_path: Any) -> None:
+    state_dir = str(tmp_path / "c")
+    environment = dict(os.environ, FIBER_BUILD_DIR=str(tmp_path / "empty-build"))
+    result = subprocess.run([DEV_CLUSTER, "up", state_dir], capture_output=True, text=True, timeout=60,
+                            env=environment)
+    assert result.returncode == 1
+    assert "the controller is not built" in result.stderr and "--no-controller" in result.stderr
+    assert processes_mentioning(state_dir) == []
+
+
 def test_up_twice_refused_and_down_after_a_crash(tmp_path: Any) -> None:
     state_dir = str(tmp_path / "c")
     cid = netns.cluster_id(state_dir)
     first = dev_cluster("up", state_dir, "--no-controller", "--nodes", "1")
     try:
         assert first.returncode == 0, first.stderr
+        status = dev_cluster("status", state_dir)
+        assert status.returncode == 0 and "node-1       running, pid" in status.stdout, status.stdout
         second = dev_cluster("up", state_dir, "--no-controller")
         assert second.returncode == 1
         assert "a cluster is already running in" in second.stderr and "down" in second.stderr
@@ -52,3 +64,4 @@ def test_up_twice_refused_and_down_after_a_crash(tmp_path: Any) -> None:
     assert not pid_alive(pod_pids[0]), f"pod process {pod_pids[0]} survived down"
     again = dev_cluster("down", state_dir)
     assert again.returncode == 0, again.stderr
+    assert dev_cluster("status", state_dir).returncode == 1

@@ -237,6 +237,19 @@ def test_delete_kills_one_that_ignores_sigterm_after_the_grace_period(context: N
     assert api.phase() == "Failed"
 
 
+def test_node_shutdown_kills_the_processes_and_leaves_the_pod(context: NodeContext, tmp_path: Any) -> None:
+    ready = tmp_path / "ready"
+    worker, api = start(context, make_pod("victim", [{"name": "main", "image": "x",
+                                                       "command": ["sh", "-c", f"touch {ready}; sleep 600"]}]))
+    wait_for_file(ready)
+    pid_files = os.listdir(context.pid_dir())
+    assert len(pid_files) == 1
+    worker.stop()
+    worker.join(10)
+    assert not worker.is_alive() and api.deleted == []
+    assert os.listdir(context.pid_dir()) == []
+
+
 def test_on_failure_restarts_until_success(context: NodeContext, tmp_path: Any) -> None:
     marker = tmp_path / "tried"
     script = f"if [ -e {marker} ]; then exit 0; fi; touch {marker}; exit 5"
