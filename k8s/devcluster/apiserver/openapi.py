@@ -5,8 +5,10 @@ validates fields (the `fieldValidation` parameter of PATCH) and for `kubectl exp
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
+from importlib import resources
 from typing import Any
 
 from .resource_info import ResourceInfo
@@ -15,6 +17,8 @@ META = "io.k8s.apimachinery.pkg.apis.meta.v1"
 REF_PREFIX = "#/components/schemas/"
 PATCH_TYPES = ("application/apply-patch+yaml", "application/json-patch+json",
                "application/merge-patch+json")
+# Built-in kinds also take strategic merge patches; custom resources never do.
+BUILTIN_PATCH_TYPES = PATCH_TYPES + ("application/strategic-merge-patch+json",)
 MEDIA_TYPES = ("application/json", "application/yaml")
 
 # Schema keywords a custom resource's published schema keeps.
@@ -329,11 +333,11 @@ def responses(schema_ref: str, *codes: str) -> dict[str, Any]:
 
 def operation(action: str, verb: str, kind: dict[str, str], operation_id: str, tag: str,
               parameters: list[dict[str, Any]], result: str, codes: tuple[str, ...],
-              body: str | None = None, patch: bool = False) -> dict[str, Any]:
+              body: str | None = None, patch: tuple[str, ...] = ()) -> dict[str, Any]:
     op: dict[str, Any] = {"tags": [tag], "description": f"{verb} {kind['kind']}",
                           "operationId": operation_id, "parameters": copy.deepcopy(parameters)}
     if body is not None:
-        types = PATCH_TYPES if patch else MEDIA_TYPES
+        types = patch or MEDIA_TYPES
         op["requestBody"] = {"content": content(body, types), "required": True}
     op["responses"] = responses(result, *codes)
     op["x-kubernetes-action"] = action
@@ -367,6 +371,7 @@ def resource_paths(info: ResourceInfo) -> dict[str, Any]:
     root = f"/apis/{info.group}/{info.version}" if info.group else f"/api/{info.version}"
     tag = (f"{info.group.split('.')[0]}_{info.version}" if info.group else f"core_{info.version}")
     object_ref = schema_name(info, info.kind)
+    patch_types = PATCH_TYPES if info.crd is not None else BUILTIN_PATCH_TYPES
     list_ref = schema_name(info, info.list_kind)
     status_ref = f"{META}.Status"
     kind = gvk(info.group, info.version, info.kind)
@@ -403,7 +408,7 @@ def resource_paths(info: ResourceInfo) -> dict[str, Any]:
                                f"patch{scoped}{suffix}", tag,
                                WRITE_PARAMETERS + [query("force", "Take over conflicting "
                                                          "fields in an apply.", "boolean")],
-                               object_ref, ("200", "201"), body=f"{META}.Patch", patch=True),
+                               object_ref, ("200", "201"), body=f"{META}.Patch", patch=patch_types),
             "delete": operation("delete", "delete a", kind, f"delete{scoped}{suffix}", tag,
                                 DELETE_PARAMETERS, status_ref, ("200", "202"),
                                 body=f"{META}.DeleteOptions"),
@@ -434,10 +439,95 @@ def resource_paths(info: ResourceInfo) -> dict[str, Any]:
                                f"patch{scoped}{sub_suffix}", tag,
                                WRITE_PARAMETERS + [query("force", "Take over conflicting "
                                                          "fields in an apply.", "boolean")],
-                               sub_ref, ("200", "201"), body=f"{META}.Patch", patch=True),
+                               sub_ref, ("200", "201"), body=f"{META}.Patch", patch=patch_types),
             "parameters": common,
         }
     return paths
+
+
+# ---------------------------------------------------------------- Kubernetes' own definitions
+
+# The built-in kinds' schemas come from the OpenAPI definitions of the Kubernetes release the
+# stand-in reports, as the kubernetes-validate package ships them (JSON Schema form).
+PUBLISHED_RELEASE = "v1.30.0"
+JSON_SCHEMA_REF = "#/$defs/"
+
+
+def json_schema_to_openapi(node: Any) -> Any:
+    """A JSON Schema node of those definitions in OpenAPI v3 form: nullable type lists become
+    one type, $defs references component references (wrapped in allOf when the property adds a
+    description), a oneOf of plain types (IntOrString, Quantity) becomes a string."""
+    if isinstance(node, list):
+        return [json_schema_to_openapi(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if "oneOf" in node and all(set(option) == {"type"} for option in node["oneOf"]):
+        types = [t for option in node["oneOf"] for t in option["type"] if t != "null"]
+        out = {k: json_schema_to_openapi(v) for k, v in node.items() if k != "oneOf"}
+        out["type"] = "string"
+        if types == ["string", "integer"]:
+            out.update({"format": "int-or-string", "x-kubernetes-int-or-string": True})
+        return out
+    out = {}
+    for key, value in node.items():
+        if key == "type" and isinstance(value, list):
+            concrete = [t for t in value if t != "null"]
+            if concrete:
+                out["type"] = concrete[0]
+        elif key == "$ref":
+            out["$ref"] = REF_PREFIX + value.removeprefix(JSON_SCHEMA_REF)
+        elif key == "properties":
+            out["properties"] = {name: without_kind_enum(name, json_schema_to_openapi(prop))
+                                 for name, prop in value.items()}
+        else:
+            out[key] = json_schema_to_openapi(value)
+    if "$ref" in out and len(out) > 1:
+        target = out.pop("$ref")
+        out = {"allOf": [{"$ref": target}], **out}
+    return out
+
+
+def without_kind_enum(name: str, prop: Any) -> Any:
+    """apiVersion and kind are published without the enum the JSON Schema form adds."""
+    if name in ("apiVersion", "kind") and isinstance(prop, dict):
+        prop.pop("enum", None)
+    return prop
+
+
+@functools.lru_cache(maxsize=1)
+def published_definitions() -> dict[str, Any]:
+    """Kubernetes' definitions by name, or {} when the package is not installed."""
+    try:
+        source = (resources.files("kubernetes_validate") / "kubernetes-json-schema" /
+                  f"{PUBLISHED_RELEASE}-local" / "_definitions.json")
+        raw = json.loads(source.read_text())
+    except (ModuleNotFoundError, FileNotFoundError, OSError, ValueError):
+        return {}
+    return {name: json_schema_to_openapi(schema)
+            for name, schema in (raw.get("$defs") or {}).items()}
+
+
+def references(node: Any) -> list[str]:
+    if isinstance(node, dict):
+        target = node.get("$ref")
+        found = [target.removeprefix(REF_PREFIX)] if isinstance(target, str) else []
+        return found + [r for value in node.values() for r in references(value)]
+    if isinstance(node, list):
+        return [r for item in node for r in references(item)]
+    return []
+
+
+def definitions_closure(names: list[str], published: dict[str, Any]) -> dict[str, Any]:
+    """The named definitions and every definition they reach."""
+    out: dict[str, Any] = {}
+    pending = list(names)
+    while pending:
+        name = pending.pop()
+        if name in out or name not in published:
+            continue
+        out[name] = copy.deepcopy(published[name])
+        pending.extend(references(out[name]))
+    return out
 
 
 # ---------------------------------------------------------------- documents
@@ -448,6 +538,7 @@ def group_version_key(info: ResourceInfo) -> str:
 
 def group_version_document(key: str, infos: list[ResourceInfo]) -> dict[str, Any]:
     served = [i for i in infos if group_version_key(i) == key]
+    published = published_definitions()
     schemas = meta_schemas()
     paths: dict[str, Any] = {}
     for info in served:
@@ -455,6 +546,10 @@ def group_version_document(key: str, infos: list[ResourceInfo]) -> dict[str, Any
         paths.update(resource_paths(info))
         if "scale" in info.subresources:
             schemas.update(scale_schemas())
+    if published:
+        # Kubernetes' own definitions replace the short ones, with everything they refer to.
+        wanted = [name for name in schemas if name in published]
+        schemas.update(definitions_closure(wanted, published))
     title = "Kubernetes" if not served or not served[0].crd else \
         f"{served[0].group} {served[0].version}"
     return {"openapi": "3.0.0", "info": {"title": title, "version": "unversioned"},

@@ -173,6 +173,21 @@ def test_builtin_kinds_are_published_by_their_usual_names():
     assert "io.k8s.api.coordination.v1.Lease" in lease["components"]["schemas"]
 
 
+def test_builtin_kinds_carry_kubernetes_own_definitions_and_take_strategic_merge_patches():
+    document = openapi_v3("/openapi/v3/api/v1", INFOS)
+    schemas = document["components"]["schemas"]
+    pod = schemas["io.k8s.api.core.v1.Pod"]
+    assert pod["type"] == "object"
+    assert pod["properties"]["spec"]["allOf"] == [
+        {"$ref": "#/components/schemas/io.k8s.api.core.v1.PodSpec"}]
+    containers = schemas["io.k8s.api.core.v1.PodSpec"]["properties"]["containers"]
+    assert containers["x-kubernetes-patch-merge-key"] == "name"
+    assert schemas["io.k8s.apimachinery.pkg.util.intstr.IntOrString"]["format"] == "int-or-string"
+    assert "enum" not in pod["properties"]["kind"]
+    patch = document["paths"]["/api/v1/namespaces/{namespace}/pods/{name}"]["patch"]
+    assert "application/strategic-merge-patch+json" in patch["requestBody"]["content"]
+
+
 def test_unpublished_paths():
     for path in ("/openapi/v3/apis/none.io/v1", "/openapi/v3/apis", "/openapi/v2", "/api"):
         assert openapi_v3(path, INFOS) is None
