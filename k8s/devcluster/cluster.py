@@ -69,7 +69,7 @@ def start_component(state_dir: str, name: str, argv: list[str]) -> int:
     """Starts a detached component (own session, output to logs/NAME.log) and records its pid."""
     log_path = os.path.join(state_dir, "logs", f"{name}.log")
     environment = dict(os.environ, PYTHONPATH=REPO_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
-                       PYTHONUNBUFFERED="1")
+                       PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
     with open(log_path, "ab") as output:
         process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
                                    start_new_session=True, cwd=REPO_ROOT, env=environment, close_fds=True)

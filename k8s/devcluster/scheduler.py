@@ -197,6 +197,7 @@ class Scheduler:
                 pending.append(pod)
         live = {pod["metadata"]["uid"] for pod in pods}
         self.reported = {uid: message for uid, message in self.reported.items() if uid in live}
+        self.assumed = {uid: node for uid, node in self.assumed.items() if uid in live}
         pending.sort(key=lambda pod: pod["metadata"].get("creationTimestamp", ""))
         for pod in pending:
             node_name, why = choose_node(pod, nodes, pods_by_node)

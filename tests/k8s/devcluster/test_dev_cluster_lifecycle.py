@@ -5,6 +5,7 @@ bridge; a second `down` is harmless."""
 from __future__ import annotations
 
 import glob
+import json
 import os
 import signal
 import subprocess
@@ -65,3 +66,33 @@ def test_up_twice_refused_and_down_after_a_crash(tmp_path: Any) -> None:
     again = dev_cluster("down", state_dir)
     assert again.returncode == 0, again.stderr
     assert dev_cluster("status", state_dir).returncode == 1
+
+
+def test_two_clusters_at_once_have_their_own_networks(tmp_path: Any) -> None:
+    dirs = [str(tmp_path / "one"), str(tmp_path / "two")]
+    try:
+        for state_dir in dirs:
+            started = dev_cluster("up", state_dir, "--no-controller", "--nodes", "1")
+            assert started.returncode == 0, started.stderr
+        records = [json.load(open(os.path.join(state_dir, "cluster.json"))) for state_dir in dirs]
+        assert records[0]["cluster_id"] != records[1]["cluster_id"]
+        if records[0]["network"] == "pod-netns":
+            assert records[0]["bridge"] != records[1]["bridge"] and records[0]["subnet"] != records[1]["subnet"]
+        ips = []
+        for state_dir in dirs:
+            client = client_from_kubeconfig(os.path.join(state_dir, "kubeconfig"))
+            client.create(pod_path("default"), {
+                "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "same-name"},
+                "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
+                         "containers": [{"name": "main", "image": "debian", "command": ["sleep", "600"]}]}})
+            running = wait_for_object(client, pod_path("default"), "same-name",
+                                      lambda pod: pod is not None and pod["status"].get("phase") == "Running", 30)
+            ips.append(running["status"]["podIP"])
+        if records[0]["network"] == "pod-netns":
+            assert ips[0] != ips[1]
+    finally:
+        results = [dev_cluster("down", state_dir) for state_dir in dirs]
+    for state_dir, result in zip(dirs, results):
+        assert result.returncode == 0, result.stderr
+        assert processes_mentioning(state_dir) == []
+        assert netns.cluster_network_leftovers(netns.cluster_id(state_dir)) == []
