@@ -613,16 +613,18 @@ def admit_custom_resource(info: ResourceInfo, obj: dict[str, Any], old: dict[str
         raise unknown_fields_error(info, unknown)
     if mode == "Warn":
         warnings = [f"unknown field {go_quote(p)}" for p in unknown]
-    causes = validation_causes(result, old, schema, subresource)
+    causes = validation_causes(result, old, schema, subresource, scale_paths(info))
     if causes:
         name = (result.get("metadata") or {}).get("name", "")
         raise invalid(info.kind, info.group, name, causes)
-    return result, warnings
+    return integral_numbers_as_ints(result), warnings
 
 
 def validation_causes(obj: dict[str, Any], old: dict[str, Any] | None, schema: dict[str, Any],
-                      subresource: str | None) -> list[Cause]:
-    """Schema, list-type and CEL errors of the whole object, or of its status alone."""
+                      subresource: str | None,
+                      scale: dict[str, Any] | None = None) -> list[Cause]:
+    """Schema, scale-path, list-type and CEL errors of the whole object, or of its status alone,
+    in the server's order."""
     if subresource == "status":
         status_schema = (schema.get("properties") or {}).get("status") or {}
         value, old_value = obj.get("status"), (old or {}).get("status")
@@ -637,6 +639,12 @@ def validation_causes(obj: dict[str, Any], old: dict[str, Any] | None, schema: d
     causes: list[Cause] = []
     for value, old_value, has_old, node_schema, path in nodes:
         validate_value(value, node_schema, path, causes, OldValue(has_old, old_value))
+    if scale is not None:
+        if subresource != "status":
+            causes += scale_replicas_causes(obj, scale.get("specReplicasPath"))
+        causes += scale_replicas_causes(obj, scale.get("statusReplicasPath"))
+        causes += scale_selector_causes(obj, scale.get("labelSelectorPath"))
+    for value, old_value, has_old, node_schema, path in nodes:
         validate_list_types(value, node_schema, path, causes, OldValue(has_old, old_value))
     if any(c["reason"] in CEL_BLOCKING_REASONS for c in causes):
         causes.append(cause("FieldValueInvalid", "<nil>",
@@ -645,6 +653,108 @@ def validation_causes(obj: dict[str, Any], old: dict[str, Any] | None, schema: d
     for value, old_value, has_old, node_schema, path in nodes:
         evaluate_rules(value, old_value, has_old, node_schema, path, causes)
     return causes
+
+
+# ---------------------------------------------------------------- scale subresource paths
+
+INT32_MAX = 2**31 - 1
+
+
+def scale_paths(info: ResourceInfo) -> dict[str, Any] | None:
+    """The served version's scale subresource paths, if it has one."""
+    for version in ((info.crd or {}).get("spec") or {}).get("versions") or []:
+        if version.get("name") == info.version:
+            return (version.get("subresources") or {}).get("scale")
+    return None
+
+
+def go_type_name(value: Any) -> str:
+    """Go's %T of a decoded JSON value."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int64"
+    if isinstance(value, float):
+        return "float64"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "[]interface {}"
+    if isinstance(value, dict):
+        return "map[string]interface {}"
+    return "<nil>"
+
+
+def go_plain(value: Any) -> str:
+    """Go's %v of a decoded JSON value, as accessor errors print it."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{k}:{go_plain(v)}" for k, v in sorted(value.items())) + "]"
+    if isinstance(value, list):
+        return "[" + " ".join(go_plain(v) for v in value) + "]"
+    if value is None:
+        return "<nil>"
+    return go_value(value)
+
+
+def nested(obj: dict[str, Any], json_path: str) -> tuple[bool, Any, str]:
+    """(found, value, error) at a `.a.b.c` path, with the accessor error of a non-object on the
+    way, as the server's unstructured helpers report it."""
+    value: Any = obj
+    fields = [f for f in json_path.lstrip(".").split(".") if f]
+    for index, name in enumerate(fields):
+        if not isinstance(value, dict):
+            where = "." + ".".join(fields[:index])
+            return False, None, (f"{where} accessor error: {go_plain(value)} is of the type "
+                                 f"{go_type_name(value)}, expected map[string]interface{{}}")
+        if name not in value:
+            return False, None, ""
+        value = value[name]
+    return True, value, ""
+
+
+def scale_replicas_causes(obj: dict[str, Any], json_path: str | None) -> list[Cause]:
+    """The scale subresource's replicas paths hold a non-negative int32 when set."""
+    if not json_path:
+        return []
+    found, value, error = nested(obj, json_path)
+    if not error and found and (isinstance(value, bool) or not isinstance(value, int)):
+        error = (f"{json_path} accessor error: {go_plain(value)} is of the type "
+                 f"{go_type_name(value)}, expected int64")
+    if error:
+        return [cause("FieldValueInvalid", json_path, f"Invalid value: 0: {error}")]
+    if not found:
+        return []
+    if value < 0:
+        return [cause("FieldValueInvalid", json_path,
+                      f"Invalid value: {value}: should be a non-negative integer")]
+    if value > INT32_MAX:
+        return [cause("FieldValueInvalid", json_path,
+                      f"Invalid value: {value}: should be less than or equal to {INT32_MAX}")]
+    return []
+
+
+def scale_selector_causes(obj: dict[str, Any], json_path: str | None) -> list[Cause]:
+    """The scale subresource's selector path holds a string when set."""
+    if not json_path:
+        return []
+    found, value, error = nested(obj, json_path)
+    if not error and found and not isinstance(value, str):
+        error = (f"{json_path} accessor error: {go_plain(value)} is of the type "
+                 f"{go_type_name(value)}, expected string")
+    return [cause("FieldValueInvalid", json_path, f'Invalid value: "": {error}')] if error else []
+
+
+def integral_numbers_as_ints(value: Any) -> Any:
+    """Whole numbers written as 2.0 are stored and answered as 2, as the server's JSON does."""
+    if isinstance(value, dict):
+        return {k: integral_numbers_as_ints(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [integral_numbers_as_ints(v) for v in value]
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
+        return int(value)
+    return value
 
 
 def without_meta(schema: dict[str, Any]) -> dict[str, Any]:

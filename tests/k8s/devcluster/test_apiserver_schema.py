@@ -210,8 +210,27 @@ def test_integer_fields_refuse_strings_and_fractions_but_take_integral_numbers()
         "FieldValueTypeInvalid", "spec.workers.replicas",
         'Invalid value: "number": spec.workers.replicas in body must be of type integer: '
         '"number"')
-    stored, _ = admit(fiberjob(replicas=2.0))
-    assert stored["spec"]["workers"]["replicas"] == 2
+    stored, _ = admit(fiberjob(minReplicas=2.0))
+    assert stored["spec"]["workers"]["minReplicas"] == 2
+    assert isinstance(stored["spec"]["workers"]["minReplicas"], int)
+
+
+def test_scale_paths_hold_whole_non_negative_numbers():
+    # The scale subresource reads replicas as an int64: 2.0 decodes as a float and is refused.
+    assert causes(refusal(fiberjob(replicas=2.0))) == [(
+        "FieldValueInvalid", ".spec.workers.replicas",
+        "Invalid value: 0: .spec.workers.replicas accessor error: 2 is of the type float64, "
+        "expected int64")]
+    assert causes(refusal(fiberjob(replicas=-1))) == [
+        ("FieldValueInvalid", "spec.workers.replicas",
+         "Invalid value: -1: spec.workers.replicas in body should be greater than or equal to 0"),
+        ("FieldValueInvalid", ".spec.workers.replicas",
+         "Invalid value: -1: should be a non-negative integer")]
+    obj = fiberjob()
+    obj["status"] = {"workers": {"ready": -2, "selector": "fibermpi.io/job-name=demo"}}
+    assert causes(refusal(obj, subresource="status")) == [
+        ("FieldValueInvalid", ".status.workers.ready",
+         "Invalid value: -2: should be a non-negative integer")]
 
 
 def test_set_lists_refuse_duplicates_and_items_are_length_checked():
