@@ -354,3 +354,31 @@ def test_unchanged_invalid_values_ratchet_on_update():
     changed = copy.deepcopy(stored)
     changed["spec"]["workers"]["maxReplicas"] = 300000
     assert [c[1] for c in causes(refusal(changed, old=stored))] == ["spec.workers.maxReplicas"]
+
+
+@pytest.mark.parametrize("text,valid", [
+    ("2026-01-01T10:00:00Z", True), ("2026-01-01t10:00:00.123+02:00", True),
+    ("2026-02-30T10:00:00Z", False), ("2026-01-01 10:00:00Z", False),
+    ("2026-01-01T10:00Z", False), ("2026-01-01T24:00:00Z", False), ("2026-01-01T10:00:00", False)])
+def test_date_time_format_as_the_server_checks_it(text: str, valid: bool):
+    obj = fiberjob()
+    obj["status"] = {"startTime": text}
+    if valid:
+        admit(obj, subresource="status")
+    else:
+        assert causes(refusal(obj, subresource="status"))[0][1] == "status.startTime"
+
+
+def test_date_times_are_timestamps_in_cel_rules():
+    crd = load_crd()
+    status = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
+    status["x-kubernetes-validations"] = [
+        {"rule": "!has(self.completionTime) || self.completionTime >= self.startTime",
+         "message": "completionTime may not precede startTime"}]
+    obj = fiberjob()
+    obj["status"] = {"startTime": "2026-01-01T10:00:00Z", "completionTime": "2026-01-01T11:00:00Z"}
+    admit(obj, subresource="status", info=info_for(crd))
+    obj["status"]["completionTime"] = "2026-01-01T09:00:00+00:00"
+    assert causes(refusal(obj, subresource="status", info=info_for(crd))) == [
+        ("FieldValueInvalid", "status",
+         'Invalid value: "object": completionTime may not precede startTime')]
