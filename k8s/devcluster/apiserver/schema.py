@@ -467,11 +467,63 @@ _PROGRAMS: dict[str, Any] = {}
 _CEL_ENV = celpy.Environment()
 
 
+def cel_index_of(container: Any, item: Any, start: Any = 0) -> Any:
+    """indexOf of a string (substring) or of a list (element); -1 when absent."""
+    if isinstance(container, str):
+        return celtypes.IntType(str(container).find(str(item), int(start)))
+    values = list(container)
+    return celtypes.IntType(values.index(item) if item in values else -1)
+
+
+def cel_last_index_of(container: Any, item: Any) -> Any:
+    if isinstance(container, str):
+        return celtypes.IntType(str(container).rfind(str(item)))
+    values = list(container)
+    return celtypes.IntType(len(values) - 1 - values[::-1].index(item) if item in values else -1)
+
+
+def cel_replace(text: Any, old: Any, new: Any, count: Any = -1) -> Any:
+    return celtypes.StringType(str(text).replace(str(old), str(new), int(count)))
+
+
+def cel_split(text: Any, separator: Any, limit: Any = -1) -> Any:
+    limit = int(limit)
+    if limit == 0:
+        return celtypes.ListType([])
+    parts = str(text).split(str(separator), limit - 1 if limit > 0 else -1)
+    return celtypes.ListType([celtypes.StringType(p) for p in parts])
+
+
+def cel_substring(text: Any, start: Any, end: Any = None) -> Any:
+    value = str(text)
+    return celtypes.StringType(value[int(start):] if end is None else value[int(start):int(end)])
+
+
+# The string and list extensions of the Kubernetes CEL environment that cel-python lacks.
+K8S_CEL_FUNCTIONS: dict[str, Any] = {
+    "lowerAscii": lambda text: celtypes.StringType(str(text).lower()),
+    "upperAscii": lambda text: celtypes.StringType(str(text).upper()),
+    "trim": lambda text: celtypes.StringType(str(text).strip()),
+    "charAt": lambda text, index: celtypes.StringType(str(text)[int(index):int(index) + 1]),
+    "indexOf": cel_index_of,
+    "lastIndexOf": cel_last_index_of,
+    "replace": cel_replace,
+    "split": cel_split,
+    "substring": cel_substring,
+    "join": lambda items, separator="": celtypes.StringType(
+        str(separator).join(str(i) for i in items)),
+    "isSorted": lambda items: celtypes.BoolType(list(items) == sorted(items)),
+    "sum": lambda items: sum(items[1:], items[0]) if len(items) else celtypes.IntType(0),
+    "min": lambda items: min(items),
+    "max": lambda items: max(items),
+}
+
+
 def cel_program(expression: str) -> Any:
     """Compiled once per expression: compiling costs far more than evaluating."""
     program = _PROGRAMS.get(expression)
     if program is None:
-        program = _CEL_ENV.program(_CEL_ENV.compile(expression))
+        program = _CEL_ENV.program(_CEL_ENV.compile(expression), functions=K8S_CEL_FUNCTIONS)
         _PROGRAMS[expression] = program
     return program
 

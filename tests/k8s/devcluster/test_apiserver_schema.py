@@ -382,3 +382,23 @@ def test_date_times_are_timestamps_in_cel_rules():
     assert causes(refusal(obj, subresource="status", info=info_for(crd))) == [
         ("FieldValueInvalid", "status",
          'Invalid value: "object": completionTime may not precede startTime')]
+
+
+@pytest.mark.parametrize("rule,passes", [
+    ("self.workersToDelete.all(n, n.lowerAscii() == n)", False),
+    ("self.workersToDelete.isSorted()", False),
+    ("self.workersToDelete.join(',').indexOf('W-1') == 4", True),
+    ("self.workersToDelete.exists(n, n.split('-')[1] == '2')", True),
+    ("self.workersToDelete.map(n, int(n.substring(2))).sum() == 3", True),
+    ("self.workersToDelete.map(n, int(n.substring(2))).max() > 2", False),
+])
+def test_kubernetes_cel_string_and_list_extensions(rule: str, passes: bool):
+    crd = load_crd()
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec["properties"]["workers"]["x-kubernetes-validations"] = [{"rule": rule}]
+    obj = fiberjob(workersToDelete=["W-2", "W-1"])
+    if passes:
+        admit(obj, info=info_for(crd))
+    else:
+        assert causes(refusal(obj, info=info_for(crd))) == [
+            ("FieldValueInvalid", "spec.workers", f'Invalid value: "object": failed rule: {rule}')]
