@@ -110,14 +110,7 @@ class KubeClient:
 
     def list(self, path: str, label_selector: str = "", field_selector: str = "",
              resource_version: str = "") -> JSON:
-        params: dict[str, Any] = {}
-        if label_selector:
-            params["labelSelector"] = label_selector
-        if field_selector:
-            params["fieldSelector"] = field_selector
-        if resource_version:
-            params["resourceVersion"] = resource_version
-        return self._call("GET", path, params=params)
+        return self._call("GET", path, params=_query(resource_version, label_selector, field_selector))
 
     def create(self, path: str, body: JSON) -> JSON:
         return self._call("POST", path, body=body)
@@ -147,13 +140,8 @@ class KubeClient:
               allow_bookmarks: bool = True) -> Iterator[JSON]:
         """Yields watch events ({type, object}) until the server ends the stream. An ERROR event is
         yielded as is: the caller decides (410 Expired means relist)."""
-        params: dict[str, Any] = {"watch": "true", "timeoutSeconds": str(timeout_seconds)}
-        if resource_version:
-            params["resourceVersion"] = resource_version
-        if label_selector:
-            params["labelSelector"] = label_selector
-        if field_selector:
-            params["fieldSelector"] = field_selector
+        params = _query(resource_version, label_selector, field_selector)
+        params.update(watch="true", timeoutSeconds=str(timeout_seconds))
         if allow_bookmarks:
             params["allowWatchBookmarks"] = "true"
         response = self._send("GET", path, params=params, stream=True,
@@ -162,6 +150,16 @@ class KubeClient:
             for line in response.iter_lines():
                 if line:
                     yield json.loads(line)
+
+    def watch_changes(self, path: str, resource_version: str, **options: Any) -> Iterator[tuple[str, JSON]]:
+        """Watch events as (type, object), bookmarks included (their object carries the version to
+        resume from); an ERROR event is raised as KubeError (410 Expired: the caller relists)."""
+        for event in self.watch(path, resource_version, **options):
+            item = event.get("object") or {}
+            if event.get("type") == "ERROR":
+                raise KubeError(int(item.get("code", 500)), item.get("reason", ""), item.get("message", ""), item)
+            yield event.get("type", ""), item
+
 
     # --- plumbing ----------------------------------------------------------------------------
     def _call(self, method: str, path: str, params: dict[str, Any] | None = None, body: Any = None,
@@ -185,6 +183,11 @@ class KubeClient:
         if response.status_code >= 400:
             raise _error_from(method, path, response)
         return response
+
+
+def _query(resource_version: str, label_selector: str, field_selector: str) -> dict[str, Any]:
+    names = {"resourceVersion": resource_version, "labelSelector": label_selector, "fieldSelector": field_selector}
+    return {name: value for name, value in names.items() if value}
 
 
 def _error_from(method: str, path: str, response: requests.Response) -> KubeError:
@@ -344,15 +347,12 @@ def wait_for_object(client: KubeClient, collection: str, name: str, predicate: A
                                f"last seen: {json.dumps(current)[:2000]}")
         watcher = client.clone()
         watcher.timeout_s = max(1.0, remaining)
-        for event in watcher.watch(collection, version, field_selector=selector,
-                                   timeout_seconds=max(1, int(remaining))):
-            item = event.get("object") or {}
-            if event.get("type") == "ERROR":
-                raise KubeError(int(item.get("code", 500)), item.get("reason", ""), item.get("message", ""), item)
+        for kind, item in watcher.watch_changes(collection, version, field_selector=selector,
+                                                timeout_seconds=max(1, int(remaining))):
             version = item.get("metadata", {}).get("resourceVersion", version)
-            if event.get("type") == "BOOKMARK":
+            if kind == "BOOKMARK":
                 continue
-            current = None if event.get("type") == "DELETED" else item
+            current = None if kind == "DELETED" else item
             if predicate(current):
                 return current
             if time.monotonic() >= deadline:

@@ -169,11 +169,8 @@ class Node:
     def watch_once(self, client: KubeClient, selector: str, version: str) -> str:
         """Follows one watch stream; returns the version to resume from. Raises KubeError(410) when
         the server says the version is too old."""
-        for event in client.watch(core_path("pods"), version, field_selector=selector, timeout_seconds=WATCH_TIMEOUT_S):
-            kind = event.get("type")
-            item = event.get("object") or {}
-            if kind == "ERROR":
-                raise KubeError(int(item.get("code", 500)), item.get("reason", ""), item.get("message", ""), item)
+        for kind, item in client.watch_changes(core_path("pods"), version, field_selector=selector,
+                                               timeout_seconds=WATCH_TIMEOUT_S):
             version = item.get("metadata", {}).get("resourceVersion", version)
             if kind in ("ADDED", "MODIFIED"):
                 self.dispatch(item)

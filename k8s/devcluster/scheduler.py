@@ -141,15 +141,12 @@ class Cache:
                     self.stopped.wait(1.0)
 
     def follow(self, version: str) -> str:
-        for event in self.client.watch(self.path, version, timeout_seconds=WATCH_TIMEOUT_S):
-            item = event.get("object") or {}
-            if event.get("type") == "ERROR":
-                raise KubeError(int(item.get("code", 500)), item.get("reason", ""), item.get("message", ""), item)
+        for kind, item in self.client.watch_changes(self.path, version, timeout_seconds=WATCH_TIMEOUT_S):
             version = item.get("metadata", {}).get("resourceVersion", version)
-            if event.get("type") == "BOOKMARK":
+            if kind == "BOOKMARK":
                 continue
             with self.lock:
-                if event.get("type") == "DELETED":
+                if kind == "DELETED":
                     self.items.pop(item["metadata"]["uid"], None)
                 else:
                     self.items[item["metadata"]["uid"]] = item

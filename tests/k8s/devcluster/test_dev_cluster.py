@@ -175,7 +175,9 @@ def test_pods_reach_each_other_by_pod_ip(cluster: tuple[str, KubeClient]) -> Non
 
 
 def test_service_account_token_authenticates(cluster: tuple[str, KubeClient]) -> None:
-    _, client = cluster
+    state_dir, client = cluster
+    if not json.load(open(os.path.join(state_dir, "cluster.json"))).get("private_mounts"):
+        pytest.skip("this machine gives pods no mount namespaces, so no mounted token")
     name = unique("sa")
     script = (
         "import os, ssl, urllib.request, urllib.error\n"
