@@ -1,7 +1,8 @@
 """meta.k8s.io/v1 Table answers (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io`), with the
 columns and cells kube-apiserver's printers give: a CRD's additionalPrinterColumns for custom
-resources, the built-in printers for pods, nodes, services, events, namespaces, leases and
-configmaps, and Name + Created At for the rest."""
+resources, the built-in printers for pods, nodes, services, endpoints, events, namespaces,
+leases, configmaps, secrets, service accounts and RBAC objects, and Name + Created At for the
+rest."""
 
 from __future__ import annotations
 
@@ -404,6 +405,58 @@ def configmap_cells(obj: dict[str, Any]) -> list[Any]:
     return [len(obj.get("data") or {}) + len(obj.get("binaryData") or {})]
 
 
+def secret_cells(obj: dict[str, Any]) -> list[Any]:
+    return [obj.get("type", "Opaque"), len(obj.get("data") or {})]
+
+
+def service_account_cells(obj: dict[str, Any]) -> list[Any]:
+    return [len(obj.get("secrets") or [])]
+
+
+def endpoints_cells(obj: dict[str, Any]) -> list[Any]:
+    """ip:port of every address and port, the first three shown, then how many more."""
+    pairs = []
+    for subset in obj.get("subsets") or []:
+        ports = subset.get("ports") or []
+        for address in subset.get("addresses") or []:
+            if not ports:
+                pairs.append(address.get("ip", ""))
+            pairs.extend(f"{address.get('ip', '')}:{port.get('port')}" for port in ports)
+    if not pairs:
+        return ["<none>"]
+    shown = ",".join(pairs[:3])
+    return [shown + (f" + {len(pairs) - 3} more..." if len(pairs) > 3 else "")]
+
+
+def binding_row(obj: dict[str, Any], now: datetime.datetime) -> Row:
+    """Name, Role, Age, then (wide) the users, groups and service accounts bound."""
+    subjects = obj.get("subjects") or []
+    role_ref = obj.get("roleRef") or {}
+
+    def named(kind: str) -> str:
+        return ", ".join(s.get("name", "") for s in subjects if s.get("kind") == kind)
+
+    accounts = ", ".join(f"{s.get('namespace', '')}/{s.get('name', '')}" for s in subjects
+                         if s.get("kind") == "ServiceAccount")
+    return [meta(obj).get("name", ""), f"{role_ref.get('kind', '')}/{role_ref.get('name', '')}",
+            created(obj, now), named("User"), named("Group"), accounts]
+
+
+BINDING_COLUMNS = [
+    NAME_COLUMN,
+    column("Role", description="The role bound, as Kind/name."),
+    AGE_COLUMN,
+    column("Users", description="Users bound.", priority=1),
+    column("Groups", description="Groups bound.", priority=1),
+    column("ServiceAccounts", description="Service accounts bound, as namespace/name.",
+           priority=1),
+]
+
+
+def created_at_row(obj: dict[str, Any], _now: datetime.datetime) -> Row:
+    return [meta(obj).get("name", ""), meta(obj).get("creationTimestamp")]
+
+
 BUILTIN_PRINTERS: dict[tuple[str, str], tuple[list[Column], Callable[..., Row]]] = {
     ("", "pods"): (POD_COLUMNS, pod_row),
     ("", "nodes"): (NODE_COLUMNS, node_row),
@@ -419,14 +472,26 @@ BUILTIN_PRINTERS: dict[tuple[str, str], tuple[list[Column], Callable[..., Row]]]
     ("", "configmaps"): ([NAME_COLUMN, column("Data", "integer", "Number of keys in the "
                                               "config map."), AGE_COLUMN],
                          simple_rows(configmap_cells)),
+    ("", "secrets"): ([NAME_COLUMN, column("Type", description="The type of the secret."),
+                       column("Data", "integer", "Number of keys in the secret."), AGE_COLUMN],
+                      simple_rows(secret_cells)),
+    ("", "serviceaccounts"): ([NAME_COLUMN, column("Secrets", "integer", "Number of secrets "
+                                                   "listed for the account."), AGE_COLUMN],
+                              simple_rows(service_account_cells)),
+    ("", "endpoints"): ([NAME_COLUMN, column("Endpoints", description="Addresses and ports."),
+                         AGE_COLUMN], simple_rows(endpoints_cells)),
+    ("rbac.authorization.k8s.io", "rolebindings"): (BINDING_COLUMNS, binding_row),
+    ("rbac.authorization.k8s.io", "clusterrolebindings"): (BINDING_COLUMNS, binding_row),
+    ("rbac.authorization.k8s.io", "roles"): (
+        [NAME_COLUMN, column("Created At", "date", CREATED_AT_DESCRIPTION)], created_at_row),
+    ("rbac.authorization.k8s.io", "clusterroles"): (
+        [NAME_COLUMN, column("Created At", "date", CREATED_AT_DESCRIPTION)], created_at_row),
 }
 
 
 def default_columns() -> tuple[list[Column], Callable[..., Row]]:
     """Name and Created At (the RFC 3339 timestamp, as the server's default table has it)."""
-    def row(obj: dict[str, Any], _now: datetime.datetime) -> Row:
-        return [meta(obj).get("name", ""), meta(obj).get("creationTimestamp")]
-    return [NAME_COLUMN, column("Created At", "date", CREATED_AT_DESCRIPTION)], row
+    return [NAME_COLUMN, column("Created At", "date", CREATED_AT_DESCRIPTION)], created_at_row
 
 
 # ---------------------------------------------------------------- the table

@@ -201,11 +201,12 @@ def test_nodes_services_namespaces_leases_configmaps():
 
 
 def test_other_kinds_get_name_and_created_at():
-    account = {"metadata": {"name": "default", "creationTimestamp": CREATED}}
-    table = to_table(core("serviceaccounts", "ServiceAccount"), [account], include_object="None",
+    crd = {"metadata": {"name": "fiberjobs.fibermpi.io", "creationTimestamp": CREATED}}
+    table = to_table(core("customresourcedefinitions", "CustomResourceDefinition", False,
+                          "apiextensions.k8s.io"), [crd], include_object="None",
                      list_metadata={}, now=NOW)
     assert names(table) == ["Name", "Created At"]
-    assert cells(table) == [["default", CREATED]]
+    assert cells(table) == [["fiberjobs.fibermpi.io", CREATED]]
 
 
 @pytest.mark.parametrize("seconds,text", [(-5, "<invalid>"), (0, "0s"), (119, "119s"),
@@ -215,3 +216,35 @@ def test_other_kinds_get_name_and_created_at():
                                           (9 * 365 * 86400, "9y")])
 def test_ages_read_as_the_server_writes_them(seconds: int, text: str):
     assert human_duration(seconds) == text
+
+
+def test_secrets_accounts_endpoints_and_rbac_objects():
+    secret = {"metadata": {"name": "s", "creationTimestamp": CREATED}, "type": "Opaque",
+              "data": {"a": "eA==", "b": "eQ=="}}
+    assert cells(to_table(core("secrets", "Secret"), [secret], include_object="None",
+                          list_metadata={}, now=NOW)) == [["s", "Opaque", 2, "5m"]]
+    account = {"metadata": {"name": "fiber-controller", "creationTimestamp": CREATED}}
+    table = to_table(core("serviceaccounts", "ServiceAccount"), [account],
+                     include_object="None", list_metadata={}, now=NOW)
+    assert names(table) == ["Name", "Secrets", "Age"]
+    assert cells(table) == [["fiber-controller", 0, "5m"]]
+    endpoints = {"metadata": {"name": "job", "creationTimestamp": CREATED},
+                 "subsets": [{"addresses": [{"ip": f"10.1.0.{i}"} for i in range(1, 4)],
+                              "ports": [{"port": 80}, {"port": 81}]}]}
+    assert cells(to_table(core("endpoints", "Endpoints"), [endpoints], include_object="None",
+                          list_metadata={}, now=NOW)) == [
+        ["job", "10.1.0.1:80,10.1.0.1:81,10.1.0.2:80 + 3 more...", "5m"]]
+    binding = {"metadata": {"name": "fiber-controller", "creationTimestamp": CREATED},
+               "roleRef": {"kind": "ClusterRole", "name": "fiber-controller"},
+               "subjects": [{"kind": "ServiceAccount", "name": "fiber-controller",
+                             "namespace": "fiber-system"}, {"kind": "User", "name": "alice"}]}
+    rbac = "rbac.authorization.k8s.io"
+    table = to_table(core("clusterrolebindings", "ClusterRoleBinding", False, rbac), [binding],
+                     include_object="None", list_metadata={}, now=NOW)
+    assert names(table) == ["Name", "Role", "Age", "Users", "Groups", "ServiceAccounts"]
+    assert cells(table) == [["fiber-controller", "ClusterRole/fiber-controller", "5m", "alice",
+                             "", "fiber-system/fiber-controller"]]
+    role = {"metadata": {"name": "reader", "creationTimestamp": CREATED}}
+    assert cells(to_table(core("clusterroles", "ClusterRole", False, rbac), [role],
+                          include_object="None", list_metadata={}, now=NOW)) == [
+        ["reader", CREATED]]
