@@ -4,6 +4,7 @@ itself is exercised by test_dev_cluster*.py."""
 
 from __future__ import annotations
 
+import base64
 import copy
 import os
 import shutil
@@ -30,6 +31,7 @@ class FakeApi:
     def __init__(self, pod: dict[str, Any]):
         self.pod = pod
         self.configmaps: dict[str, dict[str, Any]] = {}
+        self.secrets: dict[str, dict[str, Any]] = {}
         self.events: list[dict[str, Any]] = []
         self.deleted: list[dict[str, Any]] = []
         self.changed = threading.Condition()
@@ -50,6 +52,8 @@ class FakeApi:
         name = path.rsplit("/", 1)[1]
         if "/configmaps/" in path and name in self.configmaps:
             return self.configmaps[name]
+        if "/secrets/" in path and name in self.secrets:
+            return self.secrets[name]
         raise KubeError(404, "NotFound", f"{path} not found")
 
     def patch(self, path: str, body: Any, patch_type: str = "merge") -> dict[str, Any]:
@@ -150,7 +154,7 @@ def test_environment_downward_api_configmap_and_working_dir(context: NodeContext
     work = tmp_path / "work"
     work.mkdir()
     script = (f"import os; open({str(out)!r}, 'w').write('\\n'.join(f'{{k}}={{os.environ.get(k)}}' for k in "
-              "['NAME','NS','UID','APP','NOTE','NODE','SA','IP','HOSTIP','FROM_CM','COMBINED',"
+              "['NAME','NS','UID','APP','NOTE','NODE','SA','IP','HOSTIP','FROM_CM','FROM_SECRET','COMBINED',"
               "'KUBERNETES_SERVICE_HOST','KUBERNETES_SERVICE_PORT']) + '\\nCWD=' + os.getcwd())")
     env = [{"name": "NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
            {"name": "NS", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
@@ -162,11 +166,13 @@ def test_environment_downward_api_configmap_and_working_dir(context: NodeContext
            {"name": "IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
            {"name": "HOSTIP", "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}},
            {"name": "FROM_CM", "valueFrom": {"configMapKeyRef": {"name": "settings", "key": "mode"}}},
+           {"name": "FROM_SECRET", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "password"}}},
            {"name": "COMBINED", "value": "$(NAME)-in-$(NS)"}]
     pod = make_pod("envy", [{"name": "main", "image": "x", "command": [PYTHON, "-c", script], "env": env,
                              "workingDir": str(work)}])
     api_holder = FakeApi(pod)
     api_holder.configmaps["settings"] = {"data": {"mode": "fast"}}
+    api_holder.secrets["creds"] = {"data": {"password": base64.b64encode(b"s3cret").decode()}}
     context.client_factory = lambda: api_holder
     os.makedirs(context.pid_dir(), exist_ok=True)
     PodWorker(context, copy.deepcopy(pod)).start()
@@ -176,7 +182,8 @@ def test_environment_downward_api_configmap_and_working_dir(context: NodeContext
     assert values["NAME"] == "envy" and values["NS"] == "team" and values["UID"] == pod["metadata"]["uid"]
     assert values["APP"] == "demo" and values["NOTE"] == "hello" and values["NODE"] == "node-1"
     assert values["SA"] == "default" and values["IP"] == "127.0.0.1" and values["HOSTIP"] == "127.0.0.1"
-    assert values["FROM_CM"] == "fast" and values["COMBINED"] == "envy-in-team"
+    assert values["FROM_CM"] == "fast" and values["FROM_SECRET"] == "s3cret"
+    assert values["COMBINED"] == "envy-in-team"
     assert values["KUBERNETES_SERVICE_HOST"] == "127.0.0.1" and values["KUBERNETES_SERVICE_PORT"] == "6443"
     assert values["CWD"] == str(work)
 
