@@ -128,3 +128,78 @@ def discovery_document(path: str, infos: list[ResourceInfo], version_info: dict[
         served = [i for i in infos if i.group == parts[1] and i.version == parts[2]]
         return resource_list(f"{parts[1]}/{parts[2]}", served, core=False) if served else None
     return None
+
+
+# ---------------------------------------------------------------- aggregated discovery
+
+AGGREGATED_VERSIONS = ("v2", "v2beta1")
+
+
+def aggregated_content_type(version: str) -> str:
+    """The Content-Type of an aggregated discovery answer of apidiscovery.k8s.io `version`."""
+    return f"application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList"
+
+
+def wanted_aggregated_version(accept: str) -> str | None:
+    """The apidiscovery.k8s.io version a client's Accept header asks for first, if any (kubectl
+    1.27+ lists v2, then v2beta1, then plain JSON)."""
+    for media_range in (accept or "").split(","):
+        params = dict(part.strip().split("=", 1) for part in media_range.split(";")[1:]
+                      if "=" in part)
+        if params.get("g") == "apidiscovery.k8s.io" and params.get("as") == \
+                "APIGroupDiscoveryList" and params.get("v") in AGGREGATED_VERSIONS:
+            return params["v"]
+    return None
+
+
+def discovery_resource(info: ResourceInfo) -> dict[str, Any]:
+    """One resource of an aggregated discovery version, with its subresources inside."""
+    entry: dict[str, Any] = {
+        "resource": info.plural,
+        "responseKind": {"group": info.group, "version": info.version, "kind": info.kind},
+        "scope": "Namespaced" if info.namespaced else "Cluster",
+        "singularResource": info.singular,
+        "verbs": sorted(info.verbs),
+    }
+    if info.short_names:
+        entry["shortNames"] = list(info.short_names)
+    if info.categories:
+        entry["categories"] = list(info.categories)
+    subresources = []
+    for sub in info.subresources:
+        kind, group, version, verbs = SUBRESOURCE_ENTRIES.get(sub, (None, "", "", ("get",)))
+        subresources.append({
+            "subresource": sub,
+            "responseKind": {"group": group if group else info.group,
+                             "version": version if group else info.version,
+                             "kind": kind or info.kind},
+            "verbs": list(verbs)})
+    if subresources:
+        entry["subresources"] = subresources
+    return entry
+
+
+def aggregated_discovery(path: str, infos: list[ResourceInfo],
+                         version: str = "v2") -> dict[str, Any] | None:
+    """The APIGroupDiscoveryList of /api (the core group) or /apis (named groups), or None for
+    any other path."""
+    bare = path.split("?", 1)[0].rstrip("/")
+    if bare not in ("/api", "/apis") or version not in AGGREGATED_VERSIONS:
+        return None
+    if bare == "/api":
+        groups: dict[str, list[str]] = {"": sorted({i.version for i in infos if not i.group},
+                                                   key=version_priority)}
+    else:
+        groups = group_versions(infos)
+    items = []
+    for group, versions in groups.items():
+        metadata: dict[str, Any] = {"creationTimestamp": None}
+        if group:
+            metadata["name"] = group
+        items.append({"metadata": metadata, "versions": [
+            {"version": v, "freshness": "Current",
+             "resources": [discovery_resource(i) for i in infos
+                           if i.group == group and i.version == v]}
+            for v in versions]})
+    return {"kind": "APIGroupDiscoveryList", "apiVersion": f"apidiscovery.k8s.io/{version}",
+            "metadata": {}, "items": items}

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import yaml
 
-from k8s.devcluster.apiserver.discovery import discovery_document, version_priority
+from k8s.devcluster.apiserver.discovery import (aggregated_content_type, aggregated_discovery,
+                                               discovery_document, version_priority,
+                                               wanted_aggregated_version)
 from k8s.devcluster.apiserver.openapi import OPENAPI_V2_PROTOBUF, openapi_v2, openapi_v3
 from k8s.devcluster.apiserver.resource_info import ResourceInfo
 
@@ -200,3 +202,41 @@ def test_openapi_v2_is_an_empty_document():
     body, content_type = openapi_v2("/openapi/v2", "application/json")
     assert content_type == "application/json" and b'"swagger": "2.0"' in body
     assert openapi_v2("/openapi/v3", "application/json") is None
+
+
+def test_aggregated_discovery_lists_every_group_with_resources_and_subresources():
+    document = aggregated_discovery("/apis", INFOS, "v2")
+    assert (document["kind"], document["apiVersion"]) == ("APIGroupDiscoveryList",
+                                                          "apidiscovery.k8s.io/v2")
+    groups = {item["metadata"]["name"]: item for item in document["items"]}
+    assert list(groups) == ["coordination.k8s.io", "fibermpi.io"]
+    version = groups["fibermpi.io"]["versions"][0]
+    assert version["version"] == "v1alpha1" and version["freshness"] == "Current"
+    fiberjobs = version["resources"][0]
+    assert fiberjobs["resource"] == "fiberjobs" and fiberjobs["scope"] == "Namespaced"
+    assert fiberjobs["responseKind"] == {"group": "fibermpi.io", "version": "v1alpha1",
+                                         "kind": "FiberJob"}
+    assert fiberjobs["shortNames"] == ["fj"]
+    assert fiberjobs["subresources"] == [
+        {"subresource": "status", "responseKind": {"group": "fibermpi.io",
+                                                   "version": "v1alpha1", "kind": "FiberJob"},
+         "verbs": ["get", "patch", "update"]},
+        {"subresource": "scale", "responseKind": {"group": "autoscaling", "version": "v1",
+                                                  "kind": "Scale"},
+         "verbs": ["get", "patch", "update"]}]
+    core = aggregated_discovery("/api", INFOS, "v2beta1")
+    assert core["apiVersion"] == "apidiscovery.k8s.io/v2beta1"
+    assert [r["resource"] for r in core["items"][0]["versions"][0]["resources"]] == ["pods",
+                                                                                      "nodes"]
+    assert aggregated_discovery("/apis/fibermpi.io", INFOS) is None
+
+
+def test_the_aggregated_version_is_read_from_accept():
+    kubectl_accept = ("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+                      "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,"
+                      "application/json")
+    assert wanted_aggregated_version(kubectl_accept) == "v2"
+    assert wanted_aggregated_version(kubectl_accept.split(",", 1)[1]) == "v2beta1"
+    assert wanted_aggregated_version("application/json, */*") is None
+    assert aggregated_content_type("v2") == (
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")
