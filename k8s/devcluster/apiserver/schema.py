@@ -17,6 +17,7 @@ from celpy import celtypes
 
 from .errors import ApiError, invalid
 from .resource_info import ResourceInfo
+from .validation import dns1035_label_errors, dns1123_subdomain_errors
 
 # ObjectMeta fields a custom resource keeps; anything else under metadata is an unknown field.
 OBJECT_META_FIELDS = frozenset({
@@ -848,37 +849,67 @@ def structural_causes(schema: Any, path: str, out: list[Cause]) -> None:
                              f"compilation failed: {cel_error_text(error)}"))
 
 
-def validate_crd(crd: dict[str, Any]) -> None:
-    """Raises 422 Invalid for a CustomResourceDefinition the server would refuse: missing names,
-    group, scope or versions, no storage version, or a schema that is not structural."""
+def crd_group_causes(spec: dict[str, Any]) -> list[Cause]:
+    group = spec.get("group")
+    if not group:
+        return [cause("FieldValueRequired", "spec.group", "Required value")]
+    errors = dns1123_subdomain_errors(str(group))
+    if errors:
+        return [cause("FieldValueInvalid", "spec.group",
+                      f"Invalid value: {go_quote(str(group))}: {','.join(errors)}")]
+    if "." not in str(group):
+        return [cause("FieldValueInvalid", "spec.group", f"Invalid value: {go_quote(str(group))}: "
+                      "should be a domain with at least one dot")]
+    return []
+
+
+def crd_names_causes(names: dict[str, Any]) -> list[Cause]:
+    """Plural, singular, short names and categories are DNS-1035 labels; kind and listKind are
+    too once lower-cased, and differ."""
+    out = [cause("FieldValueRequired", f"spec.names.{key}", "Required value")
+           for key in ("plural", "kind") if not names.get(key)]
+    for key in ("plural", "singular"):
+        errors = dns1035_label_errors(str(names.get(key) or "a"))
+        if names.get(key) and errors:
+            out.append(cause("FieldValueInvalid", f"spec.names.{key}",
+                             f"Invalid value: {go_quote(str(names[key]))}: {','.join(errors)}"))
+    for key in ("kind", "listKind"):
+        errors = dns1035_label_errors(str(names.get(key) or "a").lower())
+        if names.get(key) and errors:
+            out.append(cause("FieldValueInvalid", f"spec.names.{key}",
+                             f"Invalid value: {go_quote(str(names[key]))}: may have mixed case, "
+                             f"but should otherwise match: {','.join(errors)}"))
+    if names.get("kind") and names.get("kind") == names.get("listKind"):
+        out.append(cause("FieldValueInvalid", "spec.names.listKind",
+                         f"Invalid value: {go_quote(str(names['listKind']))}: kind and listKind "
+                         "may not be the same"))
+    for key in ("shortNames", "categories"):
+        for index, value in enumerate(names.get(key) or []):
+            errors = dns1035_label_errors(str(value))
+            if errors:
+                out.append(cause("FieldValueInvalid", f"spec.names.{key}[{index}]",
+                                 f"Invalid value: {go_quote(str(value))}: {','.join(errors)}"))
+    return out
+
+
+def crd_versions_causes(versions: list[Any]) -> list[Cause]:
+    """Exactly one storage version; each version named and with a structural schema."""
     out: list[Cause] = []
-    spec = crd.get("spec") or {}
-    names = spec.get("names") or {}
-    name = (crd.get("metadata") or {}).get("name", "")
-    for key in ("group", "scope"):
-        if not spec.get(key):
-            out.append(cause("FieldValueRequired", f"spec.{key}", "Required value"))
-    if spec.get("scope") and spec["scope"] not in ("Namespaced", "Cluster"):
-        out.append(cause("FieldValueNotSupported", "spec.scope",
-                         f"Unsupported value: {go_quote(str(spec['scope']))}: supported values: "
-                         '"Cluster", "Namespaced"'))
-    for key in ("plural", "kind", "listKind"):
-        if not names.get(key) and not (key == "listKind" and names.get("kind")):
-            out.append(cause("FieldValueRequired", f"spec.names.{key}", "Required value"))
-    if names.get("plural") and spec.get("group") and name != f"{names['plural']}.{spec['group']}":
-        out.append(cause("FieldValueInvalid", "metadata.name",
-                         f"Invalid value: {go_quote(name)}: must be spec.names.plural+\".\"+"
-                         "spec.group"))
-    versions = spec.get("versions") or []
-    if not versions:
-        out.append(cause("FieldValueInvalid", "spec.versions",
-                         "Invalid value: []apiextensions.CustomResourceDefinitionVersion(nil): "
-                         "must have exactly one version marked as storage version"))
-    elif sum(1 for v in versions if v.get("storage")) != 1:
-        out.append(cause("FieldValueInvalid", "spec.versions",
-                         "Invalid value: []apiextensions.CustomResourceDefinitionVersion{...}: "
-                         "must have exactly one version marked as storage version"))
+    storage = sum(1 for v in versions if isinstance(v, dict) and v.get("storage"))
+    if storage != 1:
+        shown = "[]apiextensions.CustomResourceDefinitionVersion(nil)" if not versions else \
+            "[]apiextensions.CustomResourceDefinitionVersion{...}"
+        out.append(cause("FieldValueInvalid", "spec.versions", f"Invalid value: {shown}: must have "
+                         "exactly one version marked as storage version"))
     for index, version in enumerate(versions):
+        version = version if isinstance(version, dict) else {}
+        if not version.get("name"):
+            out.append(cause("FieldValueRequired", f"spec.versions[{index}].name",
+                             "Required value"))
+        elif dns1035_label_errors(str(version["name"])):
+            out.append(cause("FieldValueInvalid", f"spec.versions[{index}].name",
+                             f"Invalid value: {go_quote(str(version['name']))}: "
+                             f"{','.join(dns1035_label_errors(str(version['name'])))}"))
         schema = (version.get("schema") or {}).get("openAPIV3Schema")
         base = f"spec.versions[{index}].schema.openAPIV3Schema"
         if schema is None:
@@ -889,5 +920,26 @@ def validate_crd(crd: dict[str, Any]) -> None:
             out.append(cause("FieldValueInvalid", f"{base}.type",
                              f"Invalid value: {go_quote(str(schema.get('type')))}: must be object "
                              "at the root"))
+    return out
+
+
+def validate_crd(crd: dict[str, Any]) -> None:
+    """Raises 422 Invalid for a CustomResourceDefinition the server would refuse: group, names,
+    scope, versions (one storage version), or a schema that is not structural."""
+    spec = crd.get("spec") or {}
+    names = spec.get("names") or {}
+    name = (crd.get("metadata") or {}).get("name", "")
+    out = crd_group_causes(spec) + crd_names_causes(names)
+    if not spec.get("scope"):
+        out.append(cause("FieldValueRequired", "spec.scope", "Required value"))
+    elif spec["scope"] not in ("Namespaced", "Cluster"):
+        out.append(cause("FieldValueNotSupported", "spec.scope",
+                         f"Unsupported value: {go_quote(str(spec['scope']))}: supported values: "
+                         '"Cluster", "Namespaced"'))
+    if names.get("plural") and spec.get("group") and name != f"{names['plural']}.{spec['group']}":
+        out.append(cause("FieldValueInvalid", "metadata.name",
+                         f"Invalid value: {go_quote(name)}: must be spec.names.plural+\".\"+"
+                         "spec.group"))
+    out += crd_versions_causes(spec.get("versions") or [])
     if out:
         raise invalid("CustomResourceDefinition", "apiextensions.k8s.io", name, out)

@@ -402,3 +402,20 @@ def test_kubernetes_cel_string_and_list_extensions(rule: str, passes: bool):
     else:
         assert causes(refusal(obj, info=info_for(crd))) == [
             ("FieldValueInvalid", "spec.workers", f'Invalid value: "object": failed rule: {rule}')]
+
+
+def test_a_crd_with_bad_names_group_and_versions_is_refused():
+    crd = load_crd()
+    crd["spec"]["group"] = "fibermpi"
+    crd["spec"]["names"]["listKind"] = "FiberJob"
+    crd["spec"]["names"]["shortNames"] = ["f_j"]
+    crd["spec"]["versions"][0]["storage"] = False
+    with pytest.raises(ApiError) as caught:
+        validate_crd(crd)
+    assert [c[1] for c in causes(caught.value)] == [
+        "spec.group", "spec.names.listKind", "spec.names.shortNames[0]", "metadata.name",
+        "spec.versions"]
+    assert causes(caught.value)[0][2] == ('Invalid value: "fibermpi": should be a domain with at '
+                                          "least one dot")
+    assert causes(caught.value)[1][2] == ('Invalid value: "FiberJob": kind and listKind may not be '
+                                          "the same")
