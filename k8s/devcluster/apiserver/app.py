@@ -240,6 +240,9 @@ class App:
         return Response(200, content_type="text/plain", stream=stream)
 
     def _watch(self, info: ResourceInfo, namespace: str, query: dict[str, str], accept: str) -> Response:
+        if query.get("sendInitialEvents") in ("true", "1"):
+            raise ApiError(422, "Invalid", "sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch "
+                           "unless the WatchList feature gate is enabled")
         strategy = self.registry.strategy(info)
         selection = make_filter(namespace if info.namespaced else "", query, strategy.field_selectors)
         transform = None
@@ -304,8 +307,9 @@ def _decode(headers: Any, body: bytes) -> Any:
         if media in ("application/yaml", "application/x-yaml", "text/yaml"):
             return yaml.safe_load(body)
         if media not in ("", "application/json", "*/*"):
-            raise ApiError(415, "UnsupportedMediaType", f'the body of the request was in an unknown format - '
-                           f'accepted media types include: application/json, application/yaml')
+            raise ApiError(415, "UnsupportedMediaType", "the body of the request was in an unknown format - "
+                           "accepted media types include: application/json, application/yaml"
+                           + (" (this API server does not decode protobuf bodies)" if "protobuf" in media else ""))
         return json.loads(body)
     except (ValueError, yaml.YAMLError) as err:
         raise ApiError(400, "BadRequest", f"the body of the request could not be decoded: {err}") from err

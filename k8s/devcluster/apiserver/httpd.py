@@ -136,6 +136,7 @@ class Server(ThreadingHTTPServer):
 
     def get_request(self) -> tuple[socket.socket, Any]:
         sock, address = super().get_request()
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)   # no 40 ms Nagle wait per answer
         if self.context is not None:
             sock = self.context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
         return sock, address

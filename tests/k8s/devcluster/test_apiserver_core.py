@@ -183,3 +183,18 @@ def test_unknown_paths_and_methods(apiserver: ApiServerProcess) -> None:
     assert apiserver.get("/nowhere").status_code == 404
     response = apiserver.post("/api/v1/namespaces/default/configmaps/x", configmap("x"))
     assert response.status_code == 405
+
+
+def test_several_bind_addresses_share_one_port(apiserver_with) -> None:
+    server: ApiServerProcess = apiserver_with("--bind", "127.0.0.1", "--bind", "127.0.0.2")
+    port = server.url.rsplit(":", 1)[1]
+    assert (server.state_dir / "port").read_text().strip() == port
+    for host in ("127.0.0.1", "127.0.0.2"):
+        response = server.session.get(f"http://{host}:{port}/api/v1/namespaces/default", timeout=10)
+        assert response.status_code == 200
+
+
+def test_protobuf_bodies_get_a_clear_415(apiserver: ApiServerProcess) -> None:
+    response = apiserver.post("/api/v1/namespaces/default/configmaps", b"k8s\x00",
+                              content_type="application/vnd.kubernetes.protobuf")
+    assert response.status_code == 415 and "does not decode protobuf" in response.json()["message"]
