@@ -196,3 +196,32 @@ def test_the_shipped_controller_role_grants_what_the_controller_does_and_no_more
     assert not can("update", "fibermpi.io", "fiberjobs", "", "team-a", "job")
     assert not can("update", "", "pods", "status", "team-a", "job-worker-0")
     assert not can("list", "", "secrets", namespace="team-a")
+
+
+def test_an_aggregated_cluster_role_takes_the_rules_of_the_roles_it_selects():
+    stored = {
+        "clusterroles": [
+            {"metadata": {"name": "fiberjob-viewer"},
+             "aggregationRule": {"clusterRoleSelectors": [
+                 {"matchLabels": {"rbac.fibermpi.io/aggregate-to-view": "true"}},
+                 {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["gold"]}]}]},
+             "rules": []},
+            {"metadata": {"name": "jobs", "labels": {"rbac.fibermpi.io/aggregate-to-view": "true"}},
+             "rules": [{"apiGroups": ["fibermpi.io"], "resources": ["fiberjobs"],
+                        "verbs": ["get"]}]},
+            {"metadata": {"name": "gold", "labels": {"tier": "gold"}},
+             "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]},
+            {"metadata": {"name": "other", "labels": {"tier": "silver"}},
+             "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]},
+        ],
+        "clusterrolebindings": [binding("ClusterRoleBinding", "v", "ClusterRole",
+                                        "fiberjob-viewer", [{"kind": "User", "name": "vic"}])],
+    }
+
+    def can(verb: str, group: str, resource: str, name: str = "") -> bool:
+        return authorize("vic", [], verb, group, resource, "", "ns", name,
+                         lambda _g, plural: stored.get(plural, []))[0]
+
+    assert can("get", "fibermpi.io", "fiberjobs", "j")
+    assert can("list", "", "pods")
+    assert not can("get", "", "secrets", "s")
