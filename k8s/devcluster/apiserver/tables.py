@@ -7,13 +7,13 @@ rest."""
 from __future__ import annotations
 
 import datetime
-import json
 from typing import Any, Callable
 
 from jsonpath_ng.ext import parse as parse_jsonpath
 
 from .errors import ApiError
 from .resource_info import ResourceInfo
+from .schema import go_plain
 
 Row = list[Any]
 Column = dict[str, Any]
@@ -102,32 +102,21 @@ def crd_printer_columns(info: ResourceInfo) -> list[dict[str, Any]]:
 
 
 def json_cell(kind: str, value: Any, now: datetime.datetime) -> Any:
-    """A printer-column value of the column's type; what does not fit is a null cell. Dates
-    become ages (45s, 3m20s), as the server converts them."""
+    """A printer-column value as the server converts it: strings printed as Go prints the value
+    (lists `[a b]`, maps `map[k:v]`), integers truncated from numbers, numbers as floats, dates
+    as ages (45s, 3m20s); a value of another type is a null cell."""
+    numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == "string":
+        return value if isinstance(value, str) else go_plain(value)
     if kind == "integer":
-        if isinstance(value, bool):
-            return None
-        if isinstance(value, int):
-            return value
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        if isinstance(value, str):
-            try:
-                return int(value)
-            except ValueError:
-                return None
-        return None
+        return int(value) if numeric else None
     if kind == "number":
-        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        return float(value) if numeric else None
     if kind == "boolean":
         return value if isinstance(value, bool) else None
-    if kind == "date":
-        if not isinstance(value, str):
-            return value
+    if kind == "date" and isinstance(value, str):
         return age(value, now) if parse_time(value) is not None else "<invalid>"
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, separators=(",", ":"))
+    return None
 
 
 def custom_columns(info: ResourceInfo, now: datetime.datetime

@@ -248,3 +248,19 @@ def test_secrets_accounts_endpoints_and_rbac_objects():
     assert cells(to_table(core("clusterroles", "ClusterRole", False, rbac), [role],
                           include_object="None", list_metadata={}, now=NOW)) == [
         ["reader", CREATED]]
+
+
+@pytest.mark.parametrize("kind,value,cell", [
+    ("string", ["a", "b"], "[a b]"), ("string", {"k": 1}, "map[k:1]"), ("string", 3, "3"),
+    ("integer", 2.7, 2), ("integer", "5", None), ("number", 2, 2.0), ("boolean", "true", None),
+    ("date", 5, None), ("date", "soon", "<invalid>")])
+def test_printer_column_values_are_converted_as_the_server_does(kind: str, value: Any, cell: Any):
+    crd = yaml.safe_load(CRD_FILE.read_text())
+    crd["spec"]["versions"][0]["additionalPrinterColumns"] = [
+        {"name": "X", "type": kind, "jsonPath": ".spec.x"}]
+    info = ResourceInfo("fibermpi.io", "v1alpha1", "fiberjobs", "fiberjob", "FiberJob",
+                        "FiberJobList", True, crd=crd)
+    job = fiberjob("a")
+    job["spec"]["x"] = value
+    assert cells(to_table(info, [job], include_object="None", list_metadata={}, now=NOW)) == [
+        ["a", cell]]
