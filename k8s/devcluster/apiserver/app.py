@@ -204,6 +204,7 @@ class App:
                                                               ctx))
             return Response(200, self.api.patch(info, namespace, name, content_type, body, ctx, sub or None))
         options = _delete_options(query, headers, body)
+        ctx.dry_run = ctx.dry_run or options.get("dryRun") == ["All"]
         if verb == "delete":
             return Response(200, self.api.delete(info, namespace, name, options, ctx))
         return Response(200, self.api.delete_collection(info, namespace, query, options, ctx))

@@ -329,14 +329,8 @@ class EventStrategy(Strategy):
             return [required("involvedObject")]
         namespace = obj["metadata"].get("namespace", "")
         target = involved.get("namespace", "")
-        if target and target != namespace:
+        if (target and target != namespace) or (not target and namespace not in ("", "default")):
             return [invalid("involvedObject.namespace", target, "does not match event.namespace")]
-        if not target and namespace not in ("default", "") and involved.get("kind") not in (
-                "Node", "Namespace", "PersistentVolume", "ClusterRole", "ClusterRoleBinding",
-                "CustomResourceDefinition"):
-            return [invalid("involvedObject.namespace", target, "does not match event.namespace")]
-        if obj.get("type") not in (None, "", "Normal", "Warning"):
-            return [unsupported("type", obj.get("type"), ["Normal", "Warning"])]
         return []
 
 

@@ -177,14 +177,9 @@ def pod_log(api: Api, pods: ResourceInfo, state_dir: str, namespace: str, name: 
         raise ApiError(400, "BadRequest", f'container "{container}" in pod "{name}" is waiting to start: '
                        "ContainerCreating")
     with open(path, "rb") as handle:
-        data = handle.read()
-    data = _tail(data, query)
-    yield data
-    if query.get("follow") not in ("true", "1"):
-        return
-    offset = os.path.getsize(path) if not data else None
-    with open(path, "rb") as handle:
-        handle.seek(offset if offset is not None else 0, os.SEEK_END if offset is None else os.SEEK_SET)
+        yield _tail(handle.read(), query)
+        if query.get("follow") not in ("true", "1"):
+            return
         while True:
             chunk = handle.read()
             if chunk:
@@ -195,7 +190,7 @@ def pod_log(api: Api, pods: ResourceInfo, state_dir: str, namespace: str, name: 
                 if rest:
                     yield rest
                 return
-            time.sleep(0.2)
+            time.sleep(0.2)      # a file has no change notification the stdlib can wait on
 
 
 def _tail(data: bytes, query: dict[str, str]) -> bytes:
