@@ -135,7 +135,8 @@ def path_text(path: Path) -> str:
 
 
 def cause(reason: str, path: Path | str, message: str) -> Cause:
-    field_name = path if isinstance(path, str) else path_text(path)
+    """A StatusCause; the root (an empty path) is named `<nil>`, as Go prints a nil path."""
+    field_name = path if isinstance(path, str) else (path_text(path) or "<nil>")
     return {"reason": reason, "message": message, "field": field_name}
 
 
@@ -702,9 +703,34 @@ def validation_causes(obj: dict[str, Any], old: dict[str, Any] | None, schema: d
         causes.append(cause("FieldValueInvalid", "<nil>",
                             f'Invalid value: "null": {CEL_SKIPPED_MESSAGE}'))
         return causes
-    for value, old_value, has_old, node_schema, path in nodes:
-        evaluate_rules(value, old_value, has_old, node_schema, path, causes)
+    if subresource == "status":
+        for value, old_value, has_old, node_schema, path in nodes:
+            evaluate_rules(value, old_value, has_old, node_schema, path, causes)
+    else:
+        evaluate_rules(cel_view(obj), cel_view(old) if old is not None else None, old is not None,
+                       cel_root_schema(schema), (), causes)
     return causes
+
+
+def cel_view(obj: dict[str, Any] | None) -> dict[str, Any]:
+    """The object as root-level rules see it: metadata shows only name and generateName."""
+    view = dict(obj or {})
+    if isinstance(view.get("metadata"), dict):
+        view["metadata"] = {k: v for k, v in view["metadata"].items()
+                            if k in ("name", "generateName")}
+    return view
+
+
+def cel_root_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The root schema for CEL: apiVersion, kind and the visible metadata typed as strings."""
+    root = dict(schema)
+    root["properties"] = {
+        **(schema.get("properties") or {}),
+        "apiVersion": {"type": "string"}, "kind": {"type": "string"},
+        "metadata": {"type": "object", "properties": {"name": {"type": "string"},
+                                                      "generateName": {"type": "string"}}},
+    }
+    return root
 
 
 # ---------------------------------------------------------------- scale subresource paths

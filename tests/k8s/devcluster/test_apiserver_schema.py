@@ -419,3 +419,16 @@ def test_a_crd_with_bad_names_group_and_versions_is_refused():
                                           "least one dot")
     assert causes(caught.value)[1][2] == ('Invalid value: "FiberJob": kind and listKind may not be '
                                           "the same")
+
+
+def test_root_rules_see_kind_and_name_but_no_other_metadata():
+    crd = load_crd()
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["x-kubernetes-validations"] = [
+        {"rule": "self.kind == 'FiberJob' && self.metadata.name.startsWith('demo')",
+         "message": "demo jobs only"},
+        {"rule": "!has(self.metadata.labels)", "message": "labels are hidden from rules"}]
+    admit(fiberjob(), info=info_for(crd))
+    renamed = fiberjob()
+    renamed["metadata"]["name"] = "other"
+    assert causes(refusal(renamed, info=info_for(crd))) == [
+        ("FieldValueInvalid", "<nil>", 'Invalid value: "object": demo jobs only')]
