@@ -130,7 +130,7 @@ class App:
         namespace = target.namespace or ""
         if info.namespaced and target.namespace is None and (target.name or verb not in ("list", "watch")):
             raise _not_served()
-        self._authorize(user, verb, info, target.subresource, namespace, target.name)
+        self._authorize(user, verb, info, target.subresource, namespace, target.name or _selected_name(verb, query))
         ctx = Context(user.name, user.groups, self._field_validation(query), query.get("dryRun") == "All")
         response = self._dispatch(method, verb, info, target, namespace, query, headers, body, ctx, user)
         response.warnings += ctx.warnings
@@ -283,6 +283,20 @@ class App:
         items = obj["items"] if listed else [obj]
         return module.to_table(info, items, include_object=query.get("includeObject", "Metadata"),
                                list_metadata=obj["metadata"] if listed else {})
+
+
+def _selected_name(verb: str, query: dict[str, str]) -> str:
+    """A list or watch pinned to one name by `metadata.name=X` is authorized for that name, as on the
+    real server (so resourceNames rules allow it)."""
+    if verb not in ("list", "watch"):
+        return ""
+    for part in query.get("fieldSelector", "").split(","):
+        key, _, value = part.partition("=")
+        if key.strip() == "metadata.name" and not value.startswith("="):
+            return value.strip()
+        if key.strip() == "metadata.name" and value.startswith("="):
+            return value[1:].strip()
+    return ""
 
 
 def _wants_table(accept: str) -> bool:
