@@ -23,6 +23,7 @@ import yaml
 
 from . import netns
 from .kube import JSON, KubeClient, KubeError, client_from_kubeconfig, core_path, resource_path, write_kubeconfig
+from .scheduler import node_ready
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CRD_FILE = os.path.join(REPO_ROOT, "k8s", "config", "crd", "bases", "fibermpi.io_fiberjobs.yaml")
@@ -185,7 +186,9 @@ def apply_object(client: KubeClient, item: JSON, default_namespace: str = "") ->
     kind = item.get("kind", "")
     if kind not in PLURALS:
         raise ClusterError(f"cannot install a {kind or 'document without kind'}: not a kind the installer knows")
-    namespace = "" if kind in CLUSTER_SCOPED else (item["metadata"].get("namespace") or default_namespace or "default")
+    namespace = ""
+    if kind not in CLUSTER_SCOPED:
+        namespace = item["metadata"].get("namespace") or default_namespace or "default"
     if namespace:
         item["metadata"]["namespace"] = namespace
     collection = resource_path(item["apiVersion"], PLURALS[kind], namespace)
@@ -231,7 +234,8 @@ def wait_for(what: str, check: Any, timeout_s: float = START_TIMEOUT_S, interval
         except (KubeError, OSError, ValueError) as error:
             last_error = str(error)
         time.sleep(interval_s)
-    raise ClusterError(f"timed out after {timeout_s:.0f} s waiting for {what}" + (f" ({last_error})" if last_error else ""))
+    detail = f" ({last_error})" if last_error else ""
+    raise ClusterError(f"timed out after {timeout_s:.0f} s waiting for {what}{detail}")
 
 
 # --- up ----------------------------------------------------------------------------------------
@@ -384,8 +388,7 @@ def start_all(state_dir: str, record: JSON, node_count: int, with_controller: bo
             if not pid_alive(component_pid):
                 raise ClusterError(f"{name} exited at start:\n" + log_tail(state_dir, name))
         nodes = admin.list(core_path("nodes")).get("items") or []
-        ready = {n["metadata"]["name"] for n in nodes
-                 if any(c.get("type") == "Ready" and c.get("status") == "True" for c in n["status"].get("conditions") or [])}
+        ready = {n["metadata"]["name"] for n in nodes if node_ready(n)}
         return set(record["nodes"]) <= ready
     wait_for(f"{node_count} nodes to be Ready", nodes_ready)
 

@@ -74,7 +74,8 @@ class Node:
         return {
             "capacity": self.capacity, "allocatable": self.capacity,
             "conditions": [
-                condition("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+                condition("MemoryPressure", "False", "KubeletHasSufficientMemory",
+                          "kubelet has sufficient memory available"),
                 condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
                 condition("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
                 condition("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
@@ -97,13 +98,14 @@ class Node:
         except KubeError as error:
             if error.code != 409:
                 raise
+            wanted = self.node_object()
             self.client.patch(core_path("nodes", name=self.name),
-                              {"metadata": {"labels": self.node_object()["metadata"]["labels"]}, "spec": self.node_object()["spec"]})
-        self.post_node_status()
+                              {"metadata": {"labels": wanted["metadata"]["labels"]}, "spec": wanted["spec"]})
+        self.post_node_status(self.client)
         self.log.info("registered (InternalIP %s, podCIDR %s)", self.context.host_ip, self.pod_cidr or "none")
 
-    def post_node_status(self) -> None:
-        self.client.patch(core_path("nodes", name=self.name, subresource="status"), {"status": self.node_status()})
+    def post_node_status(self, client: KubeClient) -> None:
+        client.patch(core_path("nodes", name=self.name, subresource="status"), {"status": self.node_status()})
 
     def renew_lease(self, client: KubeClient) -> None:
         path = group_path("coordination.k8s.io", "v1", "leases", "kube-node-lease", self.name)
@@ -139,7 +141,7 @@ class Node:
             try:
                 self.renew_lease(client)
                 if time.monotonic() - last_status >= NODE_STATUS_REFRESH_S:
-                    client.patch(core_path("nodes", name=self.name, subresource="status"), {"status": self.node_status()})
+                    self.post_node_status(client)
                     last_status = time.monotonic()
             except KubeError as error:
                 self.log.warning("lease renewal: %s", error)

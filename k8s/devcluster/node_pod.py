@@ -19,10 +19,10 @@ from typing import Any, Callable
 from .kube import JSON, KubeClient, KubeError, core_path, make_event, pod_path
 from .netns import NetworkError, PodNetwork
 from .node_env import (SERVICE_ACCOUNT_DIR, ObjectReader, PodConfigError, container_environment,
-                       expand_references, field_value, write_file, write_key_items)
+                       expand_references)
 from .node_process import ContainerProcess, LaunchSpec, now_rfc3339
+from .node_volumes import SERVICE_ACCOUNT_VOLUME, TOKEN_SECONDS, VolumeWriter
 
-TOKEN_SECONDS = 3600
 RESTART_BACKOFF_BASE_S = 1.0
 RESTART_BACKOFF_MAX_S = 60.0
 CONFIG_RETRY_S = 2.0
@@ -320,7 +320,7 @@ class PodWorker(threading.Thread):
             mounts.append({"source": source, "target": mount["mountPath"], "readOnly": bool(mount.get("readOnly"))})
             self._ensure_top_level_dir(mount["mountPath"])
         if self._automount_token() and not any(m["target"].rstrip("/") == SERVICE_ACCOUNT_DIR for m in mounts):
-            mounts.append({"source": os.path.join(volumes_dir, ".serviceaccount"), "target": SERVICE_ACCOUNT_DIR,
+            mounts.append({"source": os.path.join(volumes_dir, SERVICE_ACCOUNT_VOLUME), "target": SERVICE_ACCOUNT_DIR,
                            "readOnly": True})
         return mounts
 
@@ -379,91 +379,24 @@ class PodWorker(threading.Thread):
     def _automount_token(self) -> bool:
         return self.pod["spec"].get("automountServiceAccountToken", True) is not False
 
-    def _write_volumes(self) -> None:
+    def _volume_writer(self) -> VolumeWriter:
         volumes_dir = os.path.join(self.context.pod_dir(self.uid), "volumes")
-        reader = ObjectReader(self.client, self.namespace)
-        for volume in self.pod["spec"].get("volumes") or []:
-            self._write_volume(os.path.join(volumes_dir, volume["name"]), volume, reader)
+        return VolumeWriter(self.client, self._pod_with_status(), volumes_dir, self.context.ca_file)
+
+    def _write_volumes(self) -> None:
+        self._volume_writer().write_all(self._automount_token())
         if self._automount_token():
-            self._write_service_account(os.path.join(volumes_dir, ".serviceaccount"))
-
-    def _write_volume(self, directory: str, volume: JSON, reader: ObjectReader) -> None:
-        mode_of = lambda source: int(source.get("defaultMode", 0o644))  # noqa: E731
-        if "hostPath" in volume:
-            return
-        os.makedirs(directory, exist_ok=True)
-        if "emptyDir" in volume:
-            return
-        if "configMap" in volume:
-            source = volume["configMap"]
-            data = reader.data("ConfigMap", source.get("name", ""), bool(source.get("optional")))
-            write_key_items(directory, data or {}, source.get("items"), mode_of(source), f"configMap {source.get('name')}")
-        elif "secret" in volume:
-            source = volume["secret"]
-            data = reader.data("Secret", source.get("secretName", ""), bool(source.get("optional")))
-            write_key_items(directory, data or {}, source.get("items"), mode_of(source), f"secret {source.get('secretName')}")
-        elif "downwardAPI" in volume:
-            self._write_downward_items(directory, volume["downwardAPI"].get("items") or [], mode_of(volume["downwardAPI"]))
-        elif "projected" in volume:
-            for source in volume["projected"].get("sources") or []:
-                self._write_projection(directory, source, reader, mode_of(volume["projected"]))
-        else:
-            raise PodConfigError(f"volume {volume['name']!r}: unsupported type {sorted(set(volume) - {'name'})}")
-
-    def _write_downward_items(self, directory: str, items: list[JSON], mode: int) -> None:
-        pod = self._pod_with_status()
-        for item in items:
-            if "fieldRef" not in item:
-                raise PodConfigError(f"downwardAPI item {item.get('path')!r}: only fieldRef is supported")
-            write_file(directory, item["path"], field_value(pod, item["fieldRef"]["fieldPath"]), item.get("mode", mode))
-
-    def _write_projection(self, directory: str, source: JSON, reader: ObjectReader, mode: int) -> None:
-        if "serviceAccountToken" in source:
-            token = source["serviceAccountToken"]
-            write_file(directory, token.get("path", "token"),
-                       self._request_token(token.get("audience"), int(token.get("expirationSeconds", TOKEN_SECONDS))),
-                       0o600)
-        elif "configMap" in source:
-            ref = source["configMap"]
-            data = reader.data("ConfigMap", ref.get("name", ""), bool(ref.get("optional")))
-            if ref.get("name") == "kube-root-ca.crt" and data is None:
-                data = {"ca.crt": open(self.context.ca_file, encoding="utf-8").read()}
-            write_key_items(directory, data or {}, ref.get("items"), mode, f"configMap {ref.get('name')}")
-        elif "secret" in source:
-            ref = source["secret"]
-            data = reader.data("Secret", ref.get("name", ""), bool(ref.get("optional")))
-            write_key_items(directory, data or {}, ref.get("items"), mode, f"secret {ref.get('name')}")
-        elif "downwardAPI" in source:
-            self._write_downward_items(directory, source["downwardAPI"].get("items") or [], mode)
-        else:
-            raise PodConfigError(f"projected source {sorted(source)} is not supported")
-
-    def _write_service_account(self, directory: str) -> None:
-        write_file(directory, "token", self._request_token(None, TOKEN_SECONDS), 0o600)
-        with open(self.context.ca_file, encoding="utf-8") as handle:
-            write_file(directory, "ca.crt", handle.read(), 0o644)
-        write_file(directory, "namespace", self.namespace, 0o644)
-        self.token_expires = time.monotonic() + TOKEN_SECONDS
+            self.token_expires = time.monotonic() + TOKEN_SECONDS
 
     def _refresh_token_if_due(self) -> None:
         """Rewrites the token when 80% of its life has passed, as the kubelet does."""
         if self.token_expires and time.monotonic() >= self.token_expires - TOKEN_SECONDS * 0.2:
             try:
-                self._write_service_account(os.path.join(self.context.pod_dir(self.uid), "volumes", ".serviceaccount"))
+                self._volume_writer().write_service_account()
+                self.token_expires = time.monotonic() + TOKEN_SECONDS
             except (KubeError, PodConfigError) as error:
                 self.log.warning("refreshing the service-account token: %s", error)
                 self.token_expires = time.monotonic() + 60 + TOKEN_SECONDS * 0.2
-
-    def _request_token(self, audience: str | None, seconds: int) -> str:
-        account = self.pod["spec"].get("serviceAccountName") or "default"
-        request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-                   "spec": {"audiences": [audience] if audience else [], "expirationSeconds": seconds,
-                            "boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": self.name, "uid": self.uid}}}
-        path = core_path("serviceaccounts", self.namespace, account, "token")
-        try:
-            return self.client.create(path, request)["status"]["token"]
-        except KubeError as error:
-            raise PodConfigError(f"service account token for {self.namespace}/{account}: {error.message}") from error
 
     # --- deletion ------------------------------------------------------------------------------
     def _finish_deletion(self) -> None:
@@ -569,8 +502,9 @@ class PodWorker(threading.Thread):
         unready = [slot.name for slot in app if slot.current is None]
         initialized = not any(slot.init and not slot.done for slot in self.slots)
         terminal = phase in ("Succeeded", "Failed")
-        scheduled = next((c for c in self.pod.get("status", {}).get("conditions") or [] if c.get("type") == "PodScheduled"),
-                         None) or self._condition("PodScheduled", True)
+        current = self.pod.get("status", {}).get("conditions") or []
+        scheduled = next((c for c in current if c.get("type") == "PodScheduled"), None) \
+            or self._condition("PodScheduled", True)
         ready_reason, ready_message = ("PodCompleted", "") if terminal else (
             ("ContainersNotReady", f"containers with unready status: [{' '.join(unready)}]") if unready else ("", ""))
         conditions = [
