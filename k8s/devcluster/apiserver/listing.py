@@ -107,6 +107,7 @@ def list_objects(store: Store, key: ResourceKey, namespace: str, query: dict[str
         start: ObjectKey | None = None
         if token:
             list_rv, start = decode_continue(token)
+            # the real server also offers an inconsistent continuation here; this one does not
             if list_rv < resource.trimmed_rv:
                 raise ApiError(410, "Expired", "The provided continue parameter is too old to display a "
                                "consistent list result. You can start a new list without the continue parameter.")
@@ -116,7 +117,7 @@ def list_objects(store: Store, key: ResourceKey, namespace: str, query: dict[str
             if list_rv > store.rv:
                 wait_for_rv(store, list_rv)
             if list_rv < resource.trimmed_rv:
-                raise expired(f"too old resource version: {list_rv} ({resource.trimmed_rv})")
+                raise expired("The resourceVersion for the provided list is too old.")
             state = resource.state_at(list_rv)
         else:
             if rv_text and rv_text != "0":
