@@ -118,6 +118,11 @@ def test_get_prints_the_printer_columns(kubectl: Kubectl, installed: ApiServerPr
     row = lines[1].split()
     assert row[0] == "shown" and row[1:3] == ["1", "3"]  # no status yet: empty cells
     assert row[3][-1] in "smhdy" and row[3][:-1].isdigit()
+    path = f"/apis/fibermpi.io/v1alpha1/namespaces/{namespace}/fiberjobs/shown/status"
+    installed.ok(installed.patch(path, {"status": {"phase": "Running",
+                                                   "workers": {"desired": 2, "ready": 1}}}))
+    row = kubectl.ok("get", "fj", "shown", "-n", namespace).splitlines()[1].split()
+    assert row[:6] == ["shown", "Running", "2", "1", "1", "3"]
 
 
 def test_explain_prints_the_workers_fields(kubectl: Kubectl, installed: ApiServerProcess):
