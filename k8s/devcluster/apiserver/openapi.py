@@ -588,10 +588,10 @@ OPENAPI_V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2.v1.0+protobu
 
 
 def openapi_v2(path: str, accept: str) -> tuple[bytes, str] | None:
-    """/openapi/v2 as (body, content type): an empty document. kubectl up to 1.28 loads it before
-    `apply` and `explain` and stops when it is missing, but then reads /openapi/v3 for what it
-    needs. A protobuf reader (the default Accept) gets zero bytes, a valid empty gnostic
-    Document; anyone else gets the JSON form."""
+    """/openapi/v2 as (body, content type): an empty document. kubectl loads it before `apply`
+    and `explain` (1.27 stops when it is missing), then reads /openapi/v3 for what it needs. A
+    protobuf reader (kubectl's Accept) gets zero bytes, a valid empty gnostic Document; anyone
+    else gets the JSON form."""
     if path.split("?", 1)[0].rstrip("/") != "/openapi/v2":
         return None
     if "protobuf" in (accept or ""):
