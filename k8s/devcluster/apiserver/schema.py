@@ -653,8 +653,8 @@ def admit_custom_resource(info: ResourceInfo, obj: dict[str, Any], old: dict[str
     mode = field_validation or "Warn"
     if mode not in FIELD_VALIDATION_MODES:
         raise ApiError(400, "BadRequest",
-                       f'invalid field validation directive: {mode}; '
-                       'must be one of "Ignore", "Warn", or "Strict"')
+                       f"fieldValidation: Invalid value: {go_quote(mode)}: fieldValidation must be "
+                       'one of "Ignore", "Warn", or "Strict"')
     schema = version_schema(info)
     result = copy.deepcopy(obj)
     apply_defaults(result, schema)
