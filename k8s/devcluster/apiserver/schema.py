@@ -6,8 +6,8 @@ error wording (as of the v1.30 it reports) and field paths."""
 from __future__ import annotations
 
 import copy
-import json
 import datetime
+import json
 import re
 from decimal import Decimal
 from typing import Any, Iterator, NamedTuple
