@@ -17,12 +17,12 @@ from . import errors
 from .custom import CLEANUP_FINALIZER, admit, require_kind, storage_version
 from .errors import ApiError
 from .listing import list_objects
-from .patching import (APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, json_patch, merge_patch,
+from .patching import (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, decode_patch, json_patch, merge_patch,
                        strategic_merge_patch, unsupported_patch_type)
 from .registry import Registry
 from .resource_info import ResourceInfo
 from .store import ResourceKey, Store
-from .validation import forbidden, invalid, validate_metadata
+from .validation import forbidden, validate_metadata
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _UNDELETABLE_NAMESPACES = ("default", "kube-system", "kube-public")
@@ -46,10 +46,6 @@ def resource_key(info: ResourceInfo) -> ResourceKey:
 
 def rfc3339(moment: float) -> str:
     return datetime.fromtimestamp(moment, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_rfc3339(text: str) -> float:
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
 
 
 class Api:
@@ -316,10 +312,7 @@ class Api:
         accepted = self.accepted_patch_types(info)
         if content_type not in accepted:
             raise unsupported_patch_type(content_type, accepted)
-        try:
-            patch = json.loads(raw or b"null")
-        except ValueError as err:
-            raise ApiError(400, "BadRequest", f"error decoding patch: {err}") from err
+        patch = decode_patch(raw)
         if content_type == MERGE_PATCH:
             if not isinstance(patch, dict):
                 raise ApiError(400, "BadRequest", "error decoding patch: json: cannot unmarshal into "

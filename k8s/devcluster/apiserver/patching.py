@@ -29,6 +29,14 @@ _MERGE_KEYS: dict[str, str] = {
 _PRIMITIVE_MERGE_LISTS = {"finalizers"}
 
 
+def decode_patch(raw: bytes) -> Any:
+    """The JSON document of a patch body; 400 when it is not JSON."""
+    try:
+        return json.loads(raw or b"null")
+    except ValueError as err:
+        raise ApiError(400, "BadRequest", f"error decoding patch: {err}") from err
+
+
 def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386: objects merge key by key, null removes, anything else replaces."""
     if not isinstance(patch, dict):

@@ -4,7 +4,6 @@ SelfSubjectAccessReview."""
 from __future__ import annotations
 
 import copy
-import json
 import os
 import time
 from typing import Any, Callable, Iterator
@@ -13,7 +12,8 @@ from . import errors
 from .api import Api, Context, resource_key, rfc3339
 from .auth import Authenticator, User
 from .errors import ApiError
-from .patching import JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, json_patch, merge_patch, unsupported_patch_type
+from .patching import (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, decode_patch, json_patch, merge_patch,
+                       unsupported_patch_type)
 from .resource_info import ResourceInfo
 from .validation import invalid, required
 
@@ -104,10 +104,7 @@ def patch_scale(api: Api, info: ResourceInfo, namespace: str, name: str, content
     accepted = [JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH]
     if content_type not in accepted:
         raise unsupported_patch_type(content_type, accepted)
-    try:
-        patch = json.loads(raw or b"null")
-    except ValueError as err:
-        raise ApiError(400, "BadRequest", f"error decoding patch: {err}") from err
+    patch = decode_patch(raw)
     with api.store.lock:
         current = get_scale(api, info, namespace, name)
         if content_type == JSON_PATCH:

@@ -51,37 +51,41 @@ def unsupported(field: str, value: Any, allowed: list[str]) -> Cause:
             "message": f"Unsupported value: {quote(value)}: supported values: {listed}", "field": field}
 
 
-def dns1123_subdomain_errors(value: str) -> list[str]:
+def _pattern_errors(value: str, longest: int, pattern: str, what: str) -> list[str]:
     errors = []
-    if len(value) > 253:
-        errors.append("must be no more than 253 characters")
-    if not re.fullmatch(_DNS1123_SUBDOMAIN, value):
-        errors.append("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-                      "'-' or '.', and must start and end with an alphanumeric character (e.g. "
-                      "'example.com', regex used for validation is '" + _DNS1123_SUBDOMAIN + "')")
+    if len(value) > longest:
+        errors.append(f"must be no more than {longest} characters")
+    if not re.fullmatch(pattern, value):
+        errors.append(f"{what}, regex used for validation is '{pattern}')")
     return errors
+
+
+def dns1123_subdomain_errors(value: str) -> list[str]:
+    return _pattern_errors(value, 253, _DNS1123_SUBDOMAIN,
+                           "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
+                           "'-' or '.', and must start and end with an alphanumeric character (e.g. "
+                           "'example.com'")
 
 
 def dns1123_label_errors(value: str) -> list[str]:
-    errors = []
-    if len(value) > 63:
-        errors.append("must be no more than 63 characters")
-    if not re.fullmatch(_DNS1123_LABEL, value):
-        errors.append("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or "
-                      "'-', and must start and end with an alphanumeric character (e.g. 'my-name',  or "
-                      "'123-abc', regex used for validation is '" + _DNS1123_LABEL + "')")
-    return errors
+    return _pattern_errors(value, 63, _DNS1123_LABEL,
+                           "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or "
+                           "'-', and must start and end with an alphanumeric character (e.g. 'my-name',  or "
+                           "'123-abc'")
 
 
 def dns1035_label_errors(value: str) -> list[str]:
-    errors = []
-    if len(value) > 63:
-        errors.append("must be no more than 63 characters")
-    if not re.fullmatch(_DNS1035_LABEL, value):
-        errors.append("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start "
-                      "with an alphabetic character, and end with an alphanumeric character (e.g. "
-                      "'my-name',  or 'abc-123', regex used for validation is '" + _DNS1035_LABEL + "')")
-    return errors
+    return _pattern_errors(value, 63, _DNS1035_LABEL,
+                           "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start "
+                           "with an alphabetic character, and end with an alphanumeric character (e.g. "
+                           "'my-name',  or 'abc-123'")
+
+
+def label_value_errors(value: str) -> list[str]:
+    return _pattern_errors(value, 63, _LABEL_VALUE,
+                           "a valid label must be an empty string or consist of alphanumeric characters, '-', "
+                           "'_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  "
+                           "or 'my_value',  or '12345'")
 
 
 def label_key_errors(key: str) -> list[str]:
@@ -100,17 +104,6 @@ def label_key_errors(key: str) -> list[str]:
         errors.append("name part must consist of alphanumeric characters, '-', '_' or '.', and must start "
                       "and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
                       "'123-abc', regex used for validation is '" + _QUALIFIED_NAME + "')")
-    return errors
-
-
-def label_value_errors(value: str) -> list[str]:
-    errors = []
-    if len(value) > 63:
-        errors.append("must be no more than 63 characters")
-    if not re.fullmatch(_LABEL_VALUE, value):
-        errors.append("a valid label must be an empty string or consist of alphanumeric characters, '-', "
-                      "'_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  "
-                      "or 'my_value',  or '12345', regex used for validation is '" + _LABEL_VALUE + "')")
     return errors
 
 
