@@ -304,7 +304,8 @@ class PodWorker(threading.Thread):
                           mounts=self._mounts_of(container), scratch_dir=scratch, log_path=self._log_path(slot),
                           netns=self.network.netns if self.network else None,
                           private_mounts=self.context.private_mounts,
-                          pid_file=os.path.join(self.context.pid_dir(), f"{self.uid}_{slot.name}"))
+                          pid_file=os.path.join(self.context.pid_dir(), f"{self.uid}_{slot.name}"),
+                          tty=bool(container.get("tty")))
 
     def _mounts_of(self, container: JSON) -> list[dict[str, Any]]:
         volumes_dir = os.path.join(self.context.pod_dir(self.uid), "volumes")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import signal
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable
 
+TERMINAL_DRAIN_S = 5.0
 EXEC_SHIM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "node_exec.py")
 
 
@@ -36,6 +38,7 @@ class LaunchSpec:
     netns: str | None                 # None: the host's network
     private_mounts: bool              # False: no mount/UTS namespace (the machine refuses them)
     pid_file: str                     # holds the process group id while it runs (read by `down`)
+    tty: bool = False                 # the container asks for a terminal (`tty: true`)
 
 
 @dataclass
@@ -48,6 +51,7 @@ class ContainerProcess:
     finished_at: str = ""
     returncode: int | None = None
     process: subprocess.Popen[bytes] | None = None
+    terminal_copier: threading.Thread | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def start(self) -> None:
@@ -69,19 +73,51 @@ class ContainerProcess:
             argv = ["unshare", "--mount", "--uts", "--propagation", "private", *argv]
         if self.spec.netns:
             argv = ["ip", "netns", "exec", self.spec.netns, *argv]
-        with open(self.spec.log_path, "ab") as log:
-            self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                            start_new_session=True, close_fds=True, cwd="/")
+        if self.spec.tty:
+            self._start_on_terminal(argv)
+        else:
+            with open(self.spec.log_path, "ab") as log:
+                self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                                start_new_session=True, close_fds=True, cwd="/")
         self.started_at = now_rfc3339()
         with open(self.spec.pid_file, "w", encoding="utf-8") as handle:
             handle.write(str(self.process.pid))
         threading.Thread(target=self._wait, name=f"wait-{self.process.pid}", daemon=True).start()
+
+    def _start_on_terminal(self, argv: list[str]) -> None:
+        """A pseudo-terminal as stdin, stdout and stderr (so the program line-buffers its output, as
+        under a runtime's `tty: true`); a thread copies what it writes to the log."""
+        primary, secondary = pty.openpty()
+        try:
+            self.process = subprocess.Popen(argv, stdin=secondary, stdout=secondary, stderr=secondary,
+                                            start_new_session=True, close_fds=True, cwd="/")
+        except OSError:
+            os.close(primary)
+            raise
+        finally:
+            os.close(secondary)
+        self.terminal_copier = threading.Thread(target=self._copy_terminal, args=(primary,), daemon=True)
+        self.terminal_copier.start()
+
+    def _copy_terminal(self, primary: int) -> None:
+        with open(self.spec.log_path, "ab", buffering=0) as log:
+            while True:
+                try:
+                    chunk = os.read(primary, 65536)
+                except OSError:        # EIO: every holder of the terminal has closed it
+                    break
+                if not chunk:
+                    break
+                log.write(chunk)
+        os.close(primary)
 
     def _wait(self) -> None:
         assert self.process is not None
         returncode = self.process.wait()
         # The container ends with its main process: whatever it left in its group goes too.
         self.signal_group(signal.SIGKILL)
+        if self.terminal_copier is not None:
+            self.terminal_copier.join(TERMINAL_DRAIN_S)   # all its output logged before its end is told
         try:
             os.unlink(self.spec.pid_file)
         except FileNotFoundError:

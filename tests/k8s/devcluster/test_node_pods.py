@@ -244,6 +244,15 @@ def test_delete_kills_one_that_ignores_sigterm_after_the_grace_period(context: N
     assert api.phase() == "Failed"
 
 
+def test_tty_gives_a_terminal_whose_output_reaches_the_log(context: NodeContext) -> None:
+    script = "import sys; print('terminal' if sys.stdout.isatty() else 'pipe')"
+    worker, api = start(context, make_pod("tty", [{"name": "main", "image": "x", "command": [PYTHON, "-c", script],
+                                                    "tty": True}]))
+    api.wait("Succeeded", lambda: api.phase() == "Succeeded")
+    log_path = os.path.join(context.log_dir, f"team_tty_{api.pod['metadata']['uid']}", "main.log")
+    assert open(log_path).read().split() == ["terminal"]
+
+
 def test_node_shutdown_kills_the_processes_and_leaves_the_pod(context: NodeContext, tmp_path: Any) -> None:
     ready = tmp_path / "ready"
     worker, api = start(context, make_pod("victim", [{"name": "main", "image": "x",
