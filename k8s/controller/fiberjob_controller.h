@@ -1,0 +1,111 @@
+// The FiberJob controller: informers on FiberJobs and on the pods and Services they own, a work
+// queue of job keys, and workers that reconcile one job at a time: read the caches, decide with
+// reconcile(), act through the API, record Events, write the status.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "k8s/client/api_client.h"
+#include "k8s/client/event_recorder.h"
+#include "k8s/client/informer.h"
+#include "k8s/client/log_sink.h"
+#include "k8s/client/work_queue.h"
+#include "k8s/controller/expectations.h"
+#include "k8s/controller/metrics.h"
+#include "k8s/controller/reconcile.h"
+
+namespace fiber::k8s::controller {
+
+/// Settings of a FiberJobController.
+struct ControllerOptions {
+  /// Namespace to watch; empty: all namespaces.
+  std::string watch_namespace;
+  /// Jobs reconciled at once (worker threads).
+  int workers = 4;
+  /// Shapes the objects created (the name-service image).
+  ReconcileSettings reconcile;
+  /// Where the controller's log lines go (one per action, with job=NS/NAME).
+  LogSink log = stderr_log_sink();
+};
+
+/// What one pass over a job ended with.
+struct KeyOutcome {
+  ReconcileResult result = ReconcileResult::kOk;
+  /// Look at the job again after this long, even if nothing changes.
+  std::optional<std::chrono::seconds> requeue_after;
+};
+
+/// Runs the informers always and the reconciling workers while told to (while leading).
+class FiberJobController {
+ public:
+  /// `client`, `recorder` and `metrics` must outlive the controller.
+  FiberJobController(ApiClient& client, EventRecorder& recorder, ControllerMetrics& metrics,
+                     ControllerOptions options);
+  /// Stops everything.
+  ~FiberJobController();
+  FiberJobController(const FiberJobController&) = delete;
+  FiberJobController& operator=(const FiberJobController&) = delete;
+
+  /// Starts the informers (list + watch); their events queue job keys.
+  void start_informers();
+  /// True once every informer has its first list.
+  bool caches_synced() const;
+  /// Waits until caches_synced() or `timeout`; returns caches_synced().
+  bool wait_for_sync(std::chrono::milliseconds timeout) const;
+
+  /// Starts the worker threads and queues every known job (on becoming leader). Idempotent.
+  void start_workers();
+  /// Stops the worker threads after their current pass (on losing the lead). Idempotent.
+  void stop_workers();
+  /// Stops the workers, the informers and the queue. Idempotent.
+  void stop();
+
+  /// Keys ready in the work queue.
+  std::size_t queue_depth() const;
+
+  /// Reconciles job `key` ("namespace/name") once, on the caller's thread.
+  KeyOutcome reconcile_key(const std::string& key);
+
+ private:
+  struct Actions;
+
+  void register_handlers();
+  void enqueue_job_of(const nlohmann::json& object);
+  void observe_creation_of(const nlohmann::json& object);
+  void observe_deletion_of(const nlohmann::json& object);
+  void run_worker(std::stop_token stop);
+  void process(const std::string& key);
+  std::vector<nlohmann::json> pods_of(const std::string& ns, const std::string& name) const;
+  std::optional<std::string> read_name_service_uri(const JobSpec& spec);
+  void apply_creations(const nlohmann::json& job, const JobSpec& spec, const ReconcilePlan& plan,
+                       Actions& actions);
+  void apply_deletions(const nlohmann::json& job, const JobSpec& spec, const ReconcilePlan& plan,
+                       Actions& actions);
+  void write_status(const nlohmann::json& job, const JobSpec& spec, const ReconcilePlan& plan,
+                    Actions& actions);
+  void delete_job(const nlohmann::json& job, const JobSpec& spec, Actions& actions);
+  void log(LogLevel level, const std::string& key, const std::string& message) const;
+
+  ApiClient& client_;
+  EventRecorder& recorder_;
+  ControllerMetrics& metrics_;
+  ControllerOptions options_;
+  Expectations expectations_;
+  WorkQueue queue_;
+  std::unique_ptr<Informer> jobs_;
+  std::unique_ptr<Informer> pods_;
+  std::unique_ptr<Informer> services_;
+
+  std::mutex workers_mutex_;
+  std::vector<std::jthread> workers_;
+  std::atomic<bool> stopped_{false};
+};
+
+}  // namespace fiber::k8s::controller

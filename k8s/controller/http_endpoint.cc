@@ -1,0 +1,54 @@
+#include "k8s/controller/http_endpoint.h"
+
+#include <httplib.h>
+
+#include <charconv>
+#include <stdexcept>
+
+namespace fiber::k8s::controller {
+
+HttpEndpoint::HttpEndpoint(const std::string& address)
+    : server_(std::make_unique<httplib::Server>()) {
+  const auto colon = address.rfind(':');
+  const char* port_begin = address.data() + colon + 1;
+  const char* port_end = address.data() + address.size();
+  int port = -1;
+  if (colon == std::string::npos || colon == 0 ||
+      std::from_chars(port_begin, port_end, port).ptr != port_end || port < 0 || port > 65535) {
+    throw std::invalid_argument("address \"" + address + "\" is not host:port");
+  }
+  host_ = address.substr(0, colon);
+  // "[::]:8080": the brackets belong to the address syntax, not to the host.
+  if (host_.size() > 2 && host_.front() == '[' && host_.back() == ']') {
+    host_ = host_.substr(1, host_.size() - 2);
+  }
+  port_ = port;
+}
+
+HttpEndpoint::~HttpEndpoint() { stop(); }
+
+void HttpEndpoint::get(const std::string& path, std::function<HttpAnswer()> handler) {
+  server_->Get(
+      path, [handler = std::move(handler)](const httplib::Request&, httplib::Response& response) {
+        const HttpAnswer answer = handler();
+        response.status = answer.status;
+        response.set_content(answer.body, answer.content_type.c_str());
+      });
+}
+
+void HttpEndpoint::start() {
+  if (port_ == 0) {
+    port_ = server_->bind_to_any_port(host_.c_str());
+    if (port_ < 0) throw std::runtime_error("cannot listen on " + host_ + ":0");
+  } else if (!server_->bind_to_port(host_.c_str(), port_)) {
+    throw std::runtime_error("cannot listen on " + host_ + ":" + std::to_string(port_));
+  }
+  thread_ = std::thread([this] { server_->listen_after_bind(); });
+}
+
+void HttpEndpoint::stop() {
+  server_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace fiber::k8s::controller
