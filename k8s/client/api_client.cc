@@ -113,6 +113,13 @@ struct WatchStream {
   }
 };
 
+// How a transfer ended.
+struct Transfer {
+  CURLcode result = CURLE_OK;
+  bool cancelled = false;
+  long status = 0;  // HTTP status, 0 when no answer came
+};
+
 std::size_t append_to_string(char* data, std::size_t, std::size_t size, void* target) {
   static_cast<std::string*>(target)->append(data, size);
   return size;
@@ -128,22 +135,62 @@ class ApiClient::Impl {
   }
 
   ~Impl() {
-    for (CURL* handle : idle_handles_) curl_easy_cleanup(handle);
+    for (const Connection& connection : idle_connections_) {
+      curl_multi_cleanup(connection.multi);
+      curl_easy_cleanup(connection.easy);
+    }
   }
 
-  // A handle for one request, reused across requests so connections stay open.
+  // An easy handle with the multi handle that runs it. Open connections live in the multi
+  // handle's cache, so the pair is reused whole to keep them alive between requests.
+  struct Connection {
+    CURL* easy = nullptr;
+    CURLM* multi = nullptr;
+  };
+
+  // A connection for one transfer, handed back to the pool afterwards.
   class Lease {
    public:
-    explicit Lease(Impl& owner) : owner_(owner), handle_(owner.take_handle()) {}
-    ~Lease() { owner_.give_back(handle_); }
+    explicit Lease(Impl& owner) : owner_(owner), connection_(owner.take_connection()) {}
+    ~Lease() { owner_.give_back(connection_); }
     Lease(const Lease&) = delete;
     Lease& operator=(const Lease&) = delete;
-    CURL* get() const { return handle_; }
+    CURL* get() const { return connection_.easy; }
+    CURLM* multi() const { return connection_.multi; }
 
    private:
     Impl& owner_;
-    CURL* handle_;
+    Connection connection_;
   };
+
+  // Runs the transfer set up on `lease` until it ends or `stop` is requested; the multi
+  // interface lets another thread wake the transfer at once when it is cancelled.
+  Transfer perform(const Lease& lease, std::stop_token stop) {
+    Transfer transfer;
+    curl_multi_add_handle(lease.multi(), lease.get());
+    {
+      std::stop_callback wake(stop, [multi = lease.multi()] { curl_multi_wakeup(multi); });
+      int running = 1;
+      while (running > 0) {
+        if (stop.stop_requested()) {
+          transfer.cancelled = true;
+          break;
+        }
+        if (curl_multi_perform(lease.multi(), &running) != CURLM_OK) {
+          transfer.result = CURLE_RECV_ERROR;
+          break;
+        }
+        if (running > 0) curl_multi_poll(lease.multi(), nullptr, 0, 1000, nullptr);
+      }
+      int queued = 0;
+      while (CURLMsg* message = curl_multi_info_read(lease.multi(), &queued)) {
+        if (message->msg == CURLMSG_DONE) transfer.result = message->data.result;
+      }
+    }
+    curl_multi_remove_handle(lease.multi(), lease.get());
+    curl_easy_getinfo(lease.get(), CURLINFO_RESPONSE_CODE, &transfer.status);
+    return transfer;
+  }
 
   std::string url(CURL* handle, std::string_view path, const Query& query) const {
     std::string text = access_.server + std::string(path);
@@ -205,23 +252,27 @@ class ApiClient::Impl {
   const ClientOptions& options() const { return options_; }
 
  private:
-  CURL* take_handle() {
+  Connection take_connection() {
     {
       std::lock_guard lock(pool_mutex_);
-      if (!idle_handles_.empty()) {
-        CURL* handle = idle_handles_.back();
-        idle_handles_.pop_back();
-        return handle;
+      if (!idle_connections_.empty()) {
+        const Connection connection = idle_connections_.back();
+        idle_connections_.pop_back();
+        return connection;
       }
     }
-    CURL* handle = curl_easy_init();
-    if (!handle) throw TransportError("cannot create a libcurl handle", 0);
-    return handle;
+    Connection connection{curl_easy_init(), curl_multi_init()};
+    if (!connection.easy || !connection.multi) {
+      curl_easy_cleanup(connection.easy);
+      curl_multi_cleanup(connection.multi);
+      throw TransportError("cannot create libcurl handles", 0);
+    }
+    return connection;
   }
 
-  void give_back(CURL* handle) {
+  void give_back(const Connection& connection) {
     std::lock_guard lock(pool_mutex_);
-    idle_handles_.push_back(handle);
+    idle_connections_.push_back(connection);
   }
 
   void configure_tls(CURL* handle) const {
@@ -274,7 +325,7 @@ class ApiClient::Impl {
   ClientOptions options_;
 
   std::mutex pool_mutex_;
-  std::vector<CURL*> idle_handles_;
+  std::vector<Connection> idle_connections_;
 
   std::mutex token_mutex_;
   bool token_read_ = false;
@@ -293,7 +344,8 @@ ApiClient::ApiClient(ClusterAccess access, ClientOptions options)
 ApiClient::~ApiClient() = default;
 
 Response ApiClient::request(std::string_view method, std::string_view path, const Query& query,
-                            const std::string& body, std::string_view content_type) {
+                            const std::string& body, std::string_view content_type,
+                            std::stop_token stop) {
   Impl::Lease handle(*impl_);
   HeaderList headers;
   const std::string url = impl_->url(handle.get(), path, query);
@@ -303,13 +355,19 @@ Response ApiClient::request(std::string_view method, std::string_view path, cons
                    static_cast<long>(impl_->options().request_timeout.count()));
   curl_easy_setopt(handle.get(), CURLOPT_WRITEFUNCTION, append_to_string);
   curl_easy_setopt(handle.get(), CURLOPT_WRITEDATA, &response.text);
-  const CURLcode result = curl_easy_perform(handle.get());
-  if (result != CURLE_OK) {
+  const Transfer transfer = impl_->perform(handle, stop);
+  if (transfer.cancelled) {
     impl_->count(method, 0);
-    throw TransportError(std::string(method) + " " + url + ": " + curl_easy_strerror(result),
-                         result);
+    throw TransportError(std::string(method) + " " + url + ": cancelled",
+                         CURLE_ABORTED_BY_CALLBACK);
   }
-  curl_easy_getinfo(handle.get(), CURLINFO_RESPONSE_CODE, &response.status);
+  if (transfer.result != CURLE_OK) {
+    impl_->count(method, 0);
+    throw TransportError(
+        std::string(method) + " " + url + ": " + curl_easy_strerror(transfer.result),
+        transfer.result);
+  }
+  response.status = transfer.status;
   impl_->count(method, response.status);
   if (response.status < 200 || response.status >= 300) {
     throw ApiError(response.status, std::string(method), std::string(path), response.text);
@@ -322,7 +380,8 @@ json ApiClient::get(const ResourceRef& ref, std::string_view name, std::string_v
   return request("GET", ref.object_path(name, subresource)).json;
 }
 
-ListResult ApiClient::list(const ResourceRef& ref, const ListOptions& options) {
+ListResult ApiClient::list(const ResourceRef& ref, const ListOptions& options,
+                           std::stop_token stop) {
   ListResult result;
   std::string continue_token;
   do {
@@ -333,7 +392,7 @@ ListResult ApiClient::list(const ResourceRef& ref, const ListOptions& options) {
       query.emplace_back("fieldSelector", options.field_selector);
     if (options.page_size > 0) query.emplace_back("limit", std::to_string(options.page_size));
     if (!continue_token.empty()) query.emplace_back("continue", continue_token);
-    json page = request("GET", ref.collection_path(), query).json;
+    json page = request("GET", ref.collection_path(), query, {}, {}, stop).json;
     if (!page.is_object()) {
       throw TransportError("GET " + ref.collection_path() + ": the answer is not a list", 0);
     }
@@ -439,36 +498,11 @@ WatchEnd ApiClient::watch(const ResourceRef& ref, std::string_view resource_vers
   curl_easy_setopt(handle.get(), CURLOPT_WRITEFUNCTION, WatchStream::on_data);
   curl_easy_setopt(handle.get(), CURLOPT_WRITEDATA, &stream);
 
-  // The multi interface lets another thread wake the transfer at once when it is cancelled.
-  CURLM* multi = curl_multi_init();
-  if (!multi) throw TransportError("cannot create a libcurl multi handle", 0);
-  curl_multi_add_handle(multi, handle.get());
-  CURLcode result = CURLE_OK;
-  bool cancelled = false;
-  {
-    std::stop_callback wake(stop, [multi] { curl_multi_wakeup(multi); });
-    int running = 1;
-    while (running > 0) {
-      if (stop.stop_requested()) {
-        cancelled = true;
-        break;
-      }
-      const CURLMcode polled = curl_multi_perform(multi, &running);
-      if (polled != CURLM_OK) {
-        result = CURLE_RECV_ERROR;
-        break;
-      }
-      if (running > 0) curl_multi_poll(multi, nullptr, 0, 1000, nullptr);
-    }
-    int queued = 0;
-    while (CURLMsg* message = curl_multi_info_read(multi, &queued)) {
-      if (message->msg == CURLMSG_DONE) result = message->data.result;
-    }
-  }
-  curl_multi_remove_handle(multi, handle.get());
-  curl_multi_cleanup(multi);
+  const Transfer transfer = impl_->perform(handle, stop);
+  const CURLcode result = transfer.result;
+  const bool cancelled = transfer.cancelled;
 
-  const long status = stream.response_code();
+  const long status = transfer.status;
   impl_->count("WATCH", cancelled && status == 0 ? 0 : status);
   if (stream.failure) std::rethrow_exception(stream.failure);
   if (stream.stopped_by_callback) return WatchEnd::kStoppedByCallback;

@@ -102,7 +102,8 @@ enum class WatchEnd {
   kCancelled,
 };
 
-/// Requests counted by method and HTTP status; status 0 counts transport failures.
+/// Requests counted by method ("GET", "POST", ...; watches count as "WATCH") and HTTP status;
+/// status 0 counts transport failures and cancelled requests.
 struct RequestCountKey {
   std::string method;
   long status = 0;
@@ -110,9 +111,9 @@ struct RequestCountKey {
 };
 using RequestStats = std::map<RequestCountKey, std::uint64_t>;
 
-/// A thread-safe client of one API server. Each calling thread uses its own libcurl handle, kept
-/// for HTTP/1.1 keep-alive. Non-2xx answers throw ApiError; failures without an answer throw
-/// TransportError.
+/// A thread-safe client of one API server. Each request takes a libcurl handle from a pool (one
+/// per concurrent caller) and gives it back with its HTTP/1.1 connection kept alive. Non-2xx
+/// answers throw ApiError; failures without an answer throw TransportError.
 class ApiClient {
  public:
   /// Prepares a client; connects lazily on the first request.
@@ -125,17 +126,21 @@ class ApiClient {
   const ClusterAccess& access() const noexcept { return access_; }
 
   /// Sends `method` to `path` (beginning with '/') with `query` and `body` (sent with
-  /// `content_type` when non-empty). Returns the 2xx answer; throws ApiError otherwise.
+  /// `content_type` when non-empty). Returns the 2xx answer; throws ApiError otherwise, and
+  /// TransportError when no answer came or `stop` was requested meanwhile (from any thread).
   Response request(std::string_view method, std::string_view path, const Query& query = {},
-                   const std::string& body = {},
-                   std::string_view content_type = "application/json");
+                   const std::string& body = {}, std::string_view content_type = "application/json",
+                   std::stop_token stop = {});
 
   /// GET one object (or its `subresource`, e.g. "status", "scale").
   nlohmann::json get(const ResourceRef& ref, std::string_view name,
                      std::string_view subresource = {});
 
   /// Lists all objects (every page), returning the items and the list's resourceVersion.
-  ListResult list(const ResourceRef& ref, const ListOptions& options = {});
+  /// `stop` aborts the listing (TransportError). A 410 while paging means the continue token
+  /// expired: list again.
+  ListResult list(const ResourceRef& ref, const ListOptions& options = {},
+                  std::stop_token stop = {});
 
   /// POSTs `object` to the collection; returns the created object.
   nlohmann::json create(const ResourceRef& ref, const nlohmann::json& object);
@@ -163,7 +168,7 @@ class ApiClient {
   /// Watches `ref` from `resource_version` (empty: from now, with the current state first as
   /// ADDED events), calling `on_event` for each event in order on this thread. Returns when the
   /// callback returns false, the server ends the stream, or `stop` is requested (from any
-  /// thread; the transfer is aborted within ~100 ms). An ERROR event throws
+  /// thread; the transfer is woken and aborted at once). An ERROR event throws
   /// ApiError::from_status (e.g. 410 Expired: is_gone()). Non-2xx answers throw ApiError,
   /// broken connections TransportError. Exceptions from `on_event` propagate.
   WatchEnd watch(const ResourceRef& ref, std::string_view resource_version,

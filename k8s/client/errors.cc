@@ -38,16 +38,20 @@ ApiError::ApiError(long code, std::string reason, std::string message, nlohmann:
 
 ApiError::ApiError(long code, const std::string& method, const std::string& path,
                    const std::string& body)
-    : ApiError(code, "", "", nullptr, method + " " + path) {
-  status_ = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (status_.is_discarded()) status_ = nullptr;
-  if (status_.is_object() && string_field(status_, "kind") == "Status") {
-    *this = ApiError(code, string_field(status_, "reason"), string_field(status_, "message"),
-                     status_, method + " " + path);
-  } else {
-    // Not a Status (a proxy's HTML page, plain text): keep the text as the message.
-    *this = ApiError(code, "", body.substr(0, 500), status_, method + " " + path);
+    : ApiError(code, parse_body(body), method + " " + path) {}
+
+ApiError::ApiError(long code, ParsedBody parsed, const std::string& where)
+    : ApiError(code, std::move(parsed.reason), std::move(parsed.message), std::move(parsed.status),
+               where) {}
+
+ApiError::ParsedBody ApiError::parse_body(const std::string& body) {
+  nlohmann::json status = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (status.is_discarded()) status = nullptr;
+  if (status.is_object() && string_field(status, "kind") == "Status") {
+    return {string_field(status, "reason"), string_field(status, "message"), status};
   }
+  // Not a Status (a proxy's HTML page, plain text): the start of the text is the message.
+  return {"", body.substr(0, 500), status};
 }
 
 ApiError ApiError::from_status(const nlohmann::json& status, const std::string& path) {

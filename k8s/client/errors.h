@@ -70,6 +70,13 @@ class ApiError : public ClientError {
   bool is_retryable() const noexcept { return code_ == 429 || code_ >= 500; }
 
  private:
+  struct ParsedBody {
+    std::string reason;
+    std::string message;
+    nlohmann::json status;
+  };
+  static ParsedBody parse_body(const std::string& body);
+  ApiError(long code, ParsedBody parsed, const std::string& where);
   ApiError(long code, std::string reason, std::string message, nlohmann::json status,
            const std::string& where);
 

@@ -132,16 +132,31 @@ void Informer::erase_locked(const std::string& key) {
   objects_.erase(it);
 }
 
+void Informer::notify(const char* what, const std::function<void()>& call) const {
+  // A failing handler must neither lose the other handlers' events nor stop the informer.
+  try {
+    call();
+  } catch (const std::exception& error) {
+    log_to(options_.log, LogLevel::kError,
+           "informer of " + options_.ref.plural + ": " + what + " handler failed: " + error.what());
+  } catch (...) {
+    log_to(options_.log, LogLevel::kError,
+           "informer of " + options_.ref.plural + ": " + what + " handler failed");
+  }
+}
+
 void Informer::notify_add(const json& object) const {
-  for (const auto& handler : add_handlers_) handler(object);
+  for (const auto& handler : add_handlers_) notify("add", [&] { handler(object); });
 }
 
 void Informer::notify_update(const json& old_object, const json& new_object) const {
-  for (const auto& handler : update_handlers_) handler(old_object, new_object);
+  for (const auto& handler : update_handlers_) {
+    notify("update", [&] { handler(old_object, new_object); });
+  }
 }
 
 void Informer::notify_delete(const json& object) const {
-  for (const auto& handler : delete_handlers_) handler(object);
+  for (const auto& handler : delete_handlers_) notify("delete", [&] { handler(object); });
 }
 
 void Informer::sleep_for(std::stop_token& stop, std::chrono::milliseconds delay) {
@@ -188,7 +203,7 @@ void Informer::relist(std::stop_token stop) {
   ListOptions list_options;
   list_options.label_selector = options_.label_selector;
   list_options.field_selector = options_.field_selector;
-  ListResult listed = client_.list(options_.ref, list_options);
+  ListResult listed = client_.list(options_.ref, list_options, stop);
   if (stop.stop_requested()) return;
 
   std::vector<json> added;

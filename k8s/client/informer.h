@@ -47,7 +47,8 @@ struct InformerOptions {
 
 /// Keeps a store of one resource's objects in step with the API server on a thread of its own.
 /// Register handlers before start(); they run on the informer's thread, one at a time, after the
-/// store has been updated, without any lock held (they may read the store).
+/// store has been updated, without any lock held (they may read the store). They should be quick
+/// (typically: add a key to a WorkQueue); one that throws is logged and the informer goes on.
 class Informer {
  public:
   using AddHandler = std::function<void(const nlohmann::json& object)>;
@@ -73,7 +74,7 @@ class Informer {
   /// Starts listing and watching on a background thread. Calling it twice is a logic error
   /// (std::logic_error).
   void start();
-  /// Stops the thread: cancels the running watch or backoff and joins. Idempotent.
+  /// Stops the thread: cancels the running list, watch or backoff wait and joins. Idempotent.
   void stop();
 
   /// True once the first list is in the store and its add handlers have run.
@@ -119,6 +120,7 @@ class Informer {
   void erase_locked(const std::string& key);
   std::string index_value(const nlohmann::json& object) const;
   void sleep_for(std::stop_token& stop, std::chrono::milliseconds delay);
+  void notify(const char* what, const std::function<void()>& call) const;
   void notify_add(const nlohmann::json& object) const;
   void notify_update(const nlohmann::json& old_object, const nlohmann::json& new_object) const;
   void notify_delete(const nlohmann::json& object) const;

@@ -32,9 +32,11 @@ struct LeaderElectionConfig {
   std::chrono::milliseconds retry_period{2'000};
   /// Clear holderIdentity on stop() while leading, so a successor takes over at once.
   bool release_on_stop = true;
-  /// Called on the elector's thread when this candidate becomes leader.
+  /// Called on the elector's thread when this candidate becomes leader. Must return promptly
+  /// (start the work on threads of its own): the lease is not renewed while it runs.
   std::function<void()> on_started_leading;
-  /// Called on the elector's thread when it stops leading (lost the lease, or stop()).
+  /// Called on the elector's thread when it stops leading (lost the lease, or stop()); the
+  /// elector then campaigns again unless stopped. Must return promptly.
   std::function<void()> on_stopped_leading;
   /// Called when the observed holder changes (with the new holder's identity; also our own).
   std::function<void(const std::string& identity)> on_new_leader;

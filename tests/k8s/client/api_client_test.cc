@@ -257,6 +257,44 @@ TEST_F(ApiClientTest, StatusErrorsBecomeApiErrors) {
   EXPECT_EQ(client.stats().at({"GET", 404}), 1u);
 }
 
+TEST_F(ApiClientTest, ConnectionsAreKeptAlive) {
+  std::vector<int> ports;
+  serve([&](const httplib::Request& request, httplib::Response& response) {
+    ports.push_back(request.remote_port);
+    response.set_content("{}", "application/json");
+  });
+  ApiClient client(server_->access());
+  for (int i = 0; i < 3; ++i) client.get(pods_ref("ns"), "p");
+  ASSERT_EQ(ports.size(), 3u);
+  EXPECT_EQ(ports[0], ports[1]);
+  EXPECT_EQ(ports[1], ports[2]);
+}
+
+TEST_F(ApiClientTest, RequestIsCancelledFromAnotherThread) {
+  std::promise<void> arrived;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  serve([&](const httplib::Request&, httplib::Response& response) {
+    arrived.set_value();
+    released.wait();
+    response.set_content("{}", "application/json");
+  });
+  ApiClient client(server_->access());
+  std::stop_source stop;
+  auto listing = std::async(std::launch::async,
+                            [&] { return client.list(pods_ref("ns"), {}, stop.get_token()); });
+  ASSERT_EQ(arrived.get_future().wait_for(10s), std::future_status::ready);
+  stop.request_stop();
+  ASSERT_EQ(listing.wait_for(10s), std::future_status::ready);
+  release.set_value();
+  try {
+    listing.get();
+    FAIL() << "no TransportError";
+  } catch (const TransportError& error) {
+    EXPECT_NE(std::string(error.what()).find("cancelled"), std::string::npos) << error.what();
+  }
+}
+
 TEST_F(ApiClientTest, UnreachableServerIsATransportError) {
   int port;
   {
