@@ -33,6 +33,8 @@ CONTROLLER_ACCOUNT = "fiber-controller"
 CONTEXT = "fiber-dev"
 START_TIMEOUT_S = 60.0
 STOP_GRACE_S = 10.0
+KILL_WAIT_S = 2.0
+NETWORK_CLEANUP_S = 5.0
 
 
 class ClusterError(Exception):
@@ -105,6 +107,9 @@ def stop_pid(pid: int, grace_s: float) -> None:
             send(signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+    deadline = time.monotonic() + KILL_WAIT_S
+    while pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 def own_lineage() -> set[int]:
@@ -442,6 +447,11 @@ def down(state_dir: str, quiet: bool = False) -> list[str]:
     for pid in processes_mentioning(state_dir):
         stop_pid(pid, 0.0)
     removed = netns.delete_cluster_network(cid)
+    # The kernel tears a namespace's veth down asynchronously: look again until it is gone.
+    deadline = time.monotonic() + NETWORK_CLEANUP_S
+    while netns.cluster_network_leftovers(cid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+        removed += netns.delete_cluster_network(cid)
     host_dirs = os.path.join(state_dir, "nodes", "host-dirs.txt")
     if os.path.exists(host_dirs):
         with open(host_dirs, encoding="utf-8") as handle:
