@@ -126,8 +126,12 @@ class Api:
         strategy = self.registry.strategy(info)
         items, metadata = list_objects(self.store, resource_key(info), namespace if info.namespaced else "",
                                        query, strategy.field_selectors)
-        return {"kind": info.list_kind, "apiVersion": info.api_version, "metadata": metadata,
-                "items": [self.output(info, obj) for obj in items]}
+        if info.crd is None:
+            # typed lists of the real server carry no kind/apiVersion on their items
+            shown = [{k: v for k, v in obj.items() if k not in ("kind", "apiVersion")} for obj in items]
+        else:
+            shown = [self.output(info, obj) for obj in items]
+        return {"kind": info.list_kind, "apiVersion": info.api_version, "metadata": metadata, "items": shown}
 
     # ---- create ----------------------------------------------------------------------------------
 

@@ -38,7 +38,7 @@ class Response:
     body: Any = None
     raw: bytes | None = None
     content_type: str = "application/json"
-    stream: Callable[[Writer], None] | None = None
+    stream: Callable[[Writer, Callable[[], bool]], None] | None = None   # (write, client_gone)
     warnings: list[str] = field(default_factory=list)
 
 
@@ -229,10 +229,13 @@ class App:
         return Response(201, self.api.create(info, namespace, document, ctx, body))
 
     def _log(self, info: ResourceInfo, namespace: str, name: str, query: dict[str, str]) -> Response:
-        chunks: Iterator[bytes] = subresources.pod_log(self.api, info, self.state_dir, namespace, name, query)
+        watcher: list[Callable[[], bool]] = [lambda: False]
+        chunks: Iterator[bytes] = subresources.pod_log(self.api, info, self.state_dir, namespace, name, query,
+                                                       lambda: watcher[0]())
         first = next(chunks, b"")          # errors (no container, not started) before the 200
 
-        def stream(write: Writer) -> None:
+        def stream(write: Writer, client_gone: Callable[[], bool]) -> None:
+            watcher[0] = client_gone
             if first:
                 write(first)
             for chunk in chunks:
@@ -266,9 +269,9 @@ class App:
             transform = as_version if any(v["name"] != info.version for v in info.crd["spec"]["versions"]) \
                 else None
 
-        def stream(write: Writer) -> None:
-            serve_watch(self.store, resource_key(info), info, selection, query, write, self.bookmark_interval,
-                        transform)
+        def stream(write: Writer, client_gone: Callable[[], bool]) -> None:
+            serve_watch(self.store, resource_key(info), info, selection, query, write, client_gone,
+                        self.bookmark_interval, transform)
 
         return Response(200, stream=stream)
 

@@ -5,6 +5,7 @@ watches and logs."""
 from __future__ import annotations
 
 import json
+import select
 import socket
 import ssl
 import sys
@@ -114,8 +115,13 @@ class Handler(BaseHTTPRequestHandler):
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                 self.wfile.flush()
 
+        def client_gone() -> bool:
+            # a watching client sends nothing more: a readable socket means it closed
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable)
+
         try:
-            response.stream(write)
+            response.stream(write, client_gone)
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError, socket.timeout, OSError):

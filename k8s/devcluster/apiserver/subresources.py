@@ -152,8 +152,9 @@ def log_path(state_dir: str, pod: dict[str, Any], container: str) -> str:
 
 
 def pod_log(api: Api, pods: ResourceInfo, state_dir: str, namespace: str, name: str,
-            query: dict[str, str]) -> Iterator[bytes]:
-    """The container's log as the node wrote it; with follow=true, new lines until the container ends."""
+            query: dict[str, str], client_gone: Callable[[], bool]) -> Iterator[bytes]:
+    """The container's log as the node wrote it; with follow=true, new lines until the container ends
+    or the client leaves."""
     pod = api.fetch(pods, namespace, name)
     spec = pod.get("spec") or {}
     names = [c.get("name") for c in spec.get("containers") or []]
@@ -182,6 +183,8 @@ def pod_log(api: Api, pods: ResourceInfo, state_dir: str, namespace: str, name: 
             if chunk:
                 yield chunk
                 continue
+            if client_gone():
+                return
             if _container_finished(api, pods, pod, container):
                 rest = handle.read()
                 if rest:

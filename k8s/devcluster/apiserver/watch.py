@@ -12,6 +12,7 @@ from .resource_info import ResourceInfo
 from .store import Event, ResourceKey, Store, encode_event
 
 DEFAULT_TIMEOUT_S = 1800.0
+_CLIENT_CHECK_S = 5.0          # how often an idle watch looks whether its client has gone
 
 Transform = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -41,10 +42,10 @@ def bookmark(info: ResourceInfo, rv: int) -> bytes:
 
 
 def serve_watch(store: Store, key: ResourceKey, info: ResourceInfo, selection: Filter, query: dict[str, str],
-                write: Callable[[bytes], None], bookmark_interval: float,
+                write: Callable[[bytes], None], client_gone: Callable[[], bool], bookmark_interval: float,
                 transform: Transform | None = None) -> None:
-    """Write watch lines through `write` until the timeout, the client leaving (write raises) or the
-    resource no longer being served."""
+    """Write watch lines through `write` until the timeout, the client leaving (write raises or
+    `client_gone` says so) or the resource no longer being served."""
     timeout = float(query["timeoutSeconds"]) if query.get("timeoutSeconds") else DEFAULT_TIMEOUT_S
     deadline = time.monotonic() + max(timeout, 0.0)
     with_bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
@@ -79,7 +80,8 @@ def serve_watch(store: Store, key: ResourceKey, info: ResourceInfo, selection: F
                 wake = min(deadline, next_bookmark) if with_bookmarks else deadline
                 if now >= wake:
                     break
-                resource.changed.wait(wake - now)
+                if not resource.changed.wait(min(wake - now, _CLIENT_CHECK_S)) and client_gone():
+                    return
             closed = resource.closed
             try:
                 events, seq = resource.events_since(seq)
