@@ -111,6 +111,8 @@ class PodWorker(threading.Thread):
         self.transitions: dict[str, tuple[str, str]] = {}
         self.start_time = ""
         self.last_posted: JSON | None = None
+        self.deadline = 0.0                       # activeDeadlineSeconds, as a monotonic time
+        self.failure: tuple[str, str] | None = None   # (reason, message) of a pod failed as a whole
         spec = pod.get("spec", {})
         self.restart_policy = spec.get("restartPolicy", "Always")
         self.slots = [ContainerSlot(c, True) for c in spec.get("initContainers") or []]
@@ -154,6 +156,8 @@ class PodWorker(threading.Thread):
             self._wait_for_deletion()
             return
         self.start_time = now_rfc3339()
+        if self.pod["spec"].get("activeDeadlineSeconds"):
+            self.deadline = time.monotonic() + float(self.pod["spec"]["activeDeadlineSeconds"])
         self._post_status()
         while not self.sandbox_ready:
             if self._deletion_requested():
@@ -170,6 +174,9 @@ class PodWorker(threading.Thread):
         while True:
             if self._deletion_requested():
                 self._finish_deletion()
+                return
+            if self._past_deadline():
+                self._end_for_deadline()
                 return
             self._refresh_token_if_due()
             self._start_due_containers()
@@ -190,9 +197,25 @@ class PodWorker(threading.Thread):
         moments = [slot.next_start for slot in self._active_slots() if slot.current is None and not slot.done]
         if self.token_expires:
             moments.append(self.token_expires - TOKEN_SECONDS * 0.2)
+        if self.deadline:
+            moments.append(self.deadline)
         if not moments:
             return None
         return max(0.05, min(moments) - time.monotonic())
+
+    def _past_deadline(self) -> bool:
+        return bool(self.deadline) and time.monotonic() >= self.deadline
+
+    def _end_for_deadline(self) -> None:
+        """spec.activeDeadlineSeconds passed: the containers are stopped and the pod fails."""
+        self.failure = ("DeadlineExceeded", "Pod was active on the node longer than the specified deadline")
+        self._event("Normal", "DeadlineExceeded", self.failure[1])
+        self._kill_all(float(self.pod["spec"].get("terminationGracePeriodSeconds", 30)))
+        for slot in self.slots:
+            slot.done = True
+        self._post_status()
+        self._remove_sandbox()
+        self._wait_for_deletion()
 
     def _deletion_requested(self) -> bool:
         return self.gone or self.stopping or bool(self.pod["metadata"].get("deletionTimestamp"))
@@ -320,6 +343,8 @@ class PodWorker(threading.Thread):
                 source = os.path.join(source, mount["subPath"])
             mounts.append({"source": source, "target": mount["mountPath"], "readOnly": bool(mount.get("readOnly"))})
             self._ensure_top_level_dir(mount["mountPath"])
+        if not self.pod["spec"].get("hostNetwork"):
+            mounts.append({"source": self._hosts_file(), "target": "/etc/hosts", "readOnly": False})
         if self._automount_token() and not any(m["target"].rstrip("/") == SERVICE_ACCOUNT_DIR for m in mounts):
             mounts.append({"source": os.path.join(volumes_dir, SERVICE_ACCOUNT_VOLUME), "target": SERVICE_ACCOUNT_DIR,
                            "readOnly": True})
@@ -384,7 +409,27 @@ class PodWorker(threading.Thread):
         volumes_dir = os.path.join(self.context.pod_dir(self.uid), "volumes")
         return VolumeWriter(self.client, self._pod_with_status(), volumes_dir, self.context.ca_file)
 
+    def _hosts_file(self) -> str:
+        return os.path.join(self.context.pod_dir(self.uid), "etc-hosts")
+
+    def _write_hosts_file(self) -> None:
+        """The pod's /etc/hosts as the kubelet writes it: localhost, the pod's own names, hostAliases."""
+        spec = self.pod["spec"]
+        hostname = spec.get("hostname") or self.name
+        lines = ["# Kubernetes-managed hosts file.", "127.0.0.1\tlocalhost",
+                 "::1\tlocalhost ip6-localhost ip6-loopback"]
+        if spec.get("subdomain"):
+            lines.append(f"{self.pod_ip}\t{hostname}.{spec['subdomain']}.{self.namespace}.svc.cluster.local\t{hostname}")
+        else:
+            lines.append(f"{self.pod_ip}\t{hostname}")
+        for alias in spec.get("hostAliases") or []:
+            lines.append(f"{alias.get('ip', '')}\t" + "\t".join(alias.get("hostnames") or []))
+        os.makedirs(os.path.dirname(self._hosts_file()), exist_ok=True)
+        with open(self._hosts_file(), "w", encoding="utf-8") as handle:
+            handle.write("\n".join(lines) + "\n")
+
     def _write_volumes(self) -> None:
+        self._write_hosts_file()
         self._volume_writer().write_all(self._automount_token())
         if self._automount_token():
             self.token_expires = time.monotonic() + TOKEN_SECONDS
@@ -443,6 +488,8 @@ class PodWorker(threading.Thread):
 
     # --- status --------------------------------------------------------------------------------
     def _phase(self) -> str:
+        if self.failure:
+            return "Failed"
         if not self.sandbox_ready:
             return "Pending"
         self._collect_exits()
@@ -523,6 +570,8 @@ class PodWorker(threading.Thread):
         if self.pod_ip:
             status["podIP"] = self.pod_ip
             status["podIPs"] = [{"ip": self.pod_ip}]
+        if self.failure:
+            status["reason"], status["message"] = self.failure
         if any(slot.init for slot in self.slots):
             status["initContainerStatuses"] = [self._container_status(slot) for slot in self.slots if slot.init]
         return status

@@ -253,6 +253,14 @@ def test_tty_gives_a_terminal_whose_output_reaches_the_log(context: NodeContext)
     assert open(log_path).read().split() == ["terminal"]
 
 
+def test_active_deadline_fails_the_pod(context: NodeContext) -> None:
+    worker, api = start(context, make_pod("late", [{"name": "main", "image": "x", "command": ["sleep", "60"]}],
+                                          activeDeadlineSeconds=1, terminationGracePeriodSeconds=1))
+    api.wait("Failed", lambda: api.phase() == "Failed", 15)
+    assert api.pod["status"]["reason"] == "DeadlineExceeded"
+    assert api.container()["state"]["terminated"]["exitCode"] == 143   # sleep ends on SIGTERM
+
+
 def test_node_shutdown_kills_the_processes_and_leaves_the_pod(context: NodeContext, tmp_path: Any) -> None:
     ready = tmp_path / "ready"
     worker, api = start(context, make_pod("victim", [{"name": "main", "image": "x",
@@ -296,7 +304,7 @@ def test_service_account_and_volumes_are_mounted(context: NodeContext, tmp_path:
     out = tmp_path / "seen"
     script = ("d=/var/run/secrets/kubernetes.io/serviceaccount; "
               f"{{ cat $d/token; echo; cat $d/namespace; echo; cat $d/ca.crt; cat /etc/cfg/mode; echo; "
-              f"echo scratch > /scratch/file && cat /scratch/file; hostname; }} > {out}")
+              f"echo scratch > /scratch/file && cat /scratch/file; hostname; grep -c mounts /etc/hosts; }} > {out}")
     pod = make_pod("mounts", [{"name": "main", "image": "x", "command": ["sh", "-c", script],
                                "volumeMounts": [{"name": "cfg", "mountPath": "/etc/cfg"},
                                                 {"name": "tmp", "mountPath": "/scratch"}]}],
@@ -310,7 +318,7 @@ def test_service_account_and_volumes_are_mounted(context: NodeContext, tmp_path:
     api.wait("Succeeded", lambda: api.phase() in ("Succeeded", "Failed"))
     assert api.phase() == "Succeeded", open(os.path.join(
         context.log_dir, f"team_mounts_{pod['metadata']['uid']}", "main.log")).read()
-    assert out.read_text().split() == ["token-for-mounts", "team", "CA-CERT", "fast", "scratch", "mounts"]
+    assert out.read_text().split() == ["token-for-mounts", "team", "CA-CERT", "fast", "scratch", "mounts", "1"]
     assert not os.path.exists("/run/secrets/kubernetes.io"), "the mount point leaked to the host"
     if not scratch_existed:
         os.rmdir("/scratch")
