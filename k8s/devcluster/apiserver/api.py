@@ -158,6 +158,7 @@ class Api:
                 meta["generation"] = 1
             strategy.prepare_create(self, info, obj)
             if info.crd is not None:
+                self._admit_custom_resource_create(info)
                 if "status" in info.subresources:
                     obj.pop("status", None)
                 obj, warnings = admit(info, obj, None, ctx.field_validation, None)
@@ -195,6 +196,13 @@ class Api:
             raise ApiError(403, "Forbidden", f'{info.group_resource} "{meta.get("name", "")}" is forbidden: '
                            f"unable to create new content in namespace {meta['namespace']} because it is being "
                            "terminated", {"name": meta.get("name", ""), "kind": info.plural})
+
+    def _admit_custom_resource_create(self, info: ResourceInfo) -> None:
+        assert info.crd is not None
+        crd = self.store.get(("apiextensions.k8s.io", "customresourcedefinitions"), "", info.crd["metadata"]["name"])
+        if crd is not None and crd["metadata"].get("deletionTimestamp"):
+            raise ApiError(405, "MethodNotAllowed", "create not allowed while custom resource definition is "
+                           "terminating")
 
     def _admit_service_account(self, info: ResourceInfo, pod: dict[str, Any]) -> None:
         """The ServiceAccount admission: a pod runs as an existing service account."""

@@ -7,8 +7,9 @@ from typing import Any
 
 from .custom import CustomResourceDefinitionStrategy, CustomResourceStrategy, crd_infos
 from .resource_info import ResourceInfo
-from .strategies import (EventStrategy, LeaseStrategy, NamespaceStrategy, NodeStrategy, PodStrategy,
-                         RoleBindingStrategy, RoleStrategy, SecretStrategy, ServiceStrategy, Strategy)
+from .strategies import (ConfigMapStrategy, EventStrategy, LeaseStrategy, NamespaceStrategy, NodeStrategy,
+                         PodStrategy, RoleBindingStrategy, RoleStrategy, SecretStrategy, ServiceStrategy,
+                         Strategy)
 
 _ALL = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 _NO_COLLECTION = ("create", "delete", "get", "list", "patch", "update", "watch")
@@ -63,7 +64,7 @@ class Registry:
         plain = Strategy()
         special: dict[str, Strategy] = {
             "namespaces": NamespaceStrategy(), "pods": PodStrategy(), "services": ServiceStrategy(service_cidr),
-            "secrets": SecretStrategy(), "events": EventStrategy(), "leases": LeaseStrategy(),
+            "secrets": SecretStrategy(), "configmaps": ConfigMapStrategy(), "events": EventStrategy(), "leases": LeaseStrategy(),
             "nodes": NodeStrategy(), "roles": RoleStrategy(), "clusterroles": RoleStrategy(),
             "rolebindings": RoleBindingStrategy(), "clusterrolebindings": RoleBindingStrategy(),
             "customresourcedefinitions": CustomResourceDefinitionStrategy(),

@@ -4,15 +4,15 @@ change, graceful deletion, field selectors. The generic flow is in api.py."""
 from __future__ import annotations
 
 import base64
-import copy
 import ipaddress
 import json
 import threading
 from typing import TYPE_CHECKING, Any, Callable
 
 from .errors import ApiError
+from .pod_validation import pod_spec_errors, pod_update_errors
 from .selectors import META_FIELDS, path_value
-from .validation import (Cause, dns1123_label_errors, duplicate, forbidden, invalid, required,
+from .validation import (Cause, config_key_errors, dns1123_label_errors, duplicate, invalid, required,
                          unsupported)
 
 if TYPE_CHECKING:
@@ -100,7 +100,7 @@ class PodStrategy(Strategy):
         spec = obj.get("spec")
         if not isinstance(spec, dict):
             return [required("spec")]
-        causes = _container_errors(spec)
+        causes = pod_spec_errors(spec)
         policy = spec.get("restartPolicy")
         if policy not in ("Always", "OnFailure", "Never"):
             causes.append(unsupported("spec.restartPolicy", policy, ["Always", "OnFailure", "Never"]))
@@ -109,7 +109,7 @@ class PodStrategy(Strategy):
             causes.append(invalid("spec.terminationGracePeriodSeconds", grace,
                                   "must be greater than or equal to 0"))
         if old is not None:
-            causes += _pod_update_errors(obj, old, self._MUTABLE_SPEC)
+            causes += pod_update_errors(obj, old, self._MUTABLE_SPEC)
         elif "nodeName" in spec and spec["nodeName"]:
             causes += [invalid("spec.nodeName", spec["nodeName"], e)
                        for e in dns1123_label_errors(spec["nodeName"].split(".")[0])]
@@ -153,73 +153,6 @@ def _qos_class(spec: dict[str, Any]) -> str:
                                               for k, v in (r.get("requests") or r["limits"]).items())
                      and set(r["limits"]) >= {"cpu", "memory"} for r in resources)
     return "Guaranteed" if guaranteed else "Burstable"
-
-
-def _container_errors(spec: dict[str, Any]) -> list[Cause]:
-    causes: list[Cause] = []
-    containers = spec.get("containers")
-    if not containers:
-        causes.append(required("spec.containers"))
-    seen: set[str] = set()
-    for group in ("initContainers", "containers"):
-        for index, container in enumerate(spec.get(group) or []):
-            path = f"spec.{group}[{index}]"
-            if not isinstance(container, dict):
-                causes.append(invalid(path, container, "must be an object"))
-                continue
-            name = container.get("name", "")
-            if not name:
-                causes.append(required(f"{path}.name"))
-            else:
-                causes += [invalid(f"{path}.name", name, e) for e in dns1123_label_errors(name)]
-                if name in seen:
-                    causes.append(duplicate(f"{path}.name", name))
-                seen.add(name)
-            if not container.get("image"):
-                causes.append(required(f"{path}.image"))
-            causes += _port_errors(path, container.get("ports") or [])
-            causes += _env_errors(path, container.get("env") or [])
-    return causes
-
-
-def _port_errors(path: str, ports: list[Any]) -> list[Cause]:
-    causes = []
-    for index, port in enumerate(ports):
-        number = port.get("containerPort") if isinstance(port, dict) else None
-        if not isinstance(number, int) or not 1 <= number <= 65535:
-            causes.append(invalid(f"{path}.ports[{index}].containerPort", number,
-                                  "must be between 1 and 65535, inclusive"))
-    return causes
-
-
-def _env_errors(path: str, env: list[Any]) -> list[Cause]:
-    causes = []
-    for index, var in enumerate(env):
-        if not isinstance(var, dict) or not var.get("name"):
-            causes.append(required(f"{path}.env[{index}].name"))
-        elif "value" in var and "valueFrom" in var:
-            causes.append(invalid(f"{path}.env[{index}].valueFrom", "",
-                                  "may not be specified when `value` is not empty"))
-    return causes
-
-
-def _pod_update_errors(obj: dict[str, Any], old: dict[str, Any], mutable: tuple[str, ...]) -> list[Cause]:
-    def masked(spec: dict[str, Any]) -> dict[str, Any]:
-        spec = copy.deepcopy(spec)
-        for key in mutable:
-            spec.pop(key, None)
-        for group in ("initContainers", "containers"):
-            for container in spec.get(group) or []:
-                if isinstance(container, dict):
-                    container.pop("image", None)
-        return spec
-
-    if masked(obj.get("spec") or {}) != masked(old.get("spec") or {}):
-        return [forbidden("spec", "pod updates may not change fields other than `spec.containers[*].image`,"
-                          "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` "
-                          "(only additions to existing tolerations),`spec.terminationGracePeriodSeconds` "
-                          "(allow it to be set to 1 if it was previously negative)")]
-    return []
 
 
 class ServiceStrategy(Strategy):
@@ -268,13 +201,20 @@ class ServiceStrategy(Strategy):
         ports = spec.get("ports") or []
         if not ports and spec.get("clusterIP") != "None" and spec.get("type") != "ExternalName":
             causes.append(required("spec.ports"))
+        seen_names: set[str] = set()
         for index, port in enumerate(ports):
             number = port.get("port") if isinstance(port, dict) else None
             if not isinstance(number, int) or not 1 <= number <= 65535:
                 causes.append(invalid(f"spec.ports[{index}].port", number,
                                       "must be between 1 and 65535, inclusive"))
-            if len(ports) > 1 and isinstance(port, dict) and not port.get("name"):
+            name = port.get("name", "") if isinstance(port, dict) else ""
+            if len(ports) > 1 and not name:
                 causes.append(required(f"spec.ports[{index}].name"))
+            elif name:
+                causes += [invalid(f"spec.ports[{index}].name", name, e) for e in dns1123_label_errors(name)]
+                if name in seen_names:
+                    causes.append(duplicate(f"spec.ports[{index}].name", name))
+                seen_names.add(name)
         if old is not None and (old.get("spec") or {}).get("clusterIP") != spec.get("clusterIP"):
             causes.append(invalid("spec.clusterIPs[0]", spec.get("clusterIP"),
                                   "may not change once set"))
@@ -301,7 +241,7 @@ class SecretStrategy(Strategy):
 
     def validate(self, api: Api, info: ResourceInfo, obj: dict[str, Any],
                  old: dict[str, Any] | None) -> list[Cause]:
-        causes = []
+        causes = data_key_errors(obj)
         for key, value in (obj.get("data") or {}).items():
             try:
                 base64.b64decode(value, validate=True)
@@ -310,6 +250,25 @@ class SecretStrategy(Strategy):
         if old is not None and old.get("type") != obj.get("type"):
             causes.append(invalid("type", obj.get("type"), "field is immutable"))
         return causes
+
+
+class ConfigMapStrategy(Strategy):
+    def validate(self, api: Api, info: ResourceInfo, obj: dict[str, Any],
+                 old: dict[str, Any] | None) -> list[Cause]:
+        causes = data_key_errors(obj)
+        binary = obj.get("binaryData") or {}
+        for key in set(obj.get("data") or {}) & set(binary):
+            causes.append(invalid("data", key, "duplicate of key present in binaryData"))
+        return causes
+
+
+def data_key_errors(obj: dict[str, Any]) -> list[Cause]:
+    """Keys of a ConfigMap's or Secret's data must be usable as file names."""
+    causes: list[Cause] = []
+    for field in ("data", "binaryData"):
+        for key in obj.get(field) or {}:
+            causes += [invalid(f"{field}[{key}]", key, e) for e in config_key_errors(key)]
+    return causes
 
 
 class EventStrategy(Strategy):

@@ -88,6 +88,16 @@ def label_value_errors(value: str) -> list[str]:
                            "or 'my_value',  or '12345'")
 
 
+def config_key_errors(key: str) -> list[str]:
+    """Errors of a ConfigMap or Secret key."""
+    errors = _pattern_errors(key, 253, r"[-._a-zA-Z0-9]+",
+                             "a valid config key must consist of alphanumeric characters, '-', '_' or '.' "
+                             "(e.g. 'key.name',  or 'KEY_NAME',  or 'key-name'")
+    if key in (".", "..") or key.startswith(".."):
+        errors.append(f"must not be '{key}'" if key in (".", "..") else "must not start with '..'")
+    return errors
+
+
 def label_key_errors(key: str) -> list[str]:
     """Errors of a qualified name (label and annotation keys): optional DNS prefix, then a name."""
     prefix, _, name = key.rpartition("/")

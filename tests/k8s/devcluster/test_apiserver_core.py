@@ -144,6 +144,31 @@ def test_pod_validation_defaults_and_admission(apiserver: ApiServerProcess) -> N
     assert response.status_code == 422 and "pod updates may not change fields" in response.json()["message"]
 
 
+def test_pod_volumes_mounts_and_host_names_are_checked(apiserver: ApiServerProcess) -> None:
+    ns = apiserver.namespace("core-volumes")
+    path = f"/api/v1/namespaces/{ns}/pods"
+    good = pod("v")
+    good["spec"].update(hostname="v", subdomain="job", volumes=[{"name": "config", "configMap": {"name": "c"}}])
+    good["spec"]["containers"][0]["volumeMounts"] = [{"name": "config", "mountPath": "/etc/fiber"}]
+    apiserver.ok(apiserver.post(path, good), 201)
+    bad = pod("w")
+    bad["spec"]["subdomain"] = "Not_A_Label"
+    bad["spec"]["containers"][0]["volumeMounts"] = [{"name": "missing", "mountPath": "/x"}]
+    message = apiserver.post(path, bad).json()["message"]
+    assert 'spec.containers[0].volumeMounts[0].name: Not found: "missing"' in message
+    assert 'spec.subdomain: Invalid value: "Not_A_Label"' in message
+
+
+def test_config_keys_and_service_port_names_are_checked(apiserver: ApiServerProcess) -> None:
+    ns = apiserver.namespace("core-keys")
+    response = apiserver.post(f"/api/v1/namespaces/{ns}/configmaps", {"metadata": {"name": "k"},
+                                                                      "data": {"bad/key": "x"}})
+    assert response.status_code == 422 and "a valid config key must consist of" in response.json()["message"]
+    response = apiserver.post(f"/api/v1/namespaces/{ns}/services", {"metadata": {"name": "s"}, "spec": {
+        "ports": [{"name": "a", "port": 1}, {"name": "a", "port": 2}]}})
+    assert response.status_code == 422 and 'spec.ports[1].name: Duplicate value: "a"' in response.json()["message"]
+
+
 def test_services_get_cluster_ips_and_keep_headless(apiserver: ApiServerProcess) -> None:
     ns = apiserver.namespace("core-services")
     path = f"/api/v1/namespaces/{ns}/services"

@@ -95,3 +95,17 @@ def test_deleting_a_crd_removes_its_objects_and_its_resource(apiserver_with) -> 
     assert list(events) == []          # the resource is no longer served: its watch ends
     server.wait_gone(f"{CRDS}/{WIDGET_CRD['metadata']['name']}")
     assert server.get(path).status_code == 404
+
+
+def test_a_terminating_crd_takes_no_new_objects(apiserver_with) -> None:
+    server: ApiServerProcess = apiserver_with()
+    install_widget_crd(server)
+    path = WIDGETS.format(ns="default")
+    held = dict(widget("held"), metadata={"name": "held", "finalizers": ["example.com/hold"]})
+    server.ok(server.post(path, held), 201)
+    crd = server.ok(server.delete(f"{CRDS}/{WIDGET_CRD['metadata']['name']}"))
+    assert crd["metadata"]["deletionTimestamp"]
+    refused = server.post(path, widget("late"))
+    assert refused.status_code == 405 and "terminating" in refused.json()["message"]
+    server.ok(server.patch(f"{path}/held", {"metadata": {"finalizers": None}}))
+    server.wait_gone(f"{CRDS}/{WIDGET_CRD['metadata']['name']}")
