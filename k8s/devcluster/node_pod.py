@@ -20,6 +20,7 @@ from .kube import JSON, KubeClient, KubeError, core_path, make_event, pod_path
 from .netns import NetworkError, PodNetwork
 from .node_env import (SERVICE_ACCOUNT_DIR, ObjectReader, PodConfigError, container_environment,
                        expand_references)
+from .node_probes import ProbeState, probes_of, run_probe
 from .node_process import ContainerProcess, LaunchSpec, now_rfc3339
 from .node_volumes import SERVICE_ACCOUNT_VOLUME, TOKEN_SECONDS, VolumeWriter
 
@@ -86,6 +87,20 @@ class ContainerSlot:
     waiting_message: str = ""
     next_start: float = 0.0
     done: bool = False                # ended and will not run again
+    probes: dict[str, ProbeState] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    kill_deadline: float = 0.0        # a probe asked for its end: SIGKILL when this passes
+
+    @property
+    def started(self) -> bool:
+        """Running, and past its startup probe if it has one."""
+        startup = self.probes.get("startupProbe")
+        return self.current is not None and (startup is None or startup.passed)
+
+    @property
+    def ready(self) -> bool:
+        readiness = self.probes.get("readinessProbe")
+        return self.started and not self.init and (readiness is None or readiness.passed)
 
     @property
     def name(self) -> str:
@@ -180,6 +195,7 @@ class PodWorker(threading.Thread):
                 return
             self._refresh_token_if_due()
             self._start_due_containers()
+            self._run_due_probes()
             self._post_status()
             if self._phase() in ("Succeeded", "Failed"):
                 self._remove_sandbox()
@@ -195,6 +211,11 @@ class PodWorker(threading.Thread):
 
     def _next_wakeup(self) -> float | None:
         moments = [slot.next_start for slot in self._active_slots() if slot.current is None and not slot.done]
+        for slot in self.slots:
+            if slot.current is not None:
+                moments += [probe.next_at for probe in slot.probes.values()]
+                if slot.kill_deadline:
+                    moments.append(slot.kill_deadline)
         if self.token_expires:
             moments.append(self.token_expires - TOKEN_SECONDS * 0.2)
         if self.deadline:
@@ -263,6 +284,9 @@ class PodWorker(threading.Thread):
             self._record_start_failure(slot, "StartError", str(error))
             return
         slot.current = process
+        slot.env = launch.env
+        slot.kill_deadline = 0.0
+        slot.probes = {} if slot.init else probes_of(slot.spec)
         slot.waiting_reason = slot.waiting_message = ""
         self._event("Normal", "Started", f"Started container {slot.name}")
 
@@ -360,6 +384,41 @@ class PodWorker(threading.Thread):
         with self.context.lock, open(os.path.join(self.context.state_dir, "host-dirs.txt"), "a",
                                      encoding="utf-8") as handle:
             handle.write(top + "\n")
+
+    # --- probes ----------------------------------------------------------------------------------
+    def _run_due_probes(self) -> None:
+        now = time.monotonic()
+        for slot in self.slots:
+            if slot.current is None or not slot.current.running:
+                continue
+            if slot.kill_deadline:
+                if now >= slot.kill_deadline:
+                    slot.current.signal_group(signal.SIGKILL)
+                continue
+            startup = slot.probes.get("startupProbe")
+            starting = startup is not None and not startup.passed
+            kinds = ["startupProbe"] if starting else ["livenessProbe", "readinessProbe"]
+            for kind in kinds:
+                probe = slot.probes.get(kind)
+                if probe is None or probe.next_at > now:
+                    continue
+                ok, message = run_probe(probe.spec, slot.spec, self.pod_ip, slot.current.process.pid,
+                                        self.network.netns if self.network else None, self.context.private_mounts,
+                                        slot.env)
+                probe.record(ok, message)
+                label = kind[: -len("Probe")].capitalize()
+                if not ok:
+                    self._event("Warning", "Unhealthy", f"{label} probe failed: {message}")
+                if kind != "readinessProbe" and probe.failed_out:
+                    self._kill_for_probe(slot, label)
+                    break
+
+    def _kill_for_probe(self, slot: ContainerSlot, label: str) -> None:
+        """A failed liveness or startup probe: the container is stopped (SIGTERM, the grace period,
+        SIGKILL) and restarted as its restartPolicy says."""
+        self._event("Normal", "Killing", f"Container {slot.name} failed {label.lower()} probe, will be restarted")
+        slot.current.signal_group(signal.SIGTERM)
+        slot.kill_deadline = time.monotonic() + float(self.pod["spec"].get("terminationGracePeriodSeconds", 30))
 
     # --- sandbox -------------------------------------------------------------------------------
     def _create_sandbox(self) -> None:
@@ -522,8 +581,7 @@ class PodWorker(threading.Thread):
     def _container_status(self, slot: ContainerSlot) -> JSON:
         spec = slot.spec
         status: JSON = {"name": slot.name, "image": spec.get("image", ""), "imageID": "",
-                        "ready": slot.current is not None and not slot.init, "restartCount": slot.restart_count,
-                        "started": slot.current is not None}
+                        "ready": slot.ready, "restartCount": slot.restart_count, "started": slot.started}
         if slot.current is not None:
             status["containerID"] = f"devcluster://{self.uid}/{slot.name}/{slot.restart_count}"
             status["state"] = {"running": {"startedAt": slot.current.started_at}}
@@ -547,7 +605,7 @@ class PodWorker(threading.Thread):
     def _status(self) -> JSON:
         phase = self._phase()
         app = [slot for slot in self.slots if not slot.init]
-        unready = [slot.name for slot in app if slot.current is None]
+        unready = [slot.name for slot in app if not slot.ready]
         initialized = not any(slot.init and not slot.done for slot in self.slots)
         terminal = phase in ("Succeeded", "Failed")
         current = self.pod.get("status", {}).get("conditions") or []

@@ -261,6 +261,44 @@ def test_active_deadline_fails_the_pod(context: NodeContext) -> None:
     assert api.container()["state"]["terminated"]["exitCode"] == 143   # sleep ends on SIGTERM
 
 
+def test_readiness_probes_exec_and_tcp(context: NodeContext, tmp_path: Any) -> None:
+    flag = tmp_path / "ready-now"
+    port = 7000 + os.getpid() % 1000
+    server = f"import socket, time; time.sleep(0.5); s = socket.create_server(('127.0.0.1', {port})); time.sleep(60)"
+    containers = [
+        {"name": "file", "image": "x", "command": ["sleep", "60"],
+         "readinessProbe": {"exec": {"command": ["test", "-e", str(flag)]}, "periodSeconds": 1}},
+        {"name": "port", "image": "x", "command": [PYTHON, "-c", server], "ports": [{"name": "web", "containerPort": port}],
+         "readinessProbe": {"tcpSocket": {"port": "web"}, "periodSeconds": 1}},
+    ]
+    worker, api = start(context, make_pod("probed", containers, terminationGracePeriodSeconds=1))
+
+    def ready(name: str) -> bool:
+        return any(c["name"] == name and c["ready"] for c in api.pod.get("status", {}).get("containerStatuses") or [])
+    api.wait("port ready", lambda: ready("port"))
+    assert not ready("file")
+    conditions = {c["type"]: c for c in api.pod["status"]["conditions"]}
+    assert conditions["Ready"]["status"] == "False" and "file" in conditions["Ready"]["message"]
+    flag.touch()
+    api.wait("file ready", lambda: ready("file"))
+    api.wait("pod Ready", lambda: any(c["type"] == "Ready" and c["status"] == "True"
+                                      for c in api.pod["status"]["conditions"]))
+    request_deletion(worker, api, 1)
+    api.wait("deletion", lambda: bool(api.deleted))
+
+
+def test_failing_liveness_probe_restarts_the_container(context: NodeContext) -> None:
+    containers = [{"name": "main", "image": "x", "command": ["sleep", "60"],
+                   "livenessProbe": {"exec": {"command": ["false"]}, "periodSeconds": 1, "failureThreshold": 1}}]
+    worker, api = start(context, make_pod("sick", containers, restartPolicy="Always",
+                                          terminationGracePeriodSeconds=1))
+    api.wait("a restart", lambda: api.container().get("restartCount", 0) >= 1, 30)
+    assert api.container()["lastState"]["terminated"]["exitCode"] == 143
+    assert any(e["reason"] == "Killing" and "failed liveness probe" in e["message"] for e in api.events)
+    request_deletion(worker, api, 1)
+    api.wait("deletion", lambda: bool(api.deleted))
+
+
 def test_node_shutdown_kills_the_processes_and_leaves_the_pod(context: NodeContext, tmp_path: Any) -> None:
     ready = tmp_path / "ready"
     worker, api = start(context, make_pod("victim", [{"name": "main", "image": "x",
