@@ -287,6 +287,8 @@ class PodWorker(threading.Thread):
         slot.env = launch.env
         slot.kill_deadline = 0.0
         slot.probes = {} if slot.init else probes_of(slot.spec)
+        if not self._run_hook(slot, "postStart", float(self.pod["spec"].get("terminationGracePeriodSeconds", 30))):
+            self._kill_container(slot)
         slot.waiting_reason = slot.waiting_message = ""
         self._event("Normal", "Started", f"Started container {slot.name}")
 
@@ -417,8 +419,29 @@ class PodWorker(threading.Thread):
         """A failed liveness or startup probe: the container is stopped (SIGTERM, the grace period,
         SIGKILL) and restarted as its restartPolicy says."""
         self._event("Normal", "Killing", f"Container {slot.name} failed {label.lower()} probe, will be restarted")
+        self._kill_container(slot)
+
+    def _kill_container(self, slot: ContainerSlot) -> None:
+        """SIGTERM now, SIGKILL once the pod's grace period has passed (checked by the loop)."""
         slot.current.signal_group(signal.SIGTERM)
         slot.kill_deadline = time.monotonic() + float(self.pod["spec"].get("terminationGracePeriodSeconds", 30))
+
+    def _run_hook(self, slot: ContainerSlot, hook: str, timeout_s: float) -> bool:
+        """Runs the container's postStart or preStop handler (exec, httpGet, tcpSocket or sleep);
+        False, with a Failed...Hook event, when it fails."""
+        handler = (slot.spec.get("lifecycle") or {}).get(hook)
+        if not handler or slot.current is None or slot.current.process is None:
+            return True
+        if "sleep" in handler:
+            self._wait(min(timeout_s, float(handler["sleep"].get("seconds", 0))))
+            return True
+        ok, message = run_probe(dict(handler, timeoutSeconds=timeout_s), slot.spec, self.pod_ip,
+                                slot.current.process.pid, self.network.netns if self.network else None,
+                                self.context.private_mounts, slot.env)
+        if not ok:
+            reason = "FailedPostStartHook" if hook == "postStart" else "FailedPreStopHook"
+            self._event("Warning", reason, f"{hook} hook of container {slot.name} failed: {message}")
+        return ok
 
     # --- sandbox -------------------------------------------------------------------------------
     def _create_sandbox(self) -> None:
@@ -530,9 +553,12 @@ class PodWorker(threading.Thread):
     def _kill_all(self, grace_s: float) -> None:
         """SIGTERM to every running container's process group, SIGKILL to what is left after grace_s."""
         running = [slot for slot in self.slots if slot.current is not None]
+        deadline = time.monotonic() + grace_s
+        for slot in running:
+            if slot.current.running and not self.stopping:
+                self._run_hook(slot, "preStop", max(1.0, deadline - time.monotonic()))
         for slot in running:
             slot.current.signal_group(signal.SIGTERM)
-        deadline = time.monotonic() + grace_s
         while any(slot.current.running for slot in running) and time.monotonic() < deadline:
             self._wait(min(0.2, max(0.0, deadline - time.monotonic())))
         for slot in running:

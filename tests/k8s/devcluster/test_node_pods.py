@@ -229,6 +229,19 @@ def test_delete_sends_sigterm_that_a_trap_sees(context: NodeContext, tmp_path: A
     assert open(os.path.join(log_dir, "main.log")).read().startswith("ready")
 
 
+def test_pre_stop_hook_runs_before_sigterm(context: NodeContext, tmp_path: Any) -> None:
+    record, ready = tmp_path / "record", tmp_path / "ready"
+    script = f"trap 'echo term >> {record}; exit 0' TERM; touch {ready}; while true; do sleep 0.1; done"
+    container = {"name": "main", "image": "x", "command": ["bash", "-c", script],
+                 "lifecycle": {"preStop": {"exec": {"command": ["sh", "-c", f"echo pre-stop >> {record}"]}},
+                               "postStart": {"exec": {"command": ["sh", "-c", f"echo post-start >> {record}"]}}}}
+    worker, api = start(context, make_pod("hooked", [container]))
+    wait_for_file(ready)
+    request_deletion(worker, api, 10)
+    api.wait("deletion", lambda: bool(api.deleted))
+    assert record.read_text().split() == ["post-start", "pre-stop", "term"]
+
+
 def test_delete_kills_one_that_ignores_sigterm_after_the_grace_period(context: NodeContext, tmp_path: Any) -> None:
     ready = tmp_path / "ready"
     script = f"trap '' TERM; touch {ready}; while true; do sleep 0.1; done"
