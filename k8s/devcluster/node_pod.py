@@ -20,8 +20,9 @@ from .kube import JSON, KubeClient, KubeError, core_path, make_event, pod_path
 from .netns import NetworkError, PodNetwork
 from .node_env import (SERVICE_ACCOUNT_DIR, ObjectReader, PodConfigError, container_environment,
                        expand_references)
-from .node_probes import ProbeState, probes_of, run_probe
+from .node_probes import probes_of, run_probe
 from .node_process import ContainerProcess, LaunchSpec, now_rfc3339
+from .node_status import ConditionClock, ContainerSlot, container_status, pod_conditions
 from .node_volumes import SERVICE_ACCOUNT_VOLUME, TOKEN_SECONDS, VolumeWriter
 
 RESTART_BACKOFF_BASE_S = 1.0
@@ -74,39 +75,6 @@ class NodeContext:
         return os.path.join(self.state_dir, "pids", "pods")
 
 
-@dataclass
-class ContainerSlot:
-    """What the node knows of one container of the pod across its runs."""
-
-    spec: JSON
-    init: bool
-    restart_count: int = 0
-    current: ContainerProcess | None = None
-    last: ContainerProcess | None = None
-    waiting_reason: str = "ContainerCreating"
-    waiting_message: str = ""
-    next_start: float = 0.0
-    done: bool = False                # ended and will not run again
-    probes: dict[str, ProbeState] = field(default_factory=dict)
-    env: dict[str, str] = field(default_factory=dict)
-    kill_deadline: float = 0.0        # a probe asked for its end: SIGKILL when this passes
-
-    @property
-    def started(self) -> bool:
-        """Running, and past its startup probe if it has one."""
-        startup = self.probes.get("startupProbe")
-        return self.current is not None and (startup is None or startup.passed)
-
-    @property
-    def ready(self) -> bool:
-        readiness = self.probes.get("readinessProbe")
-        return self.started and not self.init and (readiness is None or readiness.passed)
-
-    @property
-    def name(self) -> str:
-        return self.spec.get("name", "")
-
-
 class PodWorker(threading.Thread):
     """Drives one pod from its arrival on the node to its deletion."""
 
@@ -123,7 +91,7 @@ class PodWorker(threading.Thread):
         self.network: PodNetwork | None = None
         self.sandbox_ready = False
         self.token_expires = 0.0
-        self.transitions: dict[str, tuple[str, str]] = {}
+        self.clock = ConditionClock()
         self.start_time = ""
         self.last_posted: JSON | None = None
         self.deadline = 0.0                       # activeDeadlineSeconds, as a monotonic time
@@ -591,73 +559,22 @@ class PodWorker(threading.Thread):
             return "Running"
         return "Pending"
 
-    def _condition(self, kind: str, status: bool, reason: str = "", message: str = "") -> JSON:
-        value = "True" if status else "False"
-        previous = self.transitions.get(kind)
-        if previous is None or previous[0] != value:
-            self.transitions[kind] = (value, now_rfc3339())
-        condition: JSON = {"type": kind, "status": value, "lastProbeTime": None,
-                           "lastTransitionTime": self.transitions[kind][1]}
-        if reason:
-            condition["reason"] = reason
-        if message:
-            condition["message"] = message
-        return condition
-
-    def _container_status(self, slot: ContainerSlot) -> JSON:
-        spec = slot.spec
-        status: JSON = {"name": slot.name, "image": spec.get("image", ""), "imageID": "",
-                        "ready": slot.ready, "restartCount": slot.restart_count, "started": slot.started}
-        if slot.current is not None:
-            status["containerID"] = f"devcluster://{self.uid}/{slot.name}/{slot.restart_count}"
-            status["state"] = {"running": {"startedAt": slot.current.started_at}}
-        elif slot.done and slot.last is not None:
-            status["containerID"] = f"devcluster://{self.uid}/{slot.name}/{slot.restart_count}"
-            terminated = slot.last.terminated_state()
-            if slot.waiting_reason in ("NoCommand", "StartError") and terminated["exitCode"] == 128:
-                terminated.update(reason=slot.waiting_reason, message=slot.waiting_message)
-            status["state"] = {"terminated": terminated}
-        else:
-            waiting: JSON = {"reason": slot.waiting_reason or "PodInitializing"}
-            if slot.waiting_message:
-                waiting["message"] = slot.waiting_message
-            status["state"] = {"waiting": waiting}
-        if slot.last is not None and not (slot.done and slot.current is None):
-            status["lastState"] = {"terminated": slot.last.terminated_state()}
-        else:
-            status["lastState"] = {}
-        return status
-
     def _status(self) -> JSON:
         phase = self._phase()
-        app = [slot for slot in self.slots if not slot.init]
-        unready = [slot.name for slot in app if not slot.ready]
-        initialized = not any(slot.init and not slot.done for slot in self.slots)
-        terminal = phase in ("Succeeded", "Failed")
         current = self.pod.get("status", {}).get("conditions") or []
-        scheduled = next((c for c in current if c.get("type") == "PodScheduled"), None) \
-            or self._condition("PodScheduled", True)
-        ready_reason, ready_message = ("PodCompleted", "") if terminal else (
-            ("ContainersNotReady", f"containers with unready status: [{' '.join(unready)}]") if unready else ("", ""))
-        conditions = [
-            self._condition("PodReadyToStartContainers", self.sandbox_ready and not terminal),
-            self._condition("Initialized", initialized, "PodCompleted" if terminal and initialized else "",
-                            "" if initialized else "containers with incomplete status: ["
-                            + " ".join(s.name for s in self.slots if s.init and not s.done) + "]"),
-            self._condition("Ready", not unready, ready_reason, ready_message),
-            self._condition("ContainersReady", not unready, ready_reason, ready_message),
-            scheduled,
-        ]
-        status: JSON = {"phase": phase, "conditions": conditions, "hostIP": self.context.host_ip,
-                        "hostIPs": [{"ip": self.context.host_ip}], "startTime": self.start_time,
-                        "containerStatuses": [self._container_status(slot) for slot in app]}
+        scheduled = next((c for c in current if c.get("type") == "PodScheduled"), None)
+        status: JSON = {"phase": phase,
+                        "conditions": pod_conditions(self.clock, self.slots, phase, self.sandbox_ready, scheduled),
+                        "hostIP": self.context.host_ip, "hostIPs": [{"ip": self.context.host_ip}],
+                        "startTime": self.start_time,
+                        "containerStatuses": [container_status(slot, self.uid) for slot in self.slots if not slot.init]}
         if self.pod_ip:
             status["podIP"] = self.pod_ip
             status["podIPs"] = [{"ip": self.pod_ip}]
         if self.failure:
             status["reason"], status["message"] = self.failure
         if any(slot.init for slot in self.slots):
-            status["initContainerStatuses"] = [self._container_status(slot) for slot in self.slots if slot.init]
+            status["initContainerStatuses"] = [container_status(slot, self.uid) for slot in self.slots if slot.init]
         return status
 
     def _post_status(self) -> None:
