@@ -57,6 +57,43 @@ def tolerates(pod: JSON, taint: JSON) -> bool:
     return False
 
 
+def expression_matches(expression: JSON, values_of: dict[str, str]) -> bool:
+    """One nodeSelectorRequirement (In, NotIn, Exists, DoesNotExist, Gt, Lt)."""
+    key, operator = expression.get("key", ""), expression.get("operator", "")
+    values = expression.get("values") or []
+    present = key in values_of
+    if operator == "In":
+        return present and values_of[key] in values
+    if operator == "NotIn":
+        return not present or values_of[key] not in values
+    if operator == "Exists":
+        return present
+    if operator == "DoesNotExist":
+        return not present
+    if operator in ("Gt", "Lt") and present and values:
+        try:
+            have, bound = int(values_of[key]), int(values[0])
+        except ValueError:
+            return False
+        return have > bound if operator == "Gt" else have < bound
+    return False
+
+
+def matches_node_affinity(pod: JSON, node: JSON) -> bool:
+    """requiredDuringSchedulingIgnoredDuringExecution: any term matches when all its label
+    expressions and field expressions (metadata.name) do."""
+    required = (((pod.get("spec", {}).get("affinity") or {}).get("nodeAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    terms = required.get("nodeSelectorTerms") or []
+    if not terms:
+        return True
+    labels = node.get("metadata", {}).get("labels") or {}
+    fields = {"metadata.name": node.get("metadata", {}).get("name", "")}
+    return any(all(expression_matches(e, labels) for e in term.get("matchExpressions") or [])
+               and all(expression_matches(e, fields) for e in term.get("matchFields") or [])
+               for term in terms)
+
+
 def misfit(pod: JSON, node: JSON, pods_on_node: list[JSON]) -> str:
     """Why the pod does not fit the node, worded as the scheduler's filters do; empty if it fits."""
     if node.get("spec", {}).get("unschedulable"):
@@ -67,9 +104,10 @@ def misfit(pod: JSON, node: JSON, pods_on_node: list[JSON]) -> str:
         if taint.get("effect") in ("NoSchedule", "NoExecute") and not tolerates(pod, taint):
             return f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value', '')}}}"
     labels = node.get("metadata", {}).get("labels") or {}
-    for key, value in (pod.get("spec", {}).get("nodeSelector") or {}).items():
-        if labels.get(key) != value:
-            return "node(s) didn't match Pod's node affinity/selector"
+    selector_matches = all(labels.get(key) == value
+                           for key, value in (pod.get("spec", {}).get("nodeSelector") or {}).items())
+    if not selector_matches or not matches_node_affinity(pod, node):
+        return "node(s) didn't match Pod's node affinity/selector"
     allocatable = node.get("status", {}).get("allocatable") or {}
     if len(pods_on_node) + 1 > int(parse_quantity(allocatable.get("pods", "110"))):
         return "Too many pods"

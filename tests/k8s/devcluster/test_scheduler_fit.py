@@ -45,6 +45,23 @@ def test_resources_selector_and_readiness() -> None:
     assert misfit(pod("c", cpu="600m"), nodes[0], [pod("d", cpu="500m")]) == "Insufficient cpu"
 
 
+def test_required_node_affinity() -> None:
+    nodes = [node("node-1", labels={"zone": "a", "slots": "4"}), node("node-2", labels={"zone": "b", "slots": "16"})]
+    def affine(*expressions: dict[str, Any], fields: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        term: dict[str, Any] = {"matchExpressions": list(expressions)}
+        if fields:
+            term["matchFields"] = fields
+        return pod("a", affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [term]}}})
+    assert choose_node(affine({"key": "zone", "operator": "In", "values": ["b"]}), nodes, {})[0] == "node-2"
+    assert choose_node(affine({"key": "slots", "operator": "Gt", "values": ["8"]}), nodes, {})[0] == "node-2"
+    assert choose_node(affine({"key": "zone", "operator": "NotIn", "values": ["b"]}), nodes, {})[0] == "node-1"
+    assert choose_node(affine(fields=[{"key": "metadata.name", "operator": "In", "values": ["node-2"]}]),
+                       nodes, {})[0] == "node-2"
+    assert choose_node(affine({"key": "gpu", "operator": "Exists"}), nodes, {}) == (
+        "", "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.")
+
+
 def test_taints_need_tolerations() -> None:
     tainted = node("node-1", taints=[{"key": "gpu", "value": "yes", "effect": "NoSchedule"}])
     assert misfit(pod("a"), tainted, []) == "node(s) had untolerated taint {gpu: yes}"
