@@ -36,6 +36,8 @@ class HttpEndpoint {
   void start();
   /// The bound port (after start()).
   int port() const { return port_; }
+  /// "host:port" as bound (after start()).
+  std::string address() const { return host_ + ":" + std::to_string(port_); }
   /// Stops serving and joins the thread. Idempotent.
   void stop();
 

@@ -163,6 +163,9 @@ int run(const Flags& flags) {
     });
     health->start();
     if (metrics_endpoint) metrics_endpoint->start();
+    log_to(log, LogLevel::kInfo, "serving /healthz and /readyz on " + health->address());
+    log_to(log, LogLevel::kInfo,
+           "serving /metrics on " + (metrics_endpoint ? metrics_endpoint : health)->address());
   } catch (const std::invalid_argument& error) {
     std::cerr << "fiber-controller: " << error.what() << "\n";
     return 2;

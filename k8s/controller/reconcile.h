@@ -70,7 +70,8 @@ struct ReconcilePlan {
   bool read_name_service_log = false;
 };
 
-/// Decides what to do for `job` given `observed` (the rules are listed in k8s/controller/README.md).
+/// Decides what to do for `job` given `observed` (the rules are listed in
+/// k8s/controller/README.md).
 ReconcilePlan reconcile(const JobSpec& job, const ObservedState& observed,
                         const ReconcileSettings& settings);
 

@@ -1,0 +1,284 @@
+"""fiber-controller against the API server stand-in, without nodes: the test plays the nodes by
+writing pod phases through /status and the name service's log into the stand-in's log folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+import requests
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+PYTHON = REPO_ROOT / ".venv" / "bin" / "python"
+CRD = REPO_ROOT / "k8s" / "config" / "crd" / "bases" / "fibermpi.io_fiberjobs.yaml"
+WAIT_S = 20.0
+URI = "123456.0;tcp://10.244.1.5:40123"
+JOBS = "/apis/fibermpi.io/v1alpha1/namespaces/default/fiberjobs"
+PODS = "/api/v1/namespaces/default/pods"
+
+
+def controller_binary() -> Path:
+    """The fiber-controller built in FIBER_BUILD_DIR (or named by FIBER_CONTROLLER)."""
+    explicit = os.environ.get("FIBER_CONTROLLER")
+    if explicit:
+        return Path(explicit)
+    return Path(os.environ.get("FIBER_BUILD_DIR", REPO_ROOT / "build")) / "k8s" / "controller" / "fiber-controller"
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float = WAIT_S) -> Any:
+    """Polls `check` until it returns something truthy; fails naming `what` after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+class Cluster:
+    """The stand-in: its URL and state folder, with helpers that play the nodes."""
+
+    def __init__(self, url: str, state_dir: Path):
+        self.url = url
+        self.state_dir = state_dir
+        self.http = requests.Session()
+
+    def call(self, method: str, path: str, body: Any = None, content_type: str = "application/json",
+             expect: tuple[int, ...] = (200, 201)) -> Any:
+        """Sends a request; returns its JSON body after checking its status."""
+        data = json.dumps(body) if body is not None else None
+        response = self.http.request(method, self.url + path, data=data, timeout=10,
+                                     headers={"Content-Type": content_type})
+        assert response.status_code in expect, f"{method} {path}: {response.status_code} {response.text}"
+        return response.json()
+
+    def pods(self) -> dict[str, dict[str, Any]]:
+        """The pods of namespace default by name."""
+        return {pod["metadata"]["name"]: pod for pod in self.call("GET", PODS)["items"]}
+
+    def job(self, name: str) -> dict[str, Any]:
+        return self.call("GET", f"{JOBS}/{name}")
+
+    def status(self, name: str) -> dict[str, Any]:
+        return self.job(name).get("status") or {}
+
+    def condition(self, name: str, kind: str) -> dict[str, Any]:
+        for condition in self.status(name).get("conditions", []):
+            if condition["type"] == kind:
+                return condition
+        return {}
+
+    def events(self) -> list[tuple[str, str]]:
+        return [(event["reason"], event["message"])
+                for event in self.call("GET", "/api/v1/namespaces/default/events")["items"]]
+
+    def set_phase(self, pod_name: str, phase: str, exit_code: int | None = None, log: str | None = None) -> None:
+        """Plays the node: the pod reaches `phase` (Running means ready), optionally with a log."""
+        pod = self.pods()[pod_name]
+        if log is not None:
+            container = pod["spec"]["containers"][0]["name"]
+            meta = pod["metadata"]
+            folder = self.state_dir / "logs" / f"{meta['namespace']}_{meta['name']}_{meta['uid']}"
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"{container}.log").write_text(log)
+        status = pod.setdefault("status", {})
+        status["phase"] = phase
+        status["conditions"] = [{"type": "Ready", "status": "True" if phase == "Running" else "False"}]
+        if exit_code is not None:
+            status["containerStatuses"] = [{"name": "c", "state": {"terminated": {"exitCode": exit_code}}}]
+        self.call("PUT", f"{PODS}/{pod_name}/status", pod)
+
+    def create_job(self, name: str, replicas: int, **run_policy: Any) -> None:
+        container = {"name": "main", "image": "fibermpi/runtime:0.1.0", "command": ["sleep", "600"]}
+        self.call("POST", JOBS, {
+            "apiVersion": "fibermpi.io/v1alpha1", "kind": "FiberJob",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"launcher": {"template": {"spec": {"containers": [container]}}},
+                     "workers": {"template": {"spec": {"containers": [container]}},
+                                 "replicas": replicas, "maxReplicas": 4},
+                     "runPolicy": run_policy}})
+
+
+class Controller:
+    """One fiber-controller process and its log."""
+
+    def __init__(self, kubeconfig: Path, log_path: Path, identity: str):
+        self.log_path = log_path
+        self.log_file = open(log_path, "w")
+        self.process = subprocess.Popen(
+            [str(controller_binary()), "--kubeconfig", str(kubeconfig), "--identity", identity,
+             "--health-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0",
+             "--lease-duration", "3", "--renew-deadline", "2", "--retry-period", "1"],
+            stdout=self.log_file, stderr=subprocess.STDOUT)
+        self.metrics_url = "http://" + wait_for(f"{identity} to serve /metrics", lambda: self._address("/metrics"))
+
+    def _address(self, what: str) -> str | None:
+        assert self.process.poll() is None, self.log_path.read_text()
+        match = re.search(rf"serving {what} on (\S+)", self.log_path.read_text())
+        return match.group(1) if match else None
+
+    def leads(self) -> bool:
+        metrics = requests.get(self.metrics_url + "/metrics", timeout=5).text
+        return "\nfiber_controller_leader 1\n" in metrics
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        code = self.process.wait(timeout=10)
+        self.log_file.close()
+        return code
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    port_file = tmp_path / "port"
+    state_dir = tmp_path / "state"
+    state_dir.mkdir()
+    process = subprocess.Popen(
+        [str(PYTHON), "-m", "k8s.devcluster.apiserver", "--insecure", "--port", "0",
+         "--port-file", str(port_file), "--state-dir", str(state_dir)],
+        cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=open(tmp_path / "apiserver.log", "w"))
+    try:
+        port = wait_for("the API server's port", lambda: port_file.exists() and port_file.read_text().strip())
+        result = Cluster(f"http://127.0.0.1:{port}", state_dir)
+        result.call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                    yaml.safe_load(CRD.read_text()))
+        result.call("POST", "/api/v1/namespaces", {"metadata": {"name": "fiber-system"}})
+        wait_for("the FiberJob resource", lambda: result.http.get(result.url + JOBS, timeout=5).status_code == 200)
+        yield result
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+@pytest.fixture
+def kubeconfig(cluster: Cluster, tmp_path: Path) -> Path:
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "dev",
+        "clusters": [{"name": "dev", "cluster": {"server": cluster.url}}],
+        "users": [{"name": "admin", "user": {}}],
+        "contexts": [{"name": "dev", "context": {"cluster": "dev", "user": "admin"}}]}))
+    return path
+
+
+@pytest.fixture
+def controller(kubeconfig: Path, tmp_path: Path) -> Iterator[Controller]:
+    running = Controller(kubeconfig, tmp_path / "controller.log", "c1")
+    yield running
+    assert running.stop() == 0
+
+
+def start_job(cluster: Cluster, name: str, replicas: int, **run_policy: Any) -> None:
+    """Creates a job and brings its name service, launcher and workers to Running."""
+    cluster.create_job(name, replicas, **run_policy)
+    wait_for("the name-service pod", lambda: f"{name}-nameservice" in cluster.pods())
+    cluster.set_phase(f"{name}-nameservice", "Running", log=f"starting\n{URI}\n")
+    expected = {f"{name}-launcher"} | {f"{name}-worker-{i}" for i in range(replicas)}
+    wait_for("the launcher and the workers", lambda: expected <= set(cluster.pods()))
+    for pod in sorted(expected):
+        cluster.set_phase(pod, "Running")
+    wait_for("phase Running", lambda: cluster.status(name).get("phase") == "Running")
+
+
+def test_job_runs_replaces_a_lost_worker_and_fails_with_the_launchers_code(
+        cluster: Cluster, controller: Controller) -> None:
+    cluster.create_job("pi", 2)
+    wait_for("the Service", lambda: cluster.http.get(cluster.url + "/api/v1/namespaces/default/services/pi",
+                                                     timeout=5).status_code == 200)
+    wait_for("Created", lambda: cluster.condition("pi", "Created").get("status") == "True")
+    assert set(cluster.pods()) == {"pi-nameservice"}
+
+    cluster.set_phase("pi-nameservice", "Running", log=f"starting\n{URI}\n")
+    wait_for("the URI in the status", lambda: cluster.status("pi").get("nameService", {}).get("uri") == URI)
+    wait_for("the launcher and 2 workers",
+             lambda: set(cluster.pods()) == {"pi-nameservice", "pi-launcher", "pi-worker-0", "pi-worker-1"})
+    worker = cluster.pods()["pi-worker-1"]
+    env = {variable["name"]: variable for variable in worker["spec"]["containers"][0]["env"]}
+    assert env["FIBER_NAME_SERVICE_URI"]["value"] == URI
+    assert env["FIBER_K8S_WORKER_INDEX"]["value"] == "1"
+    assert worker["metadata"]["ownerReferences"][0]["controller"] is True
+    for pod in ("pi-launcher", "pi-worker-0", "pi-worker-1"):
+        cluster.set_phase(pod, "Running")
+    wait_for("phase Running", lambda: cluster.status("pi").get("phase") == "Running")
+    assert cluster.status("pi")["workers"]["ready"] == 2
+
+    lost_uid = cluster.pods()["pi-worker-1"]["metadata"]["uid"]
+    cluster.call("DELETE", f"{PODS}/pi-worker-1")
+    wait_for("a replacement worker",
+             lambda: cluster.pods().get("pi-worker-1", {}).get("metadata", {}).get("uid") not in (None, lost_uid))
+    wait_for("the replacement counted", lambda: cluster.status("pi").get("workerReplacements") == 1)
+    assert cluster.condition("pi", "Degraded")["reason"] == "WorkerLost"
+    assert any(reason == "WorkerLost" for reason, _ in cluster.events())
+
+    cluster.set_phase("pi-launcher", "Failed", exit_code=3)
+    wait_for("phase Failed", lambda: cluster.status("pi").get("phase") == "Failed")
+    assert cluster.condition("pi", "Failed")["message"] == "launcher exited with code 3"
+    wait_for("running pods cleaned up", lambda: set(cluster.pods()) == {"pi-launcher"})
+
+
+def test_scale_down_deletes_the_named_worker_only(cluster: Cluster, controller: Controller) -> None:
+    start_job(cluster, "sc", 3)
+    cluster.call("PATCH", f"{JOBS}/sc", {"spec": {"workers": {"replicas": 1, "workersToDelete": ["sc-worker-1"]}}},
+                 content_type="application/merge-patch+json")
+    wait_for("the named worker gone", lambda: "sc-worker-1" not in cluster.pods())
+    wait_for("ScaleDownWaiting", lambda: cluster.condition("sc", "WorkersReady").get("reason") == "ScaleDownWaiting")
+    assert {"sc-worker-0", "sc-worker-2"} <= set(cluster.pods())
+
+
+def test_finished_job_is_deleted_after_its_ttl(cluster: Cluster, controller: Controller) -> None:
+    start_job(cluster, "ttl", 1, ttlSecondsAfterFinished=1)
+    cluster.set_phase("ttl-launcher", "Succeeded", exit_code=0)
+    wait_for("the job deleted",
+             lambda: cluster.http.get(cluster.url + f"{JOBS}/ttl", timeout=5).status_code == 404)
+
+
+def test_restarted_controller_creates_nothing_twice(cluster: Cluster, kubeconfig: Path, tmp_path: Path) -> None:
+    first = Controller(kubeconfig, tmp_path / "first.log", "first")
+    start_job(cluster, "rs", 2)
+    uids = {name: pod["metadata"]["uid"] for name, pod in cluster.pods().items()}
+    assert first.stop(signal.SIGKILL) == -signal.SIGKILL
+    second = Controller(kubeconfig, tmp_path / "second.log", "second")
+    wait_for("the second controller to lead", second.leads)
+    cluster.call("PATCH", f"{JOBS}/rs", {"spec": {"workers": {"replicas": 3}}},
+                 content_type="application/merge-patch+json")
+    wait_for("a third worker", lambda: "rs-worker-2" in cluster.pods())
+    after = cluster.pods()
+    assert {name: after[name]["metadata"]["uid"] for name in uids} == uids
+    assert "created" not in (tmp_path / "second.log").read_text().replace("created Pod rs-worker-2", "")
+    assert second.stop() == 0
+
+
+def test_two_controllers_one_leader_and_sigterm_hands_over(cluster: Cluster, kubeconfig: Path,
+                                                           tmp_path: Path) -> None:
+    one = Controller(kubeconfig, tmp_path / "one.log", "one")
+    wait_for("one to lead", one.leads)
+    two = Controller(kubeconfig, tmp_path / "two.log", "two")
+    cluster.create_job("le", 1)
+    wait_for("the name-service pod", lambda: "le-nameservice" in cluster.pods())
+    assert not two.leads()
+    assert "job=default/le" not in (tmp_path / "two.log").read_text()
+    started = time.monotonic()
+    assert one.stop() == 0
+    assert time.monotonic() - started < 5
+    lease = cluster.call("GET", "/apis/coordination.k8s.io/v1/namespaces/fiber-system/leases/fiber-controller")
+    assert lease["spec"].get("holderIdentity") in ("", None, "two")
+    wait_for("two to lead", two.leads)
+    assert two.stop() == 0
+
+
+def test_bad_kubeconfig_is_refused_with_exit_status_2(tmp_path: Path) -> None:
+    result = subprocess.run([str(controller_binary()), "--kubeconfig", str(tmp_path / "missing")],
+                            capture_output=True, text=True, timeout=10)
+    assert result.returncode == 2
+    assert "missing" in result.stderr
