@@ -89,27 +89,31 @@ def log_tail(state_dir: str, name: str, lines: int = 15) -> str:
         return ""
 
 
-def stop_pid(pid: int, grace_s: float) -> None:
-    """SIGTERM to the process's group, SIGKILL after grace_s."""
-    if pid <= 0 or not pid_alive(pid):
-        return
-    for send in (lambda sig: os.killpg(pid, sig), lambda sig: os.kill(pid, sig)):
+def signal_group_or_process(pid: int, signal_number: int) -> None:
+    for send in (os.killpg, os.kill):
         try:
-            send(signal.SIGTERM)
-            break
+            send(pid, signal_number)
+            return
         except (ProcessLookupError, PermissionError):
             continue
-    deadline = time.monotonic() + grace_s
-    while pid_alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    for send in (lambda sig: os.killpg(pid, sig), lambda sig: os.kill(pid, sig)):
-        try:
-            send(signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    deadline = time.monotonic() + KILL_WAIT_S
-    while pid_alive(pid) and time.monotonic() < deadline:
+
+
+def wait_gone(pids: list[int], timeout_s: float) -> None:
+    """Polls until the processes are gone (they are not our children: no wait() applies)."""
+    deadline = time.monotonic() + timeout_s
+    while any(pid_alive(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.02)
+
+
+def stop_pids(pids: list[int], grace_s: float) -> None:
+    """SIGTERM to each process's group, SIGKILL to what is left after grace_s."""
+    alive = [pid for pid in pids if pid > 0 and pid_alive(pid)]
+    for pid in alive:
+        signal_group_or_process(pid, signal.SIGTERM)
+    wait_gone(alive, grace_s)
+    for pid in alive:
+        signal_group_or_process(pid, signal.SIGKILL)
+    wait_gone(alive, KILL_WAIT_S)
 
 
 def own_lineage() -> set[int]:
@@ -433,19 +437,19 @@ def down(state_dir: str, quiet: bool = False) -> list[str]:
     state_dir = os.path.realpath(state_dir)
     record = read_record(state_dir)
     cid = record.get("cluster_id") or netns.cluster_id(state_dir)
-    order = ["controller", *sorted(record.get("nodes") or [
-        os.path.basename(p)[: -len(".pid")] for p in glob.glob(os.path.join(state_dir, "pids", "node-*.pid"))]),
-        "scheduler", "apiserver"]
-    for name in order:
-        pid_file = os.path.join(state_dir, "pids", f"{name}.pid")
-        stop_pid(read_pid(pid_file), STOP_GRACE_S)
-        if os.path.exists(pid_file):
-            os.unlink(pid_file)
-    for pid_file in glob.glob(os.path.join(state_dir, "nodes", "pids", "pods", "*")):
-        stop_pid(read_pid(pid_file), 0.0)
+    nodes = sorted(record.get("nodes") or [
+        os.path.basename(p)[: -len(".pid")] for p in glob.glob(os.path.join(state_dir, "pids", "node-*.pid"))])
+    for tier in (["controller"], nodes, ["scheduler"], ["apiserver"]):   # nodes stop together
+        pid_files = [os.path.join(state_dir, "pids", f"{name}.pid") for name in tier]
+        stop_pids([read_pid(path) for path in pid_files], STOP_GRACE_S)
+        for pid_file in pid_files:
+            if os.path.exists(pid_file):
+                os.unlink(pid_file)
+    pod_pid_files = glob.glob(os.path.join(state_dir, "nodes", "pids", "pods", "*"))
+    stop_pids([read_pid(path) for path in pod_pid_files], 0.0)
+    for pid_file in pod_pid_files:
         os.unlink(pid_file)
-    for pid in processes_mentioning(state_dir):
-        stop_pid(pid, 0.0)
+    stop_pids(processes_mentioning(state_dir), 0.0)
     removed = netns.delete_cluster_network(cid)
     # The kernel tears a namespace's veth down asynchronously: look again until it is gone.
     deadline = time.monotonic() + NETWORK_CLEANUP_S
