@@ -151,6 +151,15 @@ class KubeClient:
                 if line:
                     yield json.loads(line)
 
+    def follow_log(self, namespace: str, name: str, container: str = "", timeout_s: float = 60.0) -> Iterator[str]:
+        """A pod's log lines as they are written (`kubectl logs -f`), until the container ends."""
+        params = {"follow": "true", **({"container": container} if container else {})}
+        response = self._send("GET", pod_path(namespace, name, "log"), params=params, stream=True,
+                              timeout=(self.timeout_s, timeout_s))
+        with response:
+            for line in response.iter_lines():
+                yield line.decode("utf-8", "replace")
+
     def watch_changes(self, path: str, resource_version: str, **options: Any) -> Iterator[tuple[str, JSON]]:
         """Watch events as (type, object), bookmarks included (their object carries the version to
         resume from); an ERROR event is raised as KubeError (410 Expired: the caller relists)."""

@@ -142,11 +142,11 @@ def test_delete_with_grace_sigterm_then_sigkill(cluster: tuple[str, KubeClient],
 
 
 def wait_for_log(client: KubeClient, name: str, text: str, timeout_s: float = 30) -> None:
-    """The log endpoint has no watch here (no follow), so the test polls it briefly."""
-    deadline = time.monotonic() + timeout_s
-    while text not in pod_log(client, name):
-        assert time.monotonic() < deadline, f"{name} never logged {text!r}"
-        time.sleep(0.05)
+    """Follows the pod's log (`kubectl logs -f`) until a line says `text`."""
+    for line in client.follow_log(NAMESPACE, name, timeout_s=timeout_s):
+        if text in line:
+            return
+    raise AssertionError(f"{name} ended without logging {text!r}")
 
 
 def test_pods_reach_each_other_by_pod_ip(cluster: tuple[str, KubeClient]) -> None:
