@@ -22,6 +22,7 @@ from k8s.devcluster.kube import KubeClient, client_from_kubeconfig, pod_path, wa
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 DEV_CLUSTER = os.path.join(REPO, "scripts", "dev-cluster")
 KUBECTL = "/usr/lib/google-cloud-sdk/bin/kubectl.1.33"
+KUBECTL_OLDEST = "/usr/lib/google-cloud-sdk/bin/kubectl.1.27"
 PYTHON = sys.executable
 NAMESPACE = "default"
 
@@ -71,11 +72,12 @@ def pod_log(client: KubeClient, name: str) -> str:
 def test_nodes_are_ready_and_kubectl_sees_them(cluster: tuple[str, KubeClient]) -> None:
     state_dir, client = cluster
     env = dict(os.environ, KUBECONFIG=os.path.join(state_dir, "kubeconfig"))
-    nodes = subprocess.run([KUBECTL, "get", "nodes"], capture_output=True, text=True, env=env, timeout=60)
-    assert nodes.returncode == 0, nodes.stderr
-    lines = nodes.stdout.splitlines()
-    assert lines[0].split()[:2] == ["NAME", "STATUS"]
-    assert sorted(line.split()[:2] for line in lines[1:]) == [["node-1", "Ready"], ["node-2", "Ready"]]
+    for kubectl in (KUBECTL, KUBECTL_OLDEST):
+        nodes = subprocess.run([kubectl, "get", "nodes"], capture_output=True, text=True, env=env, timeout=60)
+        assert nodes.returncode == 0, nodes.stderr
+        lines = nodes.stdout.splitlines()
+        assert lines[0].split()[:2] == ["NAME", "STATUS"]
+        assert sorted(line.split()[:2] for line in lines[1:]) == [["node-1", "Ready"], ["node-2", "Ready"]]
     lease = client.get("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/node-1")
     assert lease["spec"]["holderIdentity"] == "node-1"
     name = unique("wide")
