@@ -117,7 +117,15 @@ struct WatchStream {
 struct Transfer {
   CURLcode result = CURLE_OK;
   bool cancelled = false;
-  long status = 0;  // HTTP status, 0 when no answer came
+  long status = 0;      // HTTP status, 0 when no answer came
+  std::string details;  // libcurl's own account of a failure (e.g. which certificate check failed)
+
+  // "<curl's error text>: <details>", for messages.
+  std::string failure() const {
+    std::string text = curl_easy_strerror(result);
+    if (!details.empty() && details != text) text += ": " + details;
+    return text;
+  }
 };
 
 std::size_t append_to_string(char* data, std::size_t, std::size_t size, void* target) {
@@ -167,6 +175,8 @@ class ApiClient::Impl {
   // interface lets another thread wake the transfer at once when it is cancelled.
   Transfer perform(const Lease& lease, std::stop_token stop) {
     Transfer transfer;
+    char details[CURL_ERROR_SIZE] = "";
+    curl_easy_setopt(lease.get(), CURLOPT_ERRORBUFFER, details);
     curl_multi_add_handle(lease.multi(), lease.get());
     {
       std::stop_callback wake(stop, [multi = lease.multi()] { curl_multi_wakeup(multi); });
@@ -189,6 +199,8 @@ class ApiClient::Impl {
     }
     curl_multi_remove_handle(lease.multi(), lease.get());
     curl_easy_getinfo(lease.get(), CURLINFO_RESPONSE_CODE, &transfer.status);
+    curl_easy_setopt(lease.get(), CURLOPT_ERRORBUFFER, nullptr);
+    transfer.details = details;
     return transfer;
   }
 
@@ -363,9 +375,8 @@ Response ApiClient::request(std::string_view method, std::string_view path, cons
   }
   if (transfer.result != CURLE_OK) {
     impl_->count(method, 0);
-    throw TransportError(
-        std::string(method) + " " + url + ": " + curl_easy_strerror(transfer.result),
-        transfer.result);
+    throw TransportError(std::string(method) + " " + url + ": " + transfer.failure(),
+                         transfer.result);
   }
   response.status = transfer.status;
   impl_->count(method, response.status);
@@ -508,7 +519,7 @@ WatchEnd ApiClient::watch(const ResourceRef& ref, std::string_view resource_vers
   if (stream.stopped_by_callback) return WatchEnd::kStoppedByCallback;
   if (cancelled) return WatchEnd::kCancelled;
   if (result != CURLE_OK) {
-    throw TransportError("watch " + url + ": " + curl_easy_strerror(result), result);
+    throw TransportError("watch " + url + ": " + transfer.failure(), result);
   }
   if (status < 200 || status >= 300) throw ApiError(status, "GET", path, stream.error_body);
   // A last event without its newline still counts.

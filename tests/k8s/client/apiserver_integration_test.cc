@@ -9,13 +9,16 @@
 
 #include <fcntl.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "k8s/client/api_client.h"
 #include "k8s/client/event_recorder.h"
 #include "k8s/client/informer.h"
+#include "k8s/client/kube_config.h"
 #include "k8s/client/leader_election.h"
 
 extern char** environ;
@@ -32,7 +35,8 @@ const ResourceRef kConfigMaps{"", "v1", "configmaps", "default"};
 // Starts `python -m k8s.devcluster.apiserver` on a free port and stops it at the end.
 class StandInServer {
  public:
-  StandInServer() {
+  /// Starts the server on plain HTTP, or with `extra_args` (TLS and authentication options).
+  explicit StandInServer(const std::vector<std::string>& extra_args = {}) {
     const char* python = std::getenv("FIBER_VENV_PYTHON");
     const char* source = std::getenv("FIBER_SOURCE_DIR");
     if (!python || !source || !fs::exists(python)) {
@@ -50,7 +54,6 @@ class StandInServer {
     std::vector<std::string> args = {python,
                                      "-m",
                                      "k8s.devcluster.apiserver",
-                                     "--insecure",
                                      "--port",
                                      "0",
                                      "--port-file",
@@ -61,6 +64,9 @@ class StandInServer {
                                      "10",
                                      "--bookmark-interval",
                                      "0.2"};
+    // Plain HTTP without authentication unless TLS options are given.
+    if (extra_args.empty()) args.push_back("--insecure");
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
     std::vector<char*> argv;
     for (std::string& arg : args) argv.push_back(arg.data());
     argv.push_back(nullptr);
@@ -84,13 +90,16 @@ class StandInServer {
       std::ifstream in(port_file);
       int port = 0;
       if (in >> port && port > 0) {
-        url_ = "http://127.0.0.1:" + std::to_string(port);
+        url_ = (extra_args.empty() ? "http://127.0.0.1:" : "https://127.0.0.1:") +
+               std::to_string(port);
         return;
       }
       int status;
       if (waitpid(pid_, &status, WNOHANG) == pid_) {
         pid_ = -1;
-        error_ = "the API server stand-in exited; see " + (dir_ / "log").string();
+        std::ifstream log(dir_ / "log");
+        error_ = "the API server stand-in exited: " +
+                 std::string(std::istreambuf_iterator<char>(log), {});
         return;
       }
       std::this_thread::sleep_for(20ms);
@@ -108,6 +117,7 @@ class StandInServer {
   }
 
   const std::string& error() const { return error_; }
+  const std::string& url() const { return url_; }
 
   ClusterAccess access() const {
     ClusterAccess access;
@@ -317,6 +327,125 @@ TEST_F(ApiServerIntegration, EventsAreRecordedAndAggregated) {
   EXPECT_EQ(events.items[0]["involvedObject"]["uid"], subject["metadata"]["uid"]);
   EXPECT_EQ(recorder.failures(), 0u);
   client.remove(kConfigMaps, "evented");
+}
+
+// A CA, a server certificate for 127.0.0.1 and client certificates for an administrator
+// (group system:masters) and for "bob" (no rights), made by the openssl command.
+class Pki {
+ public:
+  Pki() {
+    std::string dir = (fs::temp_directory_path() / "client_pki.XXXXXX").string();
+    if (!mkdtemp(dir.data())) return;
+    dir_ = dir;
+    ok_ = openssl(
+              "req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=test-ca -keyout ca.key "
+              "-out ca.crt") &&
+          write("server.ext", "subjectAltName=IP:127.0.0.1,DNS:localhost\n") &&
+          make_certificate("server", "/CN=apiserver", "-extfile server.ext") &&
+          make_certificate("admin", "/O=system:masters/CN=alice", "") &&
+          make_certificate("bob", "/O=developers/CN=bob", "") &&
+          openssl("base64 -A -in ca.crt -out ca.b64") &&
+          write("tokens.csv", "admin-token,admin,admin-uid,\"system:masters\"\n");
+  }
+  ~Pki() {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  bool ok() const { return ok_; }
+  fs::path path(const std::string& name) const { return dir_ / name; }
+  std::string read(const std::string& name) const {
+    std::ifstream in(path(name));
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  bool write(const std::string& name, const std::string& text) const {
+    std::ofstream out(path(name));
+    out << text;
+    return static_cast<bool>(out);
+  }
+
+ private:
+  bool openssl(const std::string& args) const {
+    const std::string command =
+        "cd '" + dir_.string() + "' && openssl " + args + " > openssl.log 2>&1";
+    return std::system(command.c_str()) == 0;
+  }
+  bool make_certificate(const std::string& name, const std::string& subject,
+                        const std::string& extra) const {
+    return openssl("req -newkey rsa:2048 -nodes -subj " + subject + " -keyout " + name +
+                   ".key -out " + name + ".csr") &&
+           openssl("x509 -req -in " + name +
+                   ".csr -CA ca.crt -CAkey ca.key -CAcreateserial "
+                   "-days 2 -out " +
+                   name + ".crt " + extra);
+  }
+
+  fs::path dir_;
+  bool ok_ = false;
+};
+
+// A kubeconfig for `server` with one cluster entry and one user entry given as YAML text.
+std::string kubeconfig(const std::string& server, const std::string& cluster_fields,
+                       const std::string& user_fields) {
+  return "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: k\n  cluster:\n"
+         "    server: " +
+         server + "\n" + cluster_fields +
+         "contexts:\n- name: c\n  context: {cluster: k, user: u}\nusers:\n- name: u\n  user:\n" +
+         user_fields;
+}
+
+TEST(ApiServerTls, CertificatesAndTokensFromAKubeconfig) {
+  Pki pki;
+  ASSERT_TRUE(pki.ok()) << "openssl failed; see " << pki.path("openssl.log");
+  StandInServer server({"--tls-cert", pki.path("server.crt").string(), "--tls-key",
+                        pki.path("server.key").string(), "--client-ca", pki.path("ca.crt").string(),
+                        "--token-file", pki.path("tokens.csv").string()});
+  ASSERT_TRUE(server.error().empty()) << server.error();
+
+  // Client certificate and CA from files named relative to the kubeconfig.
+  pki.write("by-files",
+            kubeconfig(server.url(), "    certificate-authority: ca.crt\n",
+                       "    client-certificate: admin.crt\n    client-key: admin.key\n"));
+  ApiClient admin_by_cert(load_kubeconfig(pki.path("by-files")));
+  EXPECT_NO_THROW(admin_by_cert.list(kConfigMaps));
+
+  // Token with the CA as -data.
+  pki.write("by-token",
+            kubeconfig(server.url(), "    certificate-authority-data: " + pki.read("ca.b64") + "\n",
+                       "    token: admin-token\n"));
+  ApiClient admin_by_token(load_kubeconfig(pki.path("by-token")));
+  EXPECT_NO_THROW(admin_by_token.list(kConfigMaps));
+
+  // A valid certificate without rights: 403 with the server's wording.
+  pki.write("bob", kubeconfig(server.url(), "    certificate-authority: ca.crt\n",
+                              "    client-certificate: bob.crt\n    client-key: bob.key\n"));
+  ApiClient bob(load_kubeconfig(pki.path("bob")));
+  try {
+    bob.list(kConfigMaps);
+    FAIL() << "bob may list config maps";
+  } catch (const ApiError& error) {
+    EXPECT_TRUE(error.is_forbidden()) << error.what();
+    EXPECT_NE(error.message().find("User \"bob\""), std::string::npos) << error.message();
+  }
+
+  // A wrong token: 401.
+  pki.write("wrong",
+            kubeconfig(server.url(), "    certificate-authority: ca.crt\n", "    token: wrong\n"));
+  ApiClient wrong(load_kubeconfig(pki.path("wrong")));
+  try {
+    wrong.list(kConfigMaps);
+    FAIL() << "a wrong token was accepted";
+  } catch (const ApiError& error) {
+    EXPECT_EQ(error.code(), 401) << error.what();
+  }
+
+  // The server's certificate is not trusted without its CA, unless verification is skipped.
+  pki.write("no-ca", kubeconfig(server.url(), "", "    token: admin-token\n"));
+  ApiClient untrusting(load_kubeconfig(pki.path("no-ca")));
+  EXPECT_THROW(untrusting.list(kConfigMaps), TransportError);
+  pki.write("insecure", kubeconfig(server.url(), "    insecure-skip-tls-verify: true\n",
+                                   "    token: admin-token\n"));
+  ApiClient insecure(load_kubeconfig(pki.path("insecure")));
+  EXPECT_NO_THROW(insecure.list(kConfigMaps));
 }
 
 }  // namespace
