@@ -13,6 +13,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -131,8 +132,10 @@ def own_lineage() -> set[int]:
 
 
 def processes_mentioning(state_dir: str) -> list[int]:
-    """Processes (not this one or its ancestors) whose command line names the cluster's dir."""
-    needle = os.path.realpath(state_dir).encode()
+    """Processes (not this one or its ancestors) with an argument that is the cluster's dir or a
+    path inside it (also as `--option=PATH`)."""
+    directory = re.escape(os.path.realpath(state_dir).encode())
+    names_dir = re.compile(rb"(^|[=:,])" + directory + rb"(/|$)")
     found = []
     excluded = own_lineage()
     for entry in os.listdir("/proc"):
@@ -140,10 +143,11 @@ def processes_mentioning(state_dir: str) -> list[int]:
             continue
         try:
             with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                if needle in handle.read() and pid_alive(int(entry)):
-                    found.append(int(entry))
+                arguments = handle.read().split(b"\0")
         except OSError:
             continue
+        if any(names_dir.search(argument) for argument in arguments) and pid_alive(int(entry)):
+            found.append(int(entry))
     return found
 
 

@@ -175,9 +175,10 @@ class PodNetwork:
             raise
 
     def delete(self) -> None:
-        """Kills what still runs inside, then removes the namespace and the veth pair (idempotent)."""
-        delete_netns(self.netns)
+        """Removes the veth pair (at once: a namespace's own links go only when the kernel gets to
+        it), then kills what still runs inside and removes the namespace (idempotent)."""
         run_ip("link", "del", self.host_veth, check=False)
+        delete_netns(self.netns)
 
 
 def delete_netns(name: str) -> None:
@@ -194,17 +195,17 @@ def delete_netns(name: str) -> None:
 def delete_cluster_network(cid: str) -> list[str]:
     """Removes every namespace, veth and the bridge of cluster `cid`; returns what it removed."""
     removed = []
-    for line in run_ip("netns", "list", check=False).stdout.splitlines():
-        name = line.split()[0] if line.split() else ""
-        if name.startswith(netns_prefix(cid)):
-            delete_netns(name)
-            removed.append(f"netns {name}")
     links = json.loads(run_ip("-j", "link", "show", check=False).stdout or "[]")
     for link in links:
         name = link.get("ifname", "")
         if name.startswith(veth_prefix(cid)) or name == bridge_name(cid):
             run_ip("link", "del", name, check=False)
             removed.append(f"link {name}")
+    for line in run_ip("netns", "list", check=False).stdout.splitlines():
+        name = line.split()[0] if line.split() else ""
+        if name.startswith(netns_prefix(cid)):
+            delete_netns(name)
+            removed.append(f"netns {name}")
     return removed
 
 
