@@ -8,6 +8,8 @@
 #include <mutex>
 #include <sstream>
 
+#include "k8s/client/json_fields.h"
+
 namespace fiber::k8s {
 namespace {
 
@@ -34,13 +36,17 @@ const char* content_type_of(PatchType type) {
   return "application/merge-patch+json";
 }
 
-std::string metadata_string(const json& object, const char* field) {
-  if (!object.is_object()) return {};
-  const auto metadata = object.find("metadata");
-  if (metadata == object.end() || !metadata->is_object()) return {};
-  const auto value = metadata->find(field);
-  if (value == metadata->end() || !value->is_string()) return {};
-  return value->get<std::string>();
+// The path a PUT of `object` goes to; refuses an object without the name or the
+// resourceVersion that let the server detect a stale write.
+std::string replace_path(const ResourceRef& ref, const json& object, std::string_view subresource) {
+  const std::string name = metadata_field(object, "name");
+  const std::string what = subresource.empty() ? "replace" : std::string(subresource) + " replace";
+  if (name.empty()) throw std::invalid_argument(what + " of " + ref.plural + ": no metadata.name");
+  if (metadata_field(object, "resourceVersion").empty()) {
+    throw std::invalid_argument(what + " of " + ref.plural + "/" + name +
+                                ": no metadata.resourceVersion (needed to detect a stale write)");
+  }
+  return ref.object_path(name, subresource);
 }
 
 // Frees a curl_slist when the request is over.
@@ -422,25 +428,11 @@ json ApiClient::create(const ResourceRef& ref, const json& object) {
 }
 
 json ApiClient::replace(const ResourceRef& ref, const json& object) {
-  const std::string name = metadata_string(object, "name");
-  if (name.empty()) throw std::invalid_argument("replace of " + ref.plural + ": no metadata.name");
-  if (metadata_string(object, "resourceVersion").empty()) {
-    throw std::invalid_argument("replace of " + ref.plural + "/" + name +
-                                ": no metadata.resourceVersion (needed to detect a stale write)");
-  }
-  return request("PUT", ref.object_path(name), {}, object.dump()).json;
+  return request("PUT", replace_path(ref, object, {}), {}, object.dump()).json;
 }
 
 json ApiClient::replace_status(const ResourceRef& ref, const json& object) {
-  const std::string name = metadata_string(object, "name");
-  if (name.empty()) {
-    throw std::invalid_argument("status replace of " + ref.plural + ": no metadata.name");
-  }
-  if (metadata_string(object, "resourceVersion").empty()) {
-    throw std::invalid_argument("status replace of " + ref.plural + "/" + name +
-                                ": no metadata.resourceVersion (needed to detect a stale write)");
-  }
-  return request("PUT", ref.object_path(name, "status"), {}, object.dump()).json;
+  return request("PUT", replace_path(ref, object, "status"), {}, object.dump()).json;
 }
 
 json ApiClient::patch(const ResourceRef& ref, std::string_view name, const json& patch,

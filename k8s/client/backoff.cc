@@ -1,6 +1,8 @@
 #include "k8s/client/backoff.h"
 
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
 
 namespace fiber::k8s {
 
@@ -16,5 +18,13 @@ std::chrono::milliseconds Backoff::next() {
 }
 
 void Backoff::reset() { current_ = options_.initial; }
+
+void sleep_unless_stopped(const std::stop_token& stop, std::chrono::milliseconds delay) {
+  std::mutex mutex;
+  std::condition_variable_any wakeup;
+  std::unique_lock lock(mutex);
+  // Nothing but the stop token wakes this wait: it ends at the deadline or on stop.
+  wakeup.wait_for(lock, stop, delay, [] { return false; });
+}
 
 }  // namespace fiber::k8s

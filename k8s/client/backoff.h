@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <random>
+#include <stop_token>
 
 namespace fiber::k8s {
 
@@ -29,5 +30,8 @@ class Backoff {
   std::chrono::duration<double, std::milli> current_;
   std::mt19937_64 random_;
 };
+
+/// Waits `delay`, or less when `stop` is requested meanwhile (from any thread).
+void sleep_unless_stopped(const std::stop_token& stop, std::chrono::milliseconds delay);
 
 }  // namespace fiber::k8s

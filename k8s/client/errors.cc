@@ -2,6 +2,8 @@
 
 #include <curl/curl.h>
 
+#include "k8s/client/json_fields.h"
+
 namespace fiber::k8s {
 namespace {
 
@@ -11,14 +13,6 @@ std::string describe(long code, const std::string& reason, const std::string& me
   if (!reason.empty()) text += " " + reason;
   if (!message.empty()) text += ": " + message;
   return text;
-}
-
-std::string string_field(const nlohmann::json& object, const char* name) {
-  if (object.is_object()) {
-    const auto it = object.find(name);
-    if (it != object.end() && it->is_string()) return it->get<std::string>();
-  }
-  return {};
 }
 
 }  // namespace

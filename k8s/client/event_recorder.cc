@@ -3,19 +3,13 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "k8s/client/json_fields.h"
 #include "k8s/client/time_format.h"
 
 namespace fiber::k8s {
 namespace {
 
 using nlohmann::json;
-
-std::string string_or_empty(const json& object, const char* field) {
-  if (!object.is_object()) return {};
-  const auto value = object.find(field);
-  if (value == object.end() || !value->is_string()) return {};
-  return value->get<std::string>();
-}
 
 const char* type_name(EventType type) { return type == EventType::kWarning ? "Warning" : "Normal"; }
 
@@ -81,14 +75,14 @@ json EventRecorder::build_event(const json& object, EventType type, std::string_
                                 std::string_view message,
                                 std::chrono::system_clock::time_point now) const {
   const json metadata = object.value("metadata", json::object());
-  const std::string name = string_or_empty(metadata, "name");
-  const std::string object_ns = string_or_empty(metadata, "namespace");
-  json involved = {{"apiVersion", string_or_empty(object, "apiVersion")},
-                   {"kind", string_or_empty(object, "kind")},
+  const std::string name = string_field(metadata, "name");
+  const std::string object_ns = string_field(metadata, "namespace");
+  json involved = {{"apiVersion", string_field(object, "apiVersion")},
+                   {"kind", string_field(object, "kind")},
                    {"name", name}};
   if (!object_ns.empty()) involved["namespace"] = object_ns;
   for (const char* field : {"uid", "resourceVersion"}) {
-    const std::string value = string_or_empty(metadata, field);
+    const std::string value = string_field(metadata, field);
     if (!value.empty()) involved[field] = value;
   }
   const std::string timestamp = format_time(now);
@@ -112,15 +106,15 @@ json EventRecorder::build_event(const json& object, EventType type, std::string_
 bool EventRecorder::record_or_throw(const json& object, EventType type, std::string_view reason,
                                     std::string_view message) {
   const json metadata = object.is_object() ? object.value("metadata", json::object()) : json();
-  const std::string name = string_or_empty(metadata, "name");
-  if (name.empty() || string_or_empty(object, "kind").empty() ||
-      string_or_empty(object, "apiVersion").empty()) {
+  const std::string name = string_field(metadata, "name");
+  if (name.empty() || string_field(object, "kind").empty() ||
+      string_field(object, "apiVersion").empty()) {
     throw std::invalid_argument("the object has no apiVersion, kind or metadata.name");
   }
   const auto now = std::chrono::system_clock::now();
-  const std::string key = string_or_empty(object, "kind") + "\n" +
-                          string_or_empty(metadata, "namespace") + "\n" + name + "\n" +
-                          string_or_empty(metadata, "uid") + "\n" + type_name(type) + "\n" +
+  const std::string key = string_field(object, "kind") + "\n" +
+                          string_field(metadata, "namespace") + "\n" + name + "\n" +
+                          string_field(metadata, "uid") + "\n" + type_name(type) + "\n" +
                           std::string(reason) + "\n" + std::string(message);
 
   if (options_.aggregation_window.count() > 0) {

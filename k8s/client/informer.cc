@@ -3,19 +3,12 @@
 #include <random>
 #include <stdexcept>
 
+#include "k8s/client/json_fields.h"
+
 namespace fiber::k8s {
 namespace {
 
 using nlohmann::json;
-
-std::string metadata_field(const json& object, const char* field) {
-  if (!object.is_object()) return {};
-  const auto metadata = object.find("metadata");
-  if (metadata == object.end() || !metadata->is_object()) return {};
-  const auto value = metadata->find(field);
-  if (value == metadata->end() || !value->is_string()) return {};
-  return value->get<std::string>();
-}
 
 std::string store_key(std::string_view ns, std::string_view name) {
   if (ns.empty()) return std::string(name);
@@ -102,13 +95,7 @@ std::uint64_t Informer::list_count() const {
 
 std::string Informer::index_value(const json& object) const {
   if (options_.index_label.empty()) return {};
-  const auto metadata = object.find("metadata");
-  if (metadata == object.end() || !metadata->is_object()) return {};
-  const auto labels = metadata->find("labels");
-  if (labels == metadata->end() || !labels->is_object()) return {};
-  const auto value = labels->find(options_.index_label);
-  if (value == labels->end() || !value->is_string()) return {};
-  return value->get<std::string>();
+  return label_value(object, options_.index_label);
 }
 
 void Informer::store_locked(const std::string& key, json object) {
@@ -159,11 +146,6 @@ void Informer::notify_delete(const json& object) const {
   for (const auto& handler : delete_handlers_) notify("delete", [&] { handler(object); });
 }
 
-void Informer::sleep_for(std::stop_token& stop, std::chrono::milliseconds delay) {
-  std::unique_lock lock(sleep_mutex_);
-  sleep_wakeup_.wait_for(lock, stop, delay, [] { return false; });
-}
-
 void Informer::run(std::stop_token stop) {
   Backoff backoff(options_.error_backoff);
   bool need_list = true;
@@ -177,7 +159,7 @@ void Informer::run(std::stop_token stop) {
         backoff.reset();
       } else {
         // The stream ended at once without an event: do not hammer the server.
-        sleep_for(stop, backoff.next());
+        sleep_unless_stopped(stop, backoff.next());
       }
     } catch (const ApiError& error) {
       if (error.is_gone()) {
@@ -189,12 +171,12 @@ void Informer::run(std::stop_token stop) {
       }
       log_to(options_.log, LogLevel::kWarning,
              "informer of " + options_.ref.plural + ": " + error.what());
-      sleep_for(stop, backoff.next());
+      sleep_unless_stopped(stop, backoff.next());
     } catch (const std::exception& error) {
       if (stop.stop_requested()) break;
       log_to(options_.log, LogLevel::kWarning,
              "informer of " + options_.ref.plural + ": " + error.what());
-      sleep_for(stop, backoff.next());
+      sleep_unless_stopped(stop, backoff.next());
     }
   }
 }

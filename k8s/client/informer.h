@@ -108,8 +108,6 @@ class Informer {
   bool synced_ = false;
   std::uint64_t list_count_ = 0;
 
-  std::mutex sleep_mutex_;
-  std::condition_variable_any sleep_wakeup_;
   std::jthread thread_;
 
   void run(std::stop_token stop);
@@ -119,7 +117,6 @@ class Informer {
   void store_locked(const std::string& key, nlohmann::json object);
   void erase_locked(const std::string& key);
   std::string index_value(const nlohmann::json& object) const;
-  void sleep_for(std::stop_token& stop, std::chrono::milliseconds delay);
   void notify(const char* what, const std::function<void()>& call) const;
   void notify_add(const nlohmann::json& object) const;
   void notify_update(const nlohmann::json& old_object, const nlohmann::json& new_object) const;

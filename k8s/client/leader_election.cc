@@ -3,19 +3,14 @@
 #include <random>
 #include <stdexcept>
 
+#include "k8s/client/backoff.h"
+#include "k8s/client/json_fields.h"
 #include "k8s/client/time_format.h"
 
 namespace fiber::k8s {
 namespace {
 
 using nlohmann::json;
-
-std::string string_or_empty(const json& object, const char* field) {
-  if (!object.is_object()) return {};
-  const auto value = object.find(field);
-  if (value == object.end() || !value->is_string()) return {};
-  return value->get<std::string>();
-}
 
 std::int64_t whole_seconds_at_least_one(std::chrono::milliseconds duration) {
   return std::max<std::int64_t>(1, std::chrono::ceil<std::chrono::seconds>(duration).count());
@@ -68,12 +63,6 @@ bool LeaderElector::wait_for_leadership(std::chrono::milliseconds timeout) const
   return leading_ && Clock::now() - last_renew_ < config_.renew_deadline;
 }
 
-void LeaderElector::sleep_for(std::stop_token& stop, std::chrono::milliseconds delay) {
-  std::unique_lock lock(mutex_);
-  std::condition_variable_any wakeup;
-  wakeup.wait_for(lock, stop, delay, [] { return false; });
-}
-
 void LeaderElector::set_leading(bool leading) {
   {
     std::lock_guard lock(mutex_);
@@ -91,13 +80,13 @@ void LeaderElector::run(std::stop_token stop) {
   std::uniform_real_distribution<double> jitter(1.0, 1.2);
   while (!stop.stop_requested()) {
     while (!stop.stop_requested() && !try_acquire_or_renew()) {
-      sleep_for(stop, std::chrono::duration_cast<std::chrono::milliseconds>(config_.retry_period *
-                                                                            jitter(random)));
+      sleep_unless_stopped(stop, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     config_.retry_period * jitter(random)));
     }
     if (stop.stop_requested()) break;
     set_leading(true);
     while (!stop.stop_requested()) {
-      sleep_for(stop, config_.retry_period);
+      sleep_unless_stopped(stop, config_.retry_period);
       if (stop.stop_requested()) break;
       if (try_acquire_or_renew()) continue;
       std::lock_guard lock(mutex_);
@@ -120,7 +109,7 @@ void LeaderElector::run(std::stop_token stop) {
 
 void LeaderElector::observe(const json& lease) {
   const json spec = lease.value("spec", json::object());
-  const std::string holder = string_or_empty(spec, "holderIdentity");
+  const std::string holder = string_field(spec, "holderIdentity");
   bool new_holder = false;
   {
     std::lock_guard lock(mutex_);
@@ -173,7 +162,7 @@ bool LeaderElector::try_acquire_or_renew() {
     }
     observe(lease);
     const json spec = lease.value("spec", json::object());
-    const std::string holder = string_or_empty(spec, "holderIdentity");
+    const std::string holder = string_field(spec, "holderIdentity");
     const bool ours = holder == config_.identity;
     if (!holder.empty() && !ours) {
       const auto duration = std::chrono::seconds(
@@ -207,7 +196,7 @@ void LeaderElector::release() {
     lease = observed_lease_;
   }
   if (!lease ||
-      string_or_empty(lease->value("spec", json::object()), "holderIdentity") != config_.identity) {
+      string_field(lease->value("spec", json::object()), "holderIdentity") != config_.identity) {
     return;
   }
   // Like client-go: an empty holder with a one-second duration, so any candidate may take it now.

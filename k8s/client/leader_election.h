@@ -76,7 +76,6 @@ class LeaderElector {
   nlohmann::json lease_spec(const nlohmann::json& previous_spec, bool takeover) const;
   void release();
   void set_leading(bool leading);
-  void sleep_for(std::stop_token& stop, std::chrono::milliseconds delay);
 
   ApiClient& client_;
   LeaderElectionConfig config_;
