@@ -139,43 +139,37 @@ json LeaderElector::lease_spec(const json& previous_spec, bool takeover) const {
 
 bool LeaderElector::try_acquire_or_renew() {
   try {
-    json lease;
+    std::optional<json> current;
     try {
-      lease = client_.get(leases_, config_.lease_name);
+      current = client_.get(leases_, config_.lease_name);
     } catch (const ApiError& error) {
       if (!error.is_not_found()) throw;
-      json fresh = {
+    }
+    json desired;
+    if (current) {
+      observe(*current);
+      const json spec = current->value("spec", json::object());
+      const std::string holder = string_field(spec, "holderIdentity");
+      const bool ours = holder == config_.identity;
+      if (!holder.empty() && !ours) {
+        const auto duration = std::chrono::seconds(
+            spec.value("leaseDurationSeconds", whole_seconds_at_least_one(config_.lease_duration)));
+        std::lock_guard lock(mutex_);
+        if (Clock::now() < observed_at_ + duration) return false;  // held and not expired
+      }
+      desired = *current;
+      desired["spec"] = lease_spec(spec, !ours);
+    } else {
+      desired = {
           {"apiVersion", "coordination.k8s.io/v1"},
           {"kind", "Lease"},
           {"metadata", {{"name", config_.lease_name}, {"namespace", config_.lease_namespace}}},
           {"spec", lease_spec(json::object(), false)}};
-      fresh["spec"]["leaseTransitions"] = 0;
-      try {
-        observe(client_.create(leases_, fresh));
-      } catch (const ApiError& create_error) {
-        if (create_error.is_conflict()) return false;  // another candidate created it first
-        throw;
-      }
-      std::lock_guard lock(mutex_);
-      last_renew_ = Clock::now();
-      return true;
     }
-    observe(lease);
-    const json spec = lease.value("spec", json::object());
-    const std::string holder = string_field(spec, "holderIdentity");
-    const bool ours = holder == config_.identity;
-    if (!holder.empty() && !ours) {
-      const auto duration = std::chrono::seconds(
-          spec.value("leaseDurationSeconds", whole_seconds_at_least_one(config_.lease_duration)));
-      std::lock_guard lock(mutex_);
-      if (Clock::now() < observed_at_ + duration) return false;  // held and not expired
-    }
-    json updated = lease;
-    updated["spec"] = lease_spec(spec, !ours);
     try {
-      observe(client_.replace(leases_, updated));
-    } catch (const ApiError& replace_error) {
-      if (replace_error.is_conflict()) return false;  // someone else wrote it first
+      observe(current ? client_.replace(leases_, desired) : client_.create(leases_, desired));
+    } catch (const ApiError& error) {
+      if (error.is_conflict()) return false;  // another candidate created or wrote it first
       throw;
     }
     std::lock_guard lock(mutex_);
