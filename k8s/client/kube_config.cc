@@ -157,6 +157,14 @@ ClusterAccess load_kubeconfig(const std::filesystem::path& path, const std::stri
   if (access.server.empty()) throw config.error("cluster \"" + cluster_name + "\" has no server");
   while (access.server.size() > 1 && access.server.back() == '/') access.server.pop_back();
   access.insecure_skip_tls_verify = config.bool_at(cluster, "insecure-skip-tls-verify");
+  // Ignoring these would connect somewhere else than the user meant, or fail the TLS check with
+  // a message that does not say why.
+  for (const char* unsupported : {"tls-server-name", "proxy-url"}) {
+    if (!config.string_at(cluster, unsupported).empty()) {
+      throw config.error("cluster \"" + cluster_name + "\" sets " + unsupported +
+                         ", which is not supported");
+    }
+  }
   access.ca_pem = config.data_or_file(cluster, "certificate-authority");
 
   if (user_name.empty()) return access;  // anonymous access

@@ -41,8 +41,8 @@ std::filesystem::path default_kubeconfig_path();
 /// insecure-skip-tls-verify}, users[].user.{token, tokenFile, client-certificate(-data),
 /// client-key(-data)} and contexts[].context.{cluster, user, namespace}; relative file paths are
 /// resolved against the kubeconfig's folder. Throws ConfigError naming the file and the missing
-/// context, cluster, user or field, an unreadable referenced file, or an exec / auth-provider
-/// user (not supported).
+/// context, cluster, user or field, an unreadable referenced file, or what is not supported: an
+/// exec or auth-provider user, basic authentication, a cluster's tls-server-name or proxy-url.
 ClusterAccess load_kubeconfig(const std::filesystem::path& path = {},
                               const std::string& context = {});
 

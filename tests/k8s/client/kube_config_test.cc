@@ -219,6 +219,17 @@ users:
                "auth-provider plugin, which is not supported");
   expect_error(write("half-cert", head + "    client-certificate-data: " + kCertData + "\n"),
                "without a key");
+  expect_error(write("basic", head + "    username: admin\n    password: secret\n"),
+               "basic authentication, which is not supported");
+  expect_error(write("proxy", R"(current-context: c
+clusters:
+- name: k
+  cluster: {server: "https://k", proxy-url: "http://proxy:3128"}
+contexts:
+- name: c
+  context: {cluster: k}
+)"),
+               "cluster \"k\" sets proxy-url, which is not supported");
 }
 
 TEST_F(KubeConfigTest, InClusterFromServiceAccountFolder) {
