@@ -119,12 +119,15 @@ json build_name_service_pod(const JobSpec& job, const std::string& image) {
     return pod_from_template(job, name, kNameServiceRole, job.name_service_template);
   }
   // ompi-server refuses to run as root unless told twice; the runtime image may run as root.
-  const json container = {{"name", "name-service"},
-                          {"image", image},
-                          {"command", {"ompi-server", "--no-daemonize", "-r", "-"}},
-                          {"env",
-                           {value_env("OMPI_ALLOW_RUN_AS_ROOT", "1"),
-                            value_env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")}}};
+  // Its stdout is a pipe or a file, not a terminal: without line buffering (stdbuf) the URI would
+  // stay in its stdio buffer until it exits, and never reach the log the controller reads.
+  const json container = {
+      {"name", "name-service"},
+      {"image", image},
+      {"command", {"stdbuf", "-oL", "ompi-server", "--no-daemonize", "-r", "-"}},
+      {"env",
+       {value_env("OMPI_ALLOW_RUN_AS_ROOT", "1"),
+        value_env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")}}};
   const json pod_template = {{"spec", {{"containers", json::array({container})}}}};
   return pod_from_template(job, name, kNameServiceRole, pod_template);
 }

@@ -18,7 +18,7 @@ nlohmann::json owner_reference(const JobSpec& job);
 /// The headless Service NAME selecting every pod of the job.
 nlohmann::json build_service(const JobSpec& job);
 
-/// The pod NAME-nameservice: `ompi-server --no-daemonize -r -` in `image`, or the job's
+/// The pod NAME-nameservice: `stdbuf -oL ompi-server --no-daemonize -r -` in `image`, or the job's
 /// spec.nameService.template when it has one.
 nlohmann::json build_name_service_pod(const JobSpec& job, const std::string& image);
 

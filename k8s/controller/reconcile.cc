@@ -282,11 +282,15 @@ class Pass {
     const auto expected_live = std::min<std::int64_t>(previous_active, desired);
     const auto lost =
         std::max<std::int64_t>(0, expected_live - static_cast<std::int64_t>(live.size()));
-    std::string finished_names;
+    // Names for the WorkerLost message: finished pods, and pods deleted by someone else.
+    std::string lost_names;
     for (const PodView& pod : workers_) {
-      if (!pod.finished() || pod.being_deleted) continue;
-      delete_pod(pod, "worker pod " + pod.phase + "; its name is freed for a replacement");
-      finished_names += (finished_names.empty() ? "" : ", ") + pod.name + " (" + pod.phase + ")";
+      if (pod.live()) continue;
+      const std::string why = pod.finished() ? pod.phase : std::string("deleted");
+      lost_names += (lost_names.empty() ? "" : ", ") + pod.name + " (" + why + ")";
+      if (!pod.being_deleted) {
+        delete_pod(pod, "worker pod " + pod.phase + "; its name is freed for a replacement");
+      }
     }
     if (lost > 0) {
       const auto replacements =
@@ -299,7 +303,7 @@ class Pass {
                            std::to_string(*job_.max_worker_replacements) + ")"};
       }
       std::string message = "lost " + plural_pods(static_cast<std::size_t>(lost));
-      if (!finished_names.empty()) message += " [" + finished_names + "]";
+      if (!lost_names.empty()) message += " [" + lost_names + "]";
       message += "; replacing";
       plan_.events.push_back(JobEvent{true, "WorkerLost", message});
       set(type::kDegraded, true, "WorkerLost", message);

@@ -20,6 +20,14 @@ TEST(NameServiceUri, SkipsNoiseBeforeTheUriAndTrimsIt) {
             "3490709504.0;tcp://172.17.0.2,10.0.0.1:38727;tcp6://[fe80::1]:38728");
 }
 
+TEST(NameServiceUri, ReadsWhatDebiansOpenMpi41ServerPrints) {
+  // Captured from `ompi-server --no-daemonize -r -` (Open MPI 4.1) stopped by timeout(1).
+  const std::string log =
+      "(null): Forwarding signal 18 to job\n"
+      "84672512.0;tcp://192.0.2.2:55263;tcp6://[fd00::2]:36141\n";
+  EXPECT_EQ(find_name_service_uri(log), "84672512.0;tcp://192.0.2.2:55263;tcp6://[fd00::2]:36141");
+}
+
 TEST(NameServiceUri, AcceptsPmixStyleIdentifiers) {
   EXPECT_EQ(find_name_service_uri("ompi-server.node1.77@0.0;tcp4://10.0.0.2:5000"),
             "ompi-server.node1.77@0.0;tcp4://10.0.0.2:5000");

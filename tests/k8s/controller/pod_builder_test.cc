@@ -59,7 +59,8 @@ TEST(PodBuilder, DefaultNameServicePod) {
   EXPECT_EQ(pod["spec"]["restartPolicy"], "Never");
   const json& container = pod["spec"]["containers"][0];
   EXPECT_EQ(container["image"], "runtime:1");
-  EXPECT_EQ(container["command"], (json{"ompi-server", "--no-daemonize", "-r", "-"}));
+  EXPECT_EQ(container["command"],
+            (json{"stdbuf", "-oL", "ompi-server", "--no-daemonize", "-r", "-"}));
   EXPECT_EQ(env_of(container)["OMPI_ALLOW_RUN_AS_ROOT"]["value"], "1");
   EXPECT_EQ(env_of(container)["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"]["value"], "1");
 }

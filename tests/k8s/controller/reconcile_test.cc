@@ -278,6 +278,8 @@ TEST(Reconcile, WorkerDeletedByAUserCountsAsLost) {
   EXPECT_TRUE(plan.deletions.empty());
   EXPECT_EQ(created_names(plan), (Names{"pi-worker-2"}));
   EXPECT_EQ(plan.status["workerReplacements"], 1);
+  ASSERT_EQ(plan.events.size(), 1u);
+  EXPECT_EQ(plan.events[0].message, "lost 1 worker pod [pi-worker-1 (deleted)]; replacing");
 }
 
 TEST(Reconcile, DegradedClearsOnceReplacementsAreReady) {
