@@ -112,15 +112,16 @@ class Cluster:
 class Controller:
     """One fiber-controller process and its log."""
 
-    def __init__(self, kubeconfig: Path, log_path: Path, identity: str):
+    def __init__(self, kubeconfig: Path, log_path: Path, identity: str, *extra: str):
         self.log_path = log_path
         self.log_file = open(log_path, "w")
         self.process = subprocess.Popen(
             [str(controller_binary()), "--kubeconfig", str(kubeconfig), "--identity", identity,
              "--health-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0",
-             "--lease-duration", "3", "--renew-deadline", "2", "--retry-period", "1"],
+             "--lease-duration", "3", "--renew-deadline", "2", "--retry-period", "1", *extra],
             stdout=self.log_file, stderr=subprocess.STDOUT)
         self.metrics_url = "http://" + wait_for(f"{identity} to serve /metrics", lambda: self._address("/metrics"))
+        self.health_url = "http://" + wait_for(f"{identity} to serve /readyz", lambda: self._address("/healthz and /readyz"))
 
     def _address(self, what: str) -> str | None:
         assert self.process.poll() is None, self.log_path.read_text()
@@ -275,6 +276,25 @@ def test_two_controllers_one_leader_and_sigterm_hands_over(cluster: Cluster, kub
     assert lease["spec"].get("holderIdentity") in ("", None, "two")
     wait_for("two to lead", two.leads)
     assert two.stop() == 0
+
+
+def test_namespace_flag_limits_the_controller_and_readyz_follows_the_caches(
+        cluster: Cluster, kubeconfig: Path, tmp_path: Path) -> None:
+    cluster.call("POST", "/api/v1/namespaces", {"metadata": {"name": "other"}})
+    limited = Controller(kubeconfig, tmp_path / "limited.log", "limited", "--namespace", "other",
+                         "--leader-elect", "false")
+    wait_for("/readyz", lambda: requests.get(limited.health_url + "/readyz", timeout=5).status_code == 200)
+    assert requests.get(limited.health_url + "/healthz", timeout=5).status_code == 200
+    assert limited.leads()
+    cluster.create_job("elsewhere", 1)
+    other_job = cluster.job("elsewhere")
+    other_job["metadata"] = {"name": "here", "namespace": "other"}
+    cluster.call("POST", "/apis/fibermpi.io/v1alpha1/namespaces/other/fiberjobs", other_job)
+    wait_for("the name-service pod in other", lambda: cluster.http.get(
+        cluster.url + "/api/v1/namespaces/other/pods/here-nameservice", timeout=5).status_code == 200)
+    assert "elsewhere-nameservice" not in cluster.pods()
+    assert "job=default/" not in limited.log_path.read_text()
+    assert limited.stop() == 0
 
 
 def test_bad_kubeconfig_is_refused_with_exit_status_2(tmp_path: Path) -> None:
