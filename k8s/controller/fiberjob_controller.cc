@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "k8s/client/errors.h"
+#include "k8s/client/json_fields.h"
 #include "k8s/client/resource_ref.h"
 #include "k8s/controller/name_service_uri.h"
 #include "k8s/controller/object_names.h"
@@ -15,21 +16,10 @@ using nlohmann::json;
 // How long a worker waits for a key before it looks whether it should stop.
 constexpr std::chrono::milliseconds kWorkerPollInterval{200};
 
-std::string metadata_string(const json& object, const char* field) {
-  const json::json_pointer pointer(std::string("/metadata/") + field);
-  if (!object.contains(pointer) || !object.at(pointer).is_string()) return {};
-  return object.at(pointer).get<std::string>();
-}
-
 // The key of the job an owned object belongs to, from its job-name label; "" when unlabelled.
 std::string job_key_of(const json& object) {
-  const json::json_pointer labels_pointer("/metadata/labels");
-  if (!object.contains(labels_pointer)) return {};
-  const json& labels = object.at(labels_pointer);
-  if (!labels.is_object()) return {};
-  auto job = labels.find(std::string(kJobNameLabel));
-  if (job == labels.end() || !job->is_string()) return {};
-  return object_key(metadata_string(object, "namespace"), job->get<std::string>());
+  const std::string job = label_value(object, kJobNameLabel);
+  return job.empty() ? std::string() : object_key(metadata_field(object, "namespace"), job);
 }
 
 bool has_deletion_timestamp(const json& object) {
@@ -110,12 +100,12 @@ void FiberJobController::enqueue_job_of(const json& object) {
 
 void FiberJobController::observe_creation_of(const json& object) {
   const std::string key = job_key_of(object);
-  if (!key.empty()) expectations_.creation_observed(key, metadata_string(object, "name"));
+  if (!key.empty()) expectations_.creation_observed(key, metadata_field(object, "name"));
 }
 
 void FiberJobController::observe_deletion_of(const json& object) {
   const std::string key = job_key_of(object);
-  if (!key.empty()) expectations_.deletion_observed(key, metadata_string(object, "name"));
+  if (!key.empty()) expectations_.deletion_observed(key, metadata_field(object, "name"));
 }
 
 void FiberJobController::start_informers() {
@@ -199,7 +189,7 @@ std::vector<json> FiberJobController::pods_of(const std::string& ns,
                                               const std::string& name) const {
   std::vector<json> pods;
   for (json& pod : pods_->by_label(name)) {
-    if (metadata_string(pod, "namespace") == ns) pods.push_back(std::move(pod));
+    if (metadata_field(pod, "namespace") == ns) pods.push_back(std::move(pod));
   }
   return pods;
 }

@@ -1,5 +1,6 @@
 #include "k8s/controller/pod_view.h"
 
+#include "k8s/client/json_fields.h"
 #include "k8s/controller/object_names.h"
 
 namespace fiber::k8s::controller {
@@ -43,15 +44,10 @@ std::optional<int> first_exit_code(const json& status) {
 
 PodView view_pod(const json& pod) {
   PodView view;
-  view.name = string_at(pod, json::json_pointer("/metadata/name"));
-  view.uid = string_at(pod, json::json_pointer("/metadata/uid"));
-  const json labels = pod.contains(json::json_pointer("/metadata/labels"))
-                          ? pod.at(json::json_pointer("/metadata/labels"))
-                          : json::object();
-  if (labels.is_object()) {
-    view.role = labels.value(std::string(kRoleLabel), "");
-    view.worker_index = parse_worker_index(labels.value(std::string(kWorkerIndexLabel), ""));
-  }
+  view.name = metadata_field(pod, "name");
+  view.uid = metadata_field(pod, "uid");
+  view.role = label_value(pod, kRoleLabel);
+  view.worker_index = parse_worker_index(label_value(pod, kWorkerIndexLabel));
   view.phase = string_at(pod, json::json_pointer("/status/phase"));
   if (view.phase.empty()) view.phase = "Pending";
   view.being_deleted = pod.contains(json::json_pointer("/metadata/deletionTimestamp")) &&
