@@ -103,8 +103,9 @@ void LeaderElector::run(std::stop_token stop) {
     std::lock_guard lock(mutex_);
     was_leading = leading_;
   }
-  if (was_leading && config_.release_on_stop) release();
+  // The work stops before the lease is released, so a successor never overlaps with it.
   set_leading(false);
+  if (was_leading && config_.release_on_stop) release();
 }
 
 void LeaderElector::observe(const json& lease) {

@@ -57,8 +57,8 @@ class LeaderElector {
 
   /// Starts campaigning on a background thread.
   void start();
-  /// Stops campaigning; when leading, releases the lease (if configured) and calls
-  /// on_stopped_leading before returning. Idempotent.
+  /// Stops campaigning; when leading, calls on_stopped_leading and then releases the lease (if
+  /// configured), so a successor never overlaps with this leader's work. Idempotent.
   void stop();
   /// True while this candidate holds the lease (renewed within renew_deadline).
   bool is_leader() const;

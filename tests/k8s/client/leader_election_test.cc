@@ -113,7 +113,12 @@ struct Candidate {
     config.retry_period = 50ms;
     config.release_on_stop = release;
     config.on_started_leading = [this] { note("started"); };
-    config.on_stopped_leading = [this] { note("stopped"); };
+    config.on_stopped_leading = [this, &server] {
+      note("stopped");
+      const std::optional<json> lease = server.lease();
+      std::lock_guard lock(mutex);
+      holder_when_stopped = lease ? lease->at("spec").value("holderIdentity", "") : "no lease";
+    };
     config.on_new_leader = [this](const std::string& leader) { note("leader " + leader); };
     elector = std::make_unique<LeaderElector>(client, config);
   }
@@ -142,6 +147,7 @@ struct Candidate {
   ApiClient client;
   std::mutex mutex;
   std::vector<std::string> heard;
+  std::string holder_when_stopped;
   std::unique_ptr<LeaderElector> elector;
 };
 
@@ -180,6 +186,7 @@ TEST(LeaderElection, OneLeadsAndTheOtherTakesOverAtOnceAfterRelease) {
   EXPECT_EQ(server.lease()->at("spec").at("holderIdentity"), "");
 
   EXPECT_EQ(a.callbacks(), (std::vector<std::string>{"leader a", "started", "stopped"}));
+  EXPECT_EQ(a.holder_when_stopped, "a") << "the work must stop before the lease is released";
   const auto heard_by_b = b.callbacks();
   ASSERT_GE(heard_by_b.size(), 3u);
   EXPECT_EQ(heard_by_b[0], "leader a");
