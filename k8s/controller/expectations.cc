@@ -45,9 +45,26 @@ bool Expectations::satisfied(const std::string& key) {
   return false;
 }
 
+void Expectations::expect_newer_job(const std::string& key, const std::string& resource_version) {
+  std::lock_guard lock(mutex_);
+  superseded_[key] = Superseded{resource_version, now_()};
+}
+
+bool Expectations::job_is_stale(const std::string& key, const std::string& resource_version) {
+  std::lock_guard lock(mutex_);
+  auto it = superseded_.find(key);
+  if (it == superseded_.end()) return false;
+  if (it->second.resource_version == resource_version && now_() - it->second.since < ttl_) {
+    return true;
+  }
+  superseded_.erase(it);
+  return false;
+}
+
 void Expectations::forget(const std::string& key) {
   std::lock_guard lock(mutex_);
   pending_.erase(key);
+  superseded_.erase(key);
 }
 
 }  // namespace fiber::k8s::controller

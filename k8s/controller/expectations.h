@@ -13,7 +13,8 @@
 
 namespace fiber::k8s::controller {
 
-/// Expected creations and deletions by object name, per job key ("namespace/name"). Thread-safe.
+/// Expected creations and deletions by object name, and job versions written over, per job key
+/// ("namespace/name"). Thread-safe.
 class Expectations {
  public:
   using Clock = std::chrono::steady_clock;
@@ -38,6 +39,13 @@ class Expectations {
   /// ago (then it is dropped).
   bool satisfied(const std::string& key);
 
+  /// The controller wrote job `key` over its version `resource_version`: the cache still showing
+  /// that version is stale (a pass on it would repeat the write and meet a 409).
+  void expect_newer_job(const std::string& key, const std::string& resource_version);
+  /// True when the cached job `key` at `resource_version` is a version the controller wrote over
+  /// less than the TTL ago.
+  bool job_is_stale(const std::string& key, const std::string& resource_version);
+
   /// Drops everything about `key` (the job was deleted).
   void forget(const std::string& key);
 
@@ -52,6 +60,11 @@ class Expectations {
   std::function<Clock::time_point()> now_;
   std::mutex mutex_;
   std::map<std::string, Pending> pending_;
+  struct Superseded {
+    std::string resource_version;
+    Clock::time_point since;
+  };
+  std::map<std::string, Superseded> superseded_;
 };
 
 }  // namespace fiber::k8s::controller

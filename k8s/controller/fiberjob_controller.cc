@@ -207,6 +207,8 @@ KeyOutcome FiberJobController::reconcile_key(const std::string& key) {
   // The cache has not shown our last creations or deletions yet: acting now could repeat them.
   // Their informer events queue the job again.
   if (!expectations_.satisfied(key)) return {};
+  // The cache still shows the version our last status write replaced; its update event follows.
+  if (expectations_.job_is_stale(key, metadata_field(*job, "resourceVersion"))) return {};
 
   JobSpec spec;
   try {
@@ -330,6 +332,7 @@ void FiberJobController::write_status(const json& job, const JobSpec& spec,
   updated["status"] = plan.status;
   try {
     client_.replace_status(fiberjobs_ref(spec.ns), updated);
+    expectations_.expect_newer_job(actions.key, metadata_field(job, "resourceVersion"));
     log(LogLevel::kInfo, actions.key,
         "status written: phase " + plan.status.value("phase", std::string("?")));
   } catch (const ApiError& error) {

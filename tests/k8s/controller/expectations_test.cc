@@ -58,8 +58,25 @@ TEST_F(ExpectationsTest, NewExpectationRestartsTheClock) {
 
 TEST_F(ExpectationsTest, ForgetDropsTheJob) {
   expectations_.expect_creations("ns/a", {"a-worker-0"});
+  expectations_.expect_newer_job("ns/a", "10");
   expectations_.forget("ns/a");
   EXPECT_TRUE(expectations_.satisfied("ns/a"));
+  EXPECT_FALSE(expectations_.job_is_stale("ns/a", "10"));
+}
+
+TEST_F(ExpectationsTest, JobVersionWrittenOverIsStaleUntilANewerOneIsSeen) {
+  expectations_.expect_newer_job("ns/a", "10");
+  EXPECT_TRUE(expectations_.job_is_stale("ns/a", "10"));
+  EXPECT_FALSE(expectations_.job_is_stale("ns/b", "10"));
+  EXPECT_FALSE(expectations_.job_is_stale("ns/a", "11"));
+  // Once a newer version was seen, the old one is not remembered any more.
+  EXPECT_FALSE(expectations_.job_is_stale("ns/a", "10"));
+}
+
+TEST_F(ExpectationsTest, StaleJobVersionExpires) {
+  expectations_.expect_newer_job("ns/a", "10");
+  now_ += 5min;
+  EXPECT_FALSE(expectations_.job_is_stale("ns/a", "10"));
 }
 
 }  // namespace
