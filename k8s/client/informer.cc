@@ -83,6 +83,13 @@ std::vector<json> Informer::by_label(std::string_view value) const {
   return matches;
 }
 
+std::vector<json> Informer::by_label(std::string_view ns, std::string_view value) const {
+  std::vector<json> matches = by_label(value);
+  std::erase_if(matches,
+                [&](const json& object) { return metadata_field(object, "namespace") != ns; });
+  return matches;
+}
+
 std::string Informer::resource_version() const {
   std::lock_guard lock(mutex_);
   return resource_version_;

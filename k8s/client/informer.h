@@ -86,8 +86,11 @@ class Informer {
   std::optional<nlohmann::json> get(std::string_view ns, std::string_view name) const;
   /// A copy of every stored object.
   std::vector<nlohmann::json> list() const;
-  /// The stored objects whose `index_label` label equals `value` (empty without index_label).
+  /// The stored objects whose `index_label` label equals `value` (empty without index_label), in
+  /// all namespaces the informer sees.
   std::vector<nlohmann::json> by_label(std::string_view value) const;
+  /// Like by_label(value), limited to namespace `ns` (jobs of the same name may live in several).
+  std::vector<nlohmann::json> by_label(std::string_view ns, std::string_view value) const;
   /// The resourceVersion the next watch would start from (moved on by events and bookmarks).
   std::string resource_version() const;
   /// How many times the informer listed (1 after the first sync; more after 410 Gone or errors).

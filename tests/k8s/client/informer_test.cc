@@ -214,6 +214,8 @@ TEST(Informer, ListsWatchesAndRelistsAfterGone) {
   EXPECT_EQ(job1, (std::vector<std::string>{"a", "e"}));
   EXPECT_EQ(object_key(pod("a", "12", "j1")), "ns/a");
   EXPECT_EQ(informer.by_label("j2").size(), 1u);
+  EXPECT_EQ(informer.by_label("ns", "j2").size(), 1u);
+  EXPECT_TRUE(informer.by_label("other-ns", "j2").empty());
   EXPECT_TRUE(informer.by_label("none").empty());
 
   const auto stopping = std::chrono::steady_clock::now();
