@@ -413,12 +413,23 @@ ListResult ApiClient::list(const ResourceRef& ref, const ListOptions& options,
     if (!page.is_object()) {
       throw TransportError("GET " + ref.collection_path() + ": the answer is not a list", 0);
     }
+    // The API server leaves kind and apiVersion out of list items; put them back, since what
+    // reads the items later (an Event's involvedObject, an ownerReference) needs them.
+    std::string kind = string_field(page, "kind");
+    if (kind.ends_with("List")) kind.resize(kind.size() - 4);
+    const std::string api_version = string_field(page, "apiVersion");
     if (page.contains("items") && page["items"].is_array()) {
-      for (json& item : page["items"]) result.items.push_back(std::move(item));
+      for (json& item : page["items"]) {
+        if (item.is_object()) {
+          if (!item.contains("kind") && !kind.empty()) item["kind"] = kind;
+          if (!item.contains("apiVersion") && !api_version.empty())
+            item["apiVersion"] = api_version;
+        }
+        result.items.push_back(std::move(item));
+      }
     }
-    const json& metadata = page.value("metadata", json::object());
-    result.resource_version = metadata.value("resourceVersion", std::string());
-    continue_token = metadata.value("continue", std::string());
+    result.resource_version = metadata_field(page, "resourceVersion");
+    continue_token = metadata_field(page, "continue");
   } while (!continue_token.empty());
   return result;
 }

@@ -136,7 +136,8 @@ class ApiClient {
   nlohmann::json get(const ResourceRef& ref, std::string_view name,
                      std::string_view subresource = {});
 
-  /// Lists all objects (every page), returning the items and the list's resourceVersion.
+  /// Lists all objects (every page), returning the items and the list's resourceVersion. Items
+  /// get the kind and apiVersion the server leaves out of them ("PodList" items: kind "Pod").
   /// `stop` aborts the listing (TransportError). A 410 while paging means the continue token
   /// expired: list again.
   ListResult list(const ResourceRef& ref, const ListOptions& options = {},

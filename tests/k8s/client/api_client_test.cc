@@ -156,9 +156,10 @@ TEST_F(ApiClientTest, TypedHelpersSendTheRightRequests) {
 TEST_F(ApiClientTest, ListFollowsContinueTokensAndEncodesSelectors) {
   serve([](const httplib::Request& request, httplib::Response& response) {
     const std::string token = request.get_param_value("continue");
-    json page = {{"kind", "PodList"}, {"items", json::array()}};
+    json page = {{"kind", "PodList"}, {"apiVersion", "v1"}, {"items", json::array()}};
     if (token.empty()) {
-      page["items"] = {pod("a", "1"), pod("b", "2")};
+      // Like the API server: items without kind and apiVersion.
+      page["items"] = {{{"metadata", {{"name", "a"}}}}, pod("b", "2")};
       page["metadata"] = {{"resourceVersion", "40"}, {"continue", "page two"}};
     } else {
       page["items"] = {pod("c", "3")};
@@ -173,6 +174,8 @@ TEST_F(ApiClientTest, ListFollowsContinueTokensAndEncodesSelectors) {
   const ListResult result = client.list(pods_ref("ns"), options);
   ASSERT_EQ(result.items.size(), 3u);
   EXPECT_EQ(result.items[2]["metadata"]["name"], "c");
+  EXPECT_EQ(result.items[0]["kind"], "Pod");
+  EXPECT_EQ(result.items[0]["apiVersion"], "v1");
   EXPECT_EQ(result.resource_version, "41");
   const auto requests = all();
   ASSERT_EQ(requests.size(), 2u);
