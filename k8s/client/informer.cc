@@ -156,13 +156,16 @@ void Informer::notify_delete(const json& object) const {
 void Informer::run(std::stop_token stop) {
   Backoff backoff(options_.error_backoff);
   bool need_list = true;
+  int gone_in_a_row = 0;
   while (!stop.stop_requested()) {
     try {
       if (need_list) {
         relist(stop);
         need_list = false;
       }
-      if (watch_once(stop)) {
+      const bool watched = watch_once(stop);
+      gone_in_a_row = 0;
+      if (watched) {
         backoff.reset();
       } else {
         // The stream ended at once without an event: do not hammer the server.
@@ -170,10 +173,12 @@ void Informer::run(std::stop_token stop) {
       }
     } catch (const ApiError& error) {
       if (error.is_gone()) {
-        // Our resourceVersion is older than the server's history: list again, no delay needed.
+        // Our resourceVersion is older than the server's history: list again, at once the first
+        // time; a server that keeps answering 410 gets the backoff like any other error.
         log_to(options_.log, LogLevel::kInfo,
                "informer of " + options_.ref.plural + ": " + error.what() + "; relisting");
         need_list = true;
+        if (++gone_in_a_row > 1) sleep_unless_stopped(stop, backoff.next());
         continue;
       }
       log_to(options_.log, LogLevel::kWarning,
@@ -262,25 +267,27 @@ void Informer::apply_event(const WatchEvent& event) {
     if (!version.empty()) resource_version_ = version;
     return;
   }
+  const bool deleted = event.type == "DELETED";
+  if (!deleted && event.type != "ADDED" && event.type != "MODIFIED") {
+    log_to(options_.log, LogLevel::kWarning,
+           "informer of " + options_.ref.plural + ": ignoring watch event of type \"" + event.type +
+               "\"");
+    return;
+  }
   const std::string key = object_key(event.object);
   std::optional<json> previous;
   {
     std::lock_guard lock(mutex_);
     const auto it = objects_.find(key);
     if (it != objects_.end()) previous = it->second;
-    if (event.type == "ADDED" || event.type == "MODIFIED") {
-      store_locked(key, event.object);
-    } else if (event.type == "DELETED") {
+    if (deleted) {
       erase_locked(key);
     } else {
-      log_to(options_.log, LogLevel::kWarning,
-             "informer of " + options_.ref.plural + ": ignoring watch event of type \"" +
-                 event.type + "\"");
-      return;
+      store_locked(key, event.object);
     }
     if (!version.empty()) resource_version_ = version;
   }
-  if (event.type == "DELETED") {
+  if (deleted) {
     notify_delete(event.object);
   } else if (previous) {
     notify_update(*previous, event.object);

@@ -74,8 +74,9 @@ class ScriptedServer {
     return watched_versions_;
   }
 
-  bool wait_for_watches(std::size_t count) {
-    return testing::wait_until(mutex_, changed_, [&] { return watched_versions_.size() >= count; });
+  bool wait_for_watches(std::size_t count, std::chrono::milliseconds timeout = 10s) {
+    return testing::wait_until(
+        mutex_, changed_, [&] { return watched_versions_.size() >= count; }, timeout);
   }
 
   ClusterAccess access() const { return server_.access(); }
@@ -260,6 +261,27 @@ TEST(Informer, OtherWatchErrorsRewatchFromTheSameVersionWithoutRelisting) {
   EXPECT_EQ(informer.list_count(), 1u);
   informer.stop();
   watch->close();
+}
+
+TEST(Informer, AServerThatKeepsAnsweringGoneGetsBackoff) {
+  ScriptedServer server;
+  server.queue_list({pod("a", "1", "j1")}, "7");
+  server.queue_watch_error(410);
+  server.queue_list({pod("a", "1", "j1")}, "8");
+  server.queue_watch_error(410);
+  server.queue_list({pod("a", "1", "j1")}, "9");
+  ApiClient client(server.access());
+  InformerOptions options = pod_informer_options();
+  options.error_backoff.initial = 60s;
+  options.error_backoff.max = 60s;
+  Informer informer(client, options);
+  informer.start();
+  ASSERT_TRUE(server.wait_for_watches(2));
+  EXPECT_EQ(server.watched_versions(), (std::vector<std::string>{"7", "8"}))
+      << "the first 410 relists at once";
+  EXPECT_FALSE(server.wait_for_watches(3, 300ms)) << "the second 410 in a row waits";
+  EXPECT_EQ(informer.list_count(), 2u);
+  informer.stop();
 }
 
 TEST(Informer, StopInterruptsTheBackoffOfAFailingList) {
