@@ -441,6 +441,25 @@ TEST_F(ApiClientTest, WatchIsCancelledFromAnotherThread) {
   channel->close();
 }
 
+TEST_F(ApiClientTest, SilentWatchIsABrokenConnectionAfterTheIdleTimeout) {
+  auto channel = std::make_shared<LineChannel>();  // never sends anything
+  serve([&](const httplib::Request&, httplib::Response& response) {
+    server_->stream(response, channel);
+  });
+  ClientOptions options;
+  options.watch_idle_timeout = 1s;
+  ApiClient client(server_->access(), options);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    client.watch(pods_ref("ns"), "", {}, [](const WatchEvent&) { return true; });
+    FAIL() << "a silent watch did not fail";
+  } catch (const TransportError& error) {
+    EXPECT_TRUE(error.is_timeout()) << error.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+  channel->close();
+}
+
 TEST_F(ApiClientTest, WatchRefusedWithStatusThrows) {
   serve([](const httplib::Request&, httplib::Response& response) {
     response.status = 403;
