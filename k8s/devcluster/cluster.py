@@ -15,6 +15,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -257,6 +258,13 @@ def controller_binary() -> str:
     return os.path.join(build_dir, "k8s", "controller", "fiber-controller")
 
 
+def free_port() -> int:
+    """A loopback TCP port nothing listens on now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def record_path(state_dir: str) -> str:
     return os.path.join(state_dir, "cluster.json")
 
@@ -429,7 +437,14 @@ def start_controller(state_dir: str, admin: KubeClient, record: JSON, ca_file: s
     write_kubeconfig(kubeconfig, record["server"], ca_file, CONTEXT,
                      f"system:serviceaccount:{CONTROLLER_NAMESPACE}:{CONTROLLER_ACCOUNT}", token=token,
                      namespace=CONTROLLER_NAMESPACE)
-    pid = start_component(state_dir, "controller", [controller_binary(), "--kubeconfig", kubeconfig])
+    # Its health and metrics endpoints on loopback ports of their own, so that two clusters (or
+    # anything else on the well-known 8080/8081) do not meet; recorded for tests and users.
+    record["controller"] = {"health": f"127.0.0.1:{free_port()}", "metrics": f"127.0.0.1:{free_port()}",
+                            "kubeconfig": kubeconfig}
+    write_record(state_dir, record)
+    pid = start_component(state_dir, "controller", [
+        controller_binary(), "--kubeconfig", kubeconfig, "--health-addr", record["controller"]["health"],
+        "--metrics-addr", record["controller"]["metrics"]])
     time.sleep(0.5)
     if not pid_alive(pid):
         raise ClusterError("the controller exited at start:\n" + log_tail(state_dir, "controller"))
