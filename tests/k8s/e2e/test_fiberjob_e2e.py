@@ -1,0 +1,291 @@
+"""FiberJobs end to end: scripts/dev-cluster brings up the API server stand-in, two nodes and
+fiber-controller; the real kubectl (1.27 and 1.33) does what a user does, and the tests check what the
+cluster shows: pods, the job's columns, scaling, replacement with its Event, validation, the job's end,
+a controller restarted mid-job and two controllers with one leader."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import pathlib
+import signal
+import socket
+import subprocess
+import time
+from typing import Any, Callable
+
+import pytest
+import requests
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+KUBECTL_DIR = pathlib.Path("/usr/lib/google-cloud-sdk/bin")
+KUBECTLS = ["1.27", "1.33"]
+BUILD_DIR = pathlib.Path(os.environ.get("FIBER_BUILD_DIR", ROOT / "build"))
+CONTROLLER = BUILD_DIR / "k8s/controller/fiber-controller"
+SAMPLE = ROOT / "k8s/samples/fiberjob.yaml"
+
+
+class Cluster:
+    """A development cluster in a folder of its own, and kubectl pointed at it."""
+
+    def __init__(self, state_dir: pathlib.Path):
+        self.dir = state_dir
+        self.kubeconfig = state_dir / "kubeconfig"
+
+    def kubectl(self, version: str, *args: str, check: bool = True, stdin: str | None = None,
+                timeout: float = 60) -> subprocess.CompletedProcess:
+        result = subprocess.run([str(KUBECTL_DIR / f"kubectl.{version}"), *args], input=stdin,
+                                capture_output=True, text=True, timeout=timeout,
+                                env={**os.environ, "KUBECONFIG": str(self.kubeconfig)})
+        if check and result.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} exited {result.returncode}: {result.stderr}")
+        return result
+
+    def get(self, *args: str) -> Any:
+        return json.loads(self.kubectl("1.33", "get", *args, "-o", "json").stdout)
+
+    def pods(self, job: str, role: str | None = None) -> list[dict]:
+        selector = f"fibermpi.io/job-name={job}" + (f",fibermpi.io/role={role}" if role else "")
+        return self.get("pods", "-l", selector)["items"]
+
+    def record(self) -> dict:
+        return json.loads((self.dir / "cluster.json").read_text())
+
+    def controller_pid(self) -> int:
+        return int((self.dir / "pids/controller.pid").read_text())
+
+    def start_controller(self, name: str, *extra: str) -> tuple[subprocess.Popen, str]:
+        """Another fiber-controller with the cluster's controller credentials, recorded in pids/ so
+        that `down` stops it too; returns it and its metrics address."""
+        metrics = f"127.0.0.1:{free_port()}"
+        log = open(self.dir / "logs" / f"{name}.log", "w")
+        process = subprocess.Popen(
+            [str(CONTROLLER), "--kubeconfig", self.record()["controller"]["kubeconfig"],
+             "--health-addr", f"127.0.0.1:{free_port()}", "--metrics-addr", metrics, "--identity", name,
+             *extra], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        (self.dir / "pids" / f"{name}.pid").write_text(str(process.pid))
+        return process, metrics
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_until(what: str, check: Callable[[], Any], timeout_s: float = 60, interval_s: float = 0.2) -> Any:
+    deadline = time.monotonic() + timeout_s
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(interval_s)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what} (last: {last!r})")
+
+
+def running(pods: list[dict]) -> list[dict]:
+    return [p for p in pods if p.get("status", {}).get("phase") == "Running"
+            and "deletionTimestamp" not in p["metadata"]]
+
+
+def metric(address: str, name: str) -> float | None:
+    """A gauge of a controller's /metrics; None while it does not answer yet."""
+    try:
+        text = requests.get(f"http://{address}/metrics", timeout=5).text
+    except requests.ConnectionError:
+        return None
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError(f"{name} not in the metrics of {address}")
+
+
+def sample(name: str, **workers: Any) -> str:
+    job = yaml.safe_load(SAMPLE.read_text())
+    job["metadata"]["name"] = name
+    job["spec"]["workers"].update(workers)
+    return yaml.safe_dump(job)
+
+
+def exiting_job(name: str, code: int) -> str:
+    job = yaml.safe_load(SAMPLE.read_text())
+    job["metadata"]["name"] = name
+    job["spec"]["launcher"]["template"]["spec"]["containers"][0]["args"] = [f"sleep 2; exit {code}"]
+    job["spec"]["workers"].update(replicas=2, minReplicas=0)
+    job["spec"]["runPolicy"] = {"cleanPodPolicy": "All"}
+    return yaml.safe_dump(job)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory) -> Cluster:
+    if not CONTROLLER.exists():
+        pytest.fail(f"{CONTROLLER} is not built")
+    state_dir = tmp_path_factory.mktemp("cluster")
+    up = subprocess.run([str(ROOT / "scripts/dev-cluster"), "up", str(state_dir)], capture_output=True,
+                        text=True, timeout=120, env={**os.environ, "FIBER_BUILD_DIR": str(BUILD_DIR)})
+    assert up.returncode == 0, up.stdout + up.stderr
+    assert f"export KUBECONFIG={state_dir}/kubeconfig" in up.stdout
+    try:
+        yield Cluster(state_dir)
+    finally:
+        down = subprocess.run([str(ROOT / "scripts/dev-cluster"), "down", str(state_dir)],
+                              capture_output=True, text=True, timeout=120)
+        assert down.returncode == 0, down.stdout + down.stderr
+
+
+@pytest.mark.parametrize("version", KUBECTLS)
+def test_a_sample_job_runs_scales_and_gets_lost_workers_back(cluster: Cluster, version: str):
+    name = f"sample-{version.replace('.', '')}"
+    assert "created" in cluster.kubectl(version, "apply", "-f", "-", stdin=sample(name)).stdout
+
+    def all_running() -> bool:
+        pods = running(cluster.pods(name))
+        roles = sorted(p["metadata"]["labels"]["fibermpi.io/role"] for p in pods)
+        return roles == ["launcher", "name-service", "worker", "worker"]
+    wait_until("the name service, the launcher and 2 workers running", all_running)
+    job = wait_until("phase Running", lambda: (j := cluster.get("fj", name))["status"].get("phase")
+                     == "Running" and j["status"]["workers"]["ready"] == 2 and j)
+    assert job["status"]["nameService"]["uri"]
+    conditions = {c["type"]: c for c in job["status"]["conditions"]}
+    for kind in ("Created", "NameServiceReady", "LauncherRunning", "WorkersReady"):
+        assert conditions[kind]["status"] == "True", conditions
+        assert conditions[kind]["observedGeneration"] == job["metadata"]["generation"]
+
+    table = cluster.kubectl(version, "get", "fj", name).stdout.splitlines()
+    assert table[0].split() == ["NAME", "PHASE", "DESIRED", "READY", "MIN", "MAX", "AGE"]
+    assert table[1].split()[:6] == [name, "Running", "2", "2", "1", "8"]
+
+    # The worker pods see what the controller gave them.
+    worker = running(cluster.pods(name, "worker"))[0]
+    env = {e["name"]: e for e in worker["spec"]["containers"][0]["env"]}
+    assert env["FIBER_NAME_SERVICE_URI"]["value"] == job["status"]["nameService"]["uri"]
+    assert env["FIBER_K8S_JOB"]["value"] == name
+
+    assert "scaled" in cluster.kubectl(version, "scale", f"fj/{name}", "--replicas=4").stdout
+    wait_until("4 ready workers", lambda: len(running(cluster.pods(name, "worker"))) == 4
+               and cluster.get("fj", name)["status"]["workers"]["ready"] == 4)
+    assert cluster.get("fj", name)["status"]["workers"]["desired"] == 4
+
+    lost = f"{name}-worker-1"
+    lost_uid = cluster.get("pod", lost)["metadata"]["uid"]
+    cluster.kubectl(version, "delete", "pod", lost, "--wait=false")
+
+    def replaced() -> bool:
+        workers = running(cluster.pods(name, "worker"))
+        return len(workers) == 4 and lost_uid not in {p["metadata"]["uid"] for p in workers}
+    wait_until("the lost worker replaced", replaced)
+    events = cluster.get("events", "--field-selector", f"involvedObject.name={name}")["items"]
+    lost_events = [e for e in events if e["reason"] == "WorkerLost"]
+    assert lost_events and lost_events[0]["type"] == "Warning" and lost in lost_events[0]["message"]
+    assert cluster.get("fj", name)["status"]["workerReplacements"] == 1
+    # Scaling above maxReplicas keeps maxReplicas.
+    cluster.kubectl(version, "scale", f"fj/{name}", "--replicas=50")
+    wait_until("8 workers (the maximum)", lambda: len(running(cluster.pods(name, "worker"))) == 8)
+    time.sleep(1)
+    assert len(cluster.pods(name, "worker")) == 8
+
+    # Deleting the job deletes everything it owns.
+    cluster.kubectl(version, "delete", "fj", name, "--wait=false")
+    wait_until("every pod of the job gone", lambda: cluster.pods(name) == [], timeout_s=90)
+    assert cluster.get("services", "-l", f"fibermpi.io/job-name={name}")["items"] == []
+
+
+@pytest.mark.parametrize("version", KUBECTLS)
+def test_min_above_max_is_refused_with_both_fields_named(cluster: Cluster, version: str):
+    bad = sample(f"bad-{version.replace('.', '')}", minReplicas=9)
+    result = cluster.kubectl(version, "apply", "-f", "-", stdin=bad, check=False)
+    assert result.returncode != 0
+    assert "spec.workers.minReplicas must be less than or equal to spec.workers.maxReplicas" in result.stderr
+    assert "is invalid" in result.stderr
+    assert cluster.kubectl(version, "get", "fj", f"bad-{version.replace('.', '')}",
+                           check=False).returncode != 0
+
+
+@pytest.mark.parametrize("version", KUBECTLS)
+def test_the_launcher_decides_the_end_and_pods_are_cleaned(cluster: Cluster, version: str):
+    tag = version.replace(".", "")
+    for name, code in ((f"ok-{tag}", 0), (f"three-{tag}", 3)):
+        cluster.kubectl(version, "apply", "-f", "-", stdin=exiting_job(name, code))
+    ok = wait_until("Succeeded", lambda: (j := cluster.get("fj", f"ok-{tag}"))["status"].get("phase")
+                    == "Succeeded" and j)
+    failed = wait_until("Failed", lambda: (j := cluster.get("fj", f"three-{tag}"))["status"].get("phase")
+                        == "Failed" and j)
+    succeeded = {c["type"]: c for c in ok["status"]["conditions"]}["Succeeded"]
+    assert succeeded["status"] == "True"
+    assert ok["status"]["launcher"]["exitCode"] == 0 and ok["status"]["completionTime"]
+    failure = {c["type"]: c for c in failed["status"]["conditions"]}["Failed"]
+    assert failure["status"] == "True" and "code 3" in failure["message"], failure
+    assert failed["status"]["launcher"]["exitCode"] == 3
+    for name in (f"ok-{tag}", f"three-{tag}"):
+        wait_until(f"the pods of {name} cleaned", lambda n=name: cluster.pods(n) == [], timeout_s=60)
+    table = cluster.kubectl(version, "get", "fj", f"ok-{tag}", f"three-{tag}").stdout
+    assert "Succeeded" in table and "Failed" in table
+
+
+def test_a_controller_restarted_mid_job_creates_no_duplicate(cluster: Cluster):
+    name = "restart"
+    cluster.kubectl("1.33", "apply", "-f", "-", stdin=sample(name, replicas=3))
+    wait_until("3 workers", lambda: len(running(cluster.pods(name, "worker"))) == 3)
+    before = {p["metadata"]["name"]: p["metadata"]["uid"] for p in cluster.pods(name)}
+
+    pid = cluster.controller_pid()
+    os.kill(pid, signal.SIGKILL)
+    wait_until("the controller gone", lambda: not pathlib.Path(f"/proc/{pid}").exists()
+               or "Z" in pathlib.Path(f"/proc/{pid}/stat").read_text().split()[2])
+    cluster.kubectl("1.33", "scale", f"fj/{name}", "--replicas=5")
+    # The killed leader never released its Lease: the new one waits for it to expire (15 s).
+    process, metrics = cluster.start_controller("controller-restarted")
+    try:
+        wait_until("5 workers", lambda: len(running(cluster.pods(name, "worker"))) == 5, timeout_s=60)
+        time.sleep(2)
+        pods = cluster.pods(name)
+        names = [p["metadata"]["name"] for p in pods]
+        assert len(names) == len(set(names)) == 7, names
+        workers = sorted(p["metadata"]["labels"]["fibermpi.io/worker-index"]
+                         for p in cluster.pods(name, "worker"))
+        assert workers == ["0", "1", "2", "3", "4"]
+        for pod in pods:  # the pods from before the restart were kept, not made again
+            if pod["metadata"]["name"] in before:
+                assert pod["metadata"]["uid"] == before[pod["metadata"]["name"]]
+        assert metric(metrics, "fiber_controller_leader") == 1
+    finally:
+        cluster.kubectl("1.33", "delete", "fj", name, "--wait=false")
+    wait_until("the pods of the job gone", lambda: cluster.pods(name) == [], timeout_s=60)
+    process.send_signal(signal.SIGTERM)
+    process.wait(timeout=20)
+
+
+def test_two_controllers_one_leader(cluster: Cluster):
+    """The cluster's controller (or its restarted successor) leads; a second one waits, acts only
+    once the leader is gone, and then does the work."""
+    first, first_metrics = cluster.start_controller("controller-a")
+    wait_until("controller-a leading", lambda: metric(first_metrics, "fiber_controller_leader") == 1,
+               timeout_s=60)
+    second, second_metrics = cluster.start_controller("controller-b")
+    try:
+        time.sleep(3)
+        lease = cluster.get("lease", "-n", "fiber-system", "fiber-controller")
+        assert lease["spec"]["holderIdentity"] == "controller-a"
+        assert metric(second_metrics, "fiber_controller_leader") == 0
+        name = "leader"
+        cluster.kubectl("1.33", "apply", "-f", "-", stdin=sample(name, replicas=1))
+        wait_until("1 worker", lambda: len(running(cluster.pods(name, "worker"))) == 1)
+
+        first.send_signal(signal.SIGTERM)  # a graceful stop releases the Lease
+        first.wait(timeout=20)
+        wait_until("controller-b leading", lambda: metric(second_metrics, "fiber_controller_leader") == 1,
+                   timeout_s=30)
+        assert cluster.get("lease", "-n", "fiber-system", "fiber-controller")["spec"][
+            "holderIdentity"] == "controller-b"
+        cluster.kubectl("1.33", "scale", f"fj/{name}", "--replicas=2")
+        wait_until("2 workers", lambda: len(running(cluster.pods(name, "worker"))) == 2)
+        cluster.kubectl("1.33", "delete", "fj", name, "--wait=false")
+        wait_until("the pods of the job gone", lambda: cluster.pods(name) == [], timeout_s=60)
+    finally:
+        for process in (first, second):
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                process.wait(timeout=20)
