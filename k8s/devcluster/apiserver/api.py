@@ -16,6 +16,7 @@ from typing import Any
 from . import errors
 from .custom import CLEANUP_FINALIZER, admit, require_kind, storage_version
 from .errors import ApiError
+from .decoding import check_decodable
 from .listing import list_objects
 from .patching import (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, decode_patch, json_patch, merge_patch,
                        strategic_merge_patch, unsupported_patch_type)
@@ -97,6 +98,7 @@ class Api:
         if not isinstance(meta, dict):
             raise ApiError(400, "BadRequest", f"{info.kind} in version \"{info.version}\" cannot be handled "
                            f"as a {info.kind}: metadata must be an object")
+        check_decodable(info, obj)
         meta.pop("managedFields", None)
         meta.pop("selfLink", None)
         if info.crd is not None:
@@ -504,4 +506,3 @@ class Api:
             new = copy.deepcopy(current)
             new["metadata"]["finalizers"] = [f for f in new["metadata"]["finalizers"] if f != finalizer]
             self.commit_update(info, current, new, Context(), None)
-

@@ -14,7 +14,7 @@ from . import subresources
 from .api import Api, Context, resource_key
 from .auth import Authenticator, User, unauthorized
 from .errors import ApiError
-from .listing import make_filter
+from .listing import make_filter, parse_rv
 from .paths import Target, parse_resource_path, verb_of
 from .registry import Registry
 from .resource_info import ResourceInfo
@@ -249,6 +249,10 @@ class App:
                            "unless the WatchList feature gate is enabled")
         strategy = self.registry.strategy(info)
         selection = make_filter(namespace if info.namespaced else "", query, strategy.field_selectors)
+        if query.get("resourceVersion", "") not in ("", "0"):
+            parse_rv(query["resourceVersion"])          # refused with a 400 before the stream starts
+        if query.get("timeoutSeconds"):
+            parse_rv(query["timeoutSeconds"], "timeoutSeconds")
         transform = None
         table_module = _optional_module("tables") if _wants_table(accept) else None
         if table_module is not None:

@@ -54,7 +54,8 @@ class NamespaceStrategy(Strategy):
     def prepare_create(self, api: Api, info: ResourceInfo, obj: dict[str, Any]) -> None:
         obj["spec"] = {"finalizers": ["kubernetes"]}
         obj["status"] = {"phase": "Active"}
-        obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = obj["metadata"]["name"]
+        if obj["metadata"].get("name"):
+            obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = obj["metadata"]["name"]
 
     def prepare_update(self, api: Api, info: ResourceInfo, obj: dict[str, Any], old: dict[str, Any]) -> None:
         obj["spec"] = old.get("spec", {})

@@ -81,3 +81,15 @@ def test_unknown_custom_resource_fields_come_back_as_warnings(apiserver: ApiServ
     assert response.status_code == 201 and "colour" not in response.json()["spec"]
     assert 'unknown field \\"spec.colour\\"' in response.headers["Warning"]
     assert response.headers["Warning"].startswith('299 - "')
+
+
+def test_fields_of_the_wrong_type_are_a_400_not_a_crash(apiserver: ApiServerProcess) -> None:
+    ns = apiserver.namespace("negotiation-types")
+    for path, body in ((f"/api/v1/namespaces/{ns}/pods", {"metadata": {"name": "a", "labels": ["x"]}}),
+                       (f"/api/v1/namespaces/{ns}/secrets", {"metadata": {"name": "b"}, "data": [1]}),
+                       ("/apis/rbac.authorization.k8s.io/v1/namespaces/" + ns + "/rolebindings",
+                        {"metadata": {"name": "c"}, "roleRef": {"kind": "Role", "name": "r"}, "subjects": [1]})):
+        response = apiserver.post(path, body)
+        assert response.status_code == 400 and "cannot unmarshal" in response.json()["message"], response.text
+    response = apiserver.get(f"/api/v1/namespaces/{ns}/pods", params={"watch": "1", "resourceVersion": "abc"})
+    assert response.status_code == 400
