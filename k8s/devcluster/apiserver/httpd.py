@@ -5,6 +5,7 @@ watches and logs."""
 from __future__ import annotations
 
 import json
+import logging
 import select
 import socket
 import ssl
@@ -15,6 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from .app import App, Response
 
+_log = logging.getLogger(__name__)
 _IDLE_TIMEOUT_S = 300
 _HANDSHAKE_TIMEOUT_S = 10
 _MAX_BODY = 64 * 1024 * 1024
@@ -125,6 +127,9 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError, socket.timeout, OSError):
+            self.close_connection = True
+        except Exception:          # headers are out: the only honest answer left is to end the stream
+            _log.exception("%s failed while streaming", self.path)
             self.close_connection = True
 
 
