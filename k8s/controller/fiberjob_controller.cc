@@ -15,6 +15,8 @@ using nlohmann::json;
 
 // How long a worker waits for a key before it looks whether it should stop.
 constexpr std::chrono::milliseconds kWorkerPollInterval{200};
+// When to look again at a job skipped while the cache catches up with the controller's own actions.
+constexpr std::chrono::seconds kCacheWaitRequeue{30};
 
 // The key of the job an owned object belongs to, from its job-name label; "" when unlabelled.
 std::string job_key_of(const json& object) {
@@ -205,10 +207,12 @@ KeyOutcome FiberJobController::reconcile_key(const std::string& key) {
     return {};
   }
   // The cache has not shown our last creations or deletions yet: acting now could repeat them.
-  // Their informer events queue the job again.
-  if (!expectations_.satisfied(key)) return {};
+  // Their informer events queue the job again; the requeue is there for events a broken watch lost.
+  if (!expectations_.satisfied(key)) return {ReconcileResult::kOk, kCacheWaitRequeue};
   // The cache still shows the version our last status write replaced; its update event follows.
-  if (expectations_.job_is_stale(key, metadata_field(*job, "resourceVersion"))) return {};
+  if (expectations_.job_is_stale(key, metadata_field(*job, "resourceVersion"))) {
+    return {ReconcileResult::kOk, kCacheWaitRequeue};
+  }
 
   JobSpec spec;
   try {

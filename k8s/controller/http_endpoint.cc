@@ -2,6 +2,8 @@
 
 #include <httplib.h>
 
+#include <sys/socket.h>
+
 #include <charconv>
 #include <stdexcept>
 
@@ -23,6 +25,12 @@ HttpEndpoint::HttpEndpoint(const std::string& address)
     host_ = host_.substr(1, host_.size() - 2);
   }
   port_ = port;
+  // SO_REUSEADDR only: cpp-httplib's default adds SO_REUSEPORT, with which a second controller
+  // would share a taken port silently and the probes would reach either of them.
+  server_->set_socket_options([](socket_t socket) {
+    int yes = 1;
+    setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
 }
 
 HttpEndpoint::~HttpEndpoint() { stop(); }
@@ -43,7 +51,13 @@ void HttpEndpoint::start() {
   } else if (!server_->bind_to_port(host_.c_str(), port_)) {
     throw std::runtime_error("cannot listen on " + host_ + ":" + std::to_string(port_));
   }
-  thread_ = std::thread([this] { server_->listen_after_bind(); });
+  thread_ = std::thread([this] {
+    server_->listen_after_bind();
+    listener_done_ = true;
+  });
+  // cpp-httplib's stop() does nothing until the listener runs: wait for that (microseconds), so
+  // that a stop() right after start() cannot miss it and leave the thread listening for ever.
+  while (!server_->is_running() && !listener_done_) std::this_thread::yield();
 }
 
 void HttpEndpoint::stop() {

@@ -1,6 +1,7 @@
 // A small HTTP server for the controller's probes (/healthz, /readyz) and /metrics.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -46,6 +47,7 @@ class HttpEndpoint {
   int port_ = 0;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
+  std::atomic<bool> listener_done_{false};
 };
 
 }  // namespace fiber::k8s::controller
