@@ -164,7 +164,14 @@ std::size_t FiberJobController::queue_depth() const { return queue_.depth(); }
 void FiberJobController::run_worker(std::stop_token stop) {
   while (!stop.stop_requested() && !queue_.shutting_down()) {
     const std::optional<std::string> key = queue_.get_for(kWorkerPollInterval);
-    if (key) process(*key);
+    if (!key) continue;
+    if (stop.stop_requested()) {
+      // Told to stop (the lead was lost) while waiting: the key waits for the next leader.
+      queue_.done(*key);
+      queue_.add(*key);
+      return;
+    }
+    process(*key);
   }
 }
 

@@ -198,8 +198,8 @@ int run(const Flags& flags) {
       };
       election.on_stopped_leading = [&] {
         log_to(log, LogLevel::kInfo, "no longer leading: reconciling stops");
-        leading = false;
         controller.stop_workers();
+        leading = false;
       };
       election.on_new_leader = [&](const std::string& holder) {
         log_to(log, LogLevel::kInfo, "leader is " + (holder.empty() ? "nobody" : holder));
