@@ -285,6 +285,9 @@ def test_lost_lease_stops_reconciling_until_it_is_won_back(cluster: Cluster, con
     now = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
     lease["spec"].update({"holderIdentity": "intruder", "leaseDurationSeconds": 3600,
                           "acquireTime": now, "renewTime": now})
+    # c1 renews every second: a renewal between our GET and PUT would make a conditional PUT a 409.
+    # Leases take unconditional updates, and c1's own renewal then meets the conflict instead.
+    del lease["metadata"]["resourceVersion"]
     cluster.call("PUT", lease_path, lease)
     wait_for("c1 to stop leading", lambda: not controller.leads())
     cluster.create_job("held", 1)
@@ -304,7 +307,8 @@ def test_namespace_flag_limits_the_controller_and_readyz_follows_the_caches(
                          "--leader-elect", "false")
     wait_for("/readyz", lambda: requests.get(limited.health_url + "/readyz", timeout=5).status_code == 200)
     assert requests.get(limited.health_url + "/healthz", timeout=5).status_code == 200
-    assert limited.leads()
+    # Ready comes with the synced caches; the workers (and the gauge) start a moment later.
+    wait_for("limited to lead without an election", limited.leads)
     cluster.create_job("elsewhere", 1)
     other_job = cluster.job("elsewhere")
     other_job["metadata"] = {"name": "here", "namespace": "other"}
