@@ -15,7 +15,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -258,13 +257,6 @@ def controller_binary() -> str:
     return os.path.join(build_dir, "k8s", "controller", "fiber-controller")
 
 
-def free_port() -> int:
-    """A loopback TCP port nothing listens on now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def record_path(state_dir: str) -> str:
     return os.path.join(state_dir, "cluster.json")
 
@@ -437,17 +429,30 @@ def start_controller(state_dir: str, admin: KubeClient, record: JSON, ca_file: s
     write_kubeconfig(kubeconfig, record["server"], ca_file, CONTEXT,
                      f"system:serviceaccount:{CONTROLLER_NAMESPACE}:{CONTROLLER_ACCOUNT}", token=token,
                      namespace=CONTROLLER_NAMESPACE)
-    # Its health and metrics endpoints on loopback ports of their own, so that two clusters (or
-    # anything else on the well-known 8080/8081) do not meet; recorded for tests and users.
-    record["controller"] = {"health": f"127.0.0.1:{free_port()}", "metrics": f"127.0.0.1:{free_port()}",
-                            "kubeconfig": kubeconfig}
+    record["controller"] = {"kubeconfig": kubeconfig}
     write_record(state_dir, record)
+    # Its health and metrics endpoints on loopback ports the kernel picks, so that two clusters (or
+    # anything else on the well-known 8080/8081) do not meet. A port probed free beforehand could be
+    # taken (by any outgoing connection) before the controller binds it; the controller logs the
+    # addresses it got instead, and they are recorded for tests and users.
+    log_path = os.path.join(state_dir, "logs", "controller.log")
+    log_start = os.path.getsize(log_path) if os.path.exists(log_path) else 0
     pid = start_component(state_dir, "controller", [
-        controller_binary(), "--kubeconfig", kubeconfig, "--health-addr", record["controller"]["health"],
-        "--metrics-addr", record["controller"]["metrics"]])
-    time.sleep(0.5)
-    if not pid_alive(pid):
-        raise ClusterError("the controller exited at start:\n" + log_tail(state_dir, "controller"))
+        controller_binary(), "--kubeconfig", kubeconfig, "--health-addr", "127.0.0.1:0",
+        "--metrics-addr", "127.0.0.1:0"])
+
+    def serving() -> tuple[str, str] | None:
+        if not pid_alive(pid):
+            raise ClusterError("the controller exited at start:\n" + log_tail(state_dir, "controller"))
+        with open(log_path, "rb") as handle:
+            handle.seek(log_start)
+            text = handle.read().decode("utf-8", errors="replace")
+        health = re.search(r"serving /healthz and /readyz on (\S+)", text)
+        metrics = re.search(r"serving /metrics on (\S+)", text)
+        return (health.group(1), metrics.group(1)) if health and metrics else None
+    record["controller"]["health"], record["controller"]["metrics"] = wait_for(
+        "the controller's health and metrics endpoints", serving)
+    write_record(state_dir, record)
 
 
 # --- down --------------------------------------------------------------------------------------

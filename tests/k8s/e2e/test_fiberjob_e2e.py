@@ -9,8 +9,8 @@ import copy
 import json
 import os
 import pathlib
+import re
 import signal
-import socket
 import subprocess
 import time
 from typing import Any, Callable
@@ -58,21 +58,23 @@ class Cluster:
 
     def start_controller(self, name: str, *extra: str) -> tuple[subprocess.Popen, str]:
         """Another fiber-controller with the cluster's controller credentials, recorded in pids/ so
-        that `down` stops it too; returns it and its metrics address."""
-        metrics = f"127.0.0.1:{free_port()}"
-        log = open(self.dir / "logs" / f"{name}.log", "w")
+        that `down` stops it too; returns it and its metrics address.
+
+        Its ports are picked by the kernel and read from its log: a port probed free beforehand can be
+        taken (by any outgoing connection) before the controller binds it."""
+        log_path = self.dir / "logs" / f"{name}.log"
+        log = open(log_path, "w")
         process = subprocess.Popen(
             [str(CONTROLLER), "--kubeconfig", self.record()["controller"]["kubeconfig"],
-             "--health-addr", f"127.0.0.1:{free_port()}", "--metrics-addr", metrics, "--identity", name,
+             "--health-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--identity", name,
              *extra], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         (self.dir / "pids" / f"{name}.pid").write_text(str(process.pid))
-        return process, metrics
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+        def metrics_address() -> str | None:
+            assert process.poll() is None, f"{name} exited: {log_path.read_text()}"
+            match = re.search(r"serving /metrics on (\S+)", log_path.read_text())
+            return match.group(1) if match else None
+        return process, wait_until(f"{name} to serve /metrics", metrics_address, timeout_s=30, interval_s=0.05)
 
 
 def wait_until(what: str, check: Callable[[], Any], timeout_s: float = 60, interval_s: float = 0.2) -> Any:
