@@ -20,7 +20,8 @@ using testing::status_body;
 constexpr const char* kLeasePath = "/apis/coordination.k8s.io/v1/namespaces/ns/leases";
 
 // Stores one Lease the way the API server does: 404 before it exists, 409 AlreadyExists on a
-// second create, 409 Conflict on a write with a stale resourceVersion.
+// second create, 409 Conflict on a write with a stale resourceVersion; a merge patch applies to
+// whatever version is stored.
 class LeaseServer {
  public:
   LeaseServer()
@@ -53,6 +54,15 @@ class LeaseServer {
             }
             store(lease, response, 200);
           });
+          http.Patch(std::string(kLeasePath) + "/lock",
+                     [this](const httplib::Request& request, httplib::Response& response) {
+                       std::lock_guard lock(mutex_);
+                       if (!lease_)
+                         return reply(response, 404, "NotFound", "leases \"lock\" not found");
+                       json patched = *lease_;
+                       patched.merge_patch(json::parse(request.body));
+                       store(patched, response, 200);
+                     });
         }) {}
 
   ClusterAccess access() const { return server_.access(); }
@@ -219,10 +229,13 @@ TEST(LeaderElection, LeaderThatCannotRenewStepsDown) {
   // Someone else grabs the lease behind the leader's back (as after a network partition).
   ClusterAccess access = server.access();
   ApiClient intruder(access);
-  json lease = intruder.get(leases_ref("ns"), "lock");
-  lease["spec"]["holderIdentity"] = "intruder";
-  lease["spec"]["renewTime"] = format_micro_time(std::chrono::system_clock::now());
-  intruder.replace(leases_ref("ns"), lease);
+  // A patch, not a read and a replace: the leader renews every 50 ms, and a renewal between the
+  // read and the write would make the write a 409. The leader's own next write meets the conflict.
+  intruder.patch(leases_ref("ns"), "lock",
+                 {{"spec",
+                   {{"holderIdentity", "intruder"},
+                    {"renewTime", format_micro_time(std::chrono::system_clock::now())}}}},
+                 PatchType::kMerge);
   // Keep the intruder's lease fresh until the old leader has stepped down (after each of its
   // attempts, so it never sees the lease expire).
   const auto deadline = std::chrono::steady_clock::now() + 10s;
