@@ -15,6 +15,8 @@ using nlohmann::json;
 
 // How long a worker waits for a key before it looks whether it should stop.
 constexpr std::chrono::milliseconds kWorkerPollInterval{200};
+// How soon a job put back while the lead is in doubt is looked at again.
+constexpr std::chrono::milliseconds kLeadCheckRetry{500};
 // When to look again at a job skipped while the cache catches up with the controller's own actions.
 constexpr std::chrono::seconds kCacheWaitRequeue{30};
 
@@ -175,7 +177,17 @@ void FiberJobController::run_worker(std::stop_token stop) {
   }
 }
 
+void FiberJobController::set_lead_check(std::function<bool()> still_leading) {
+  still_leading_ = std::move(still_leading);
+}
+
 void FiberJobController::process(const std::string& key) {
+  if (still_leading_ && !still_leading_()) {
+    // The lead may be lost (a renewal is overdue): another controller may act on this job now.
+    queue_.add_after(key, kLeadCheckRetry);
+    queue_.done(key);
+    return;
+  }
   const auto started = std::chrono::steady_clock::now();
   KeyOutcome outcome;
   try {

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -64,6 +65,11 @@ class FiberJobController {
   void start_workers();
   /// Stops the worker threads after their current pass (on losing the lead). Idempotent.
   void stop_workers();
+  /// Asked before every pass over a job; false puts the job back and acts on nothing. Set before
+  /// the workers start. The leader elector's is_leader() turns false once a renewal has not
+  /// succeeded within the renew deadline, which is shorter than the Lease's duration, so a leader
+  /// whose renewal hangs stops acting before anyone else may take over.
+  void set_lead_check(std::function<bool()> still_leading);
   /// Stops the workers, the informers and the queue. Idempotent.
   void stop();
 
@@ -97,6 +103,7 @@ class FiberJobController {
   EventRecorder& recorder_;
   ControllerMetrics& metrics_;
   ControllerOptions options_;
+  std::function<bool()> still_leading_;
   Expectations expectations_;
   WorkQueue queue_;
   std::unique_ptr<Informer> jobs_;

@@ -210,6 +210,7 @@ int run(const Flags& flags) {
         std::cerr << "fiber-controller: " << error.what() << "\n";
         return 2;
       }
+      controller.set_lead_check([&elector] { return elector->is_leader(); });
       elector->start();
     } else {
       leading = true;
