@@ -277,7 +277,9 @@ TEST_F(ApiClientTest, RequestIsCancelledFromAnotherThread) {
   std::promise<void> arrived;
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
-  serve([&](const httplib::Request&, httplib::Response& response) {
+  // The handler holds its own copy of the shared state it waits on: it wakes after
+  // release.set_value() and may still read that state while this test is returning.
+  serve([&arrived, released](const httplib::Request&, httplib::Response& response) {
     arrived.set_value();
     released.wait();
     response.set_content("{}", "application/json");
@@ -296,6 +298,7 @@ TEST_F(ApiClientTest, RequestIsCancelledFromAnotherThread) {
   } catch (const TransportError& error) {
     EXPECT_NE(std::string(error.what()).find("cancelled"), std::string::npos) << error.what();
   }
+  server_.reset();  // its handler thread is done before `arrived` goes
 }
 
 TEST_F(ApiClientTest, UnreachableServerIsATransportError) {
