@@ -277,8 +277,20 @@ KeyOutcome FiberJobController::reconcile_key(const std::string& key) {
 
 std::optional<std::string> FiberJobController::read_name_service_uri(const JobSpec& spec) {
   const std::string pod = name_service_pod_name(spec.name);
+  // The URI is in the log of the pod's first container (the one its template names first): with a
+  // second container (a sidecar a mesh injects, a helper in the template) the API server refuses a
+  // log request that names none.
+  std::string container;
+  if (const std::optional<json> cached = pods_->get(spec.ns, pod)) {
+    const json containers =
+        cached->value("spec", json::object()).value("containers", json::array());
+    if (!containers.empty() && containers[0].is_object()) {
+      container = containers[0].value("name", std::string());
+    }
+  }
   try {
-    std::optional<std::string> uri = find_name_service_uri(client_.read_log(spec.ns, pod));
+    std::optional<std::string> uri =
+        find_name_service_uri(client_.read_log(spec.ns, pod, container));
     if (uri) log(LogLevel::kInfo, object_key(spec.ns, spec.name), "name service URI " + *uri);
     return uri;
   } catch (const ClientError& error) {

@@ -325,3 +325,23 @@ def test_bad_kubeconfig_is_refused_with_exit_status_2(tmp_path: Path) -> None:
                             capture_output=True, text=True, timeout=10)
     assert result.returncode == 2
     assert "missing" in result.stderr
+
+
+def test_the_uri_is_read_from_the_first_container_of_a_name_service_with_two(
+        cluster: Cluster, controller: Controller) -> None:
+    """A second container (a mesh's sidecar, a helper in the template): a log request naming no
+    container is refused for such a pod, so the controller names the first one."""
+    main = {"name": "ompi", "image": "fibermpi/runtime:0.1.0", "command": ["sleep", "600"]}
+    sidecar = {"name": "sidecar", "image": "proxy:1", "command": ["sleep", "600"]}
+    worker = {"name": "main", "image": "fibermpi/runtime:0.1.0", "command": ["sleep", "600"]}
+    cluster.call("POST", JOBS, {
+        "apiVersion": "fibermpi.io/v1alpha1", "kind": "FiberJob",
+        "metadata": {"name": "two", "namespace": "default"},
+        "spec": {"launcher": {"template": {"spec": {"containers": [worker]}}},
+                 "workers": {"template": {"spec": {"containers": [worker]}}, "replicas": 1, "maxReplicas": 2},
+                 "nameService": {"template": {"spec": {"containers": [main, sidecar]}}}}})
+    wait_for("the name-service pod", lambda: "two-nameservice" in cluster.pods())
+    assert [c["name"] for c in cluster.pods()["two-nameservice"]["spec"]["containers"]] == ["ompi", "sidecar"]
+    cluster.set_phase("two-nameservice", "Running", log=f"starting\n{URI}\n")
+    wait_for("the URI in the status", lambda: cluster.status("two").get("nameService", {}).get("uri") == URI)
+    wait_for("the launcher", lambda: "two-launcher" in cluster.pods())

@@ -432,3 +432,19 @@ def test_root_rules_see_kind_and_name_but_no_other_metadata():
     renamed["metadata"]["name"] = "other"
     assert causes(refusal(renamed, info=info_for(crd))) == [
         ("FieldValueInvalid", "<nil>", 'Invalid value: "object": demo jobs only')]
+
+
+@pytest.mark.parametrize("name", ["train.v2", "1job", "Upper", "a" * 64, "ends-"])
+def test_a_job_name_that_cannot_name_a_service_or_label_pods_is_refused(name: str):
+    job = fiberjob()
+    job["metadata"]["name"] = name
+    error = refusal(job)
+    assert error.code == 422
+    assert "metadata.name must be a DNS-1035 label of at most 63 characters" in error.message
+
+
+@pytest.mark.parametrize("name", ["sample", "a" * 63, "es-run-2"])
+def test_a_job_name_that_is_a_dns_label_is_accepted(name: str):
+    job = fiberjob()
+    job["metadata"]["name"] = name
+    admit(job)
