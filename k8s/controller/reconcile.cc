@@ -143,6 +143,7 @@ class Pass {
     if (!status().contains("startTime") || !status()["startTime"].is_string()) {
       status()["startTime"] = now_;
     }
+    if (previous_run_still_terminating()) return;
     std::optional<Outcome> outcome = observe_launcher_end();
     if (!outcome) outcome = check_deadline();
     const std::string uri = outcome ? std::string() : reconcile_name_service(outcome);
@@ -153,6 +154,24 @@ class Pass {
     }
     reconcile_launcher(uri);
     write_phase();
+  }
+
+  // Just resumed (the suspension cleared status.launcher), the name service and launcher of the
+  // run before it may still be in their grace period. They are not this run's: their end is not the
+  // job's end, and their names are not free yet. Wait for them to go.
+  bool previous_run_still_terminating() {
+    if (launcher_was_seen()) return false;
+    const bool launcher_going = launcher_ && launcher_->being_deleted;
+    const bool name_service_going =
+        name_service_ && name_service_->being_deleted &&
+        string_at(status(), json::json_pointer("/nameService/uri")).empty();
+    if (!launcher_going && !name_service_going) return false;
+    set(type::kLauncherRunning, false, "PreviousRunTerminating",
+        "waiting for the pods of the run before the suspension to end");
+    status()["phase"] = "Pending";
+    write_worker_counts();
+    requeue_after(std::chrono::seconds(1));
+    return true;
   }
 
   bool launcher_was_seen() {

@@ -452,6 +452,28 @@ TEST(Reconcile, ResumeStartsAgainWithAFreshStartTime) {
   EXPECT_TRUE(has_event(resumed, "Resumed", false));
 }
 
+TEST(Reconcile, ResumeWaitsForThePodsOfTheRunBeforeTheSuspensionToGo) {
+  const ReconcilePlan suspended =
+      run(job({}, {{"suspend", true}}), ready_status(1), running_job_pods(1));
+  // Resumed while the old launcher and name service are still in their grace period (one already
+  // marked Failed by its node, as a SIGTERMed process is): neither ends the job, nothing is made.
+  std::vector<json> terminating = {
+      being_deleted(pod("pi-nameservice", "name-service", "Running")),
+      being_deleted(exited(pod("pi-launcher", "launcher", "Failed"), 143)),
+      being_deleted(worker(0))};
+  const ReconcilePlan waiting = run(job(), suspended.status, terminating);
+  EXPECT_TRUE(waiting.creations.empty());
+  EXPECT_FALSE(condition_is_true(waiting.status["conditions"], "Failed"));
+  EXPECT_EQ(waiting.status["phase"], "Pending");
+  EXPECT_EQ(condition(waiting, "LauncherRunning")["reason"], "PreviousRunTerminating");
+  EXPECT_EQ(waiting.requeue_after, std::chrono::seconds(1));
+  EXPECT_FALSE(waiting.delete_job);
+  // Once they are gone the job starts again.
+  const ReconcilePlan resumed = run(job(), waiting.status, {});
+  EXPECT_EQ(created_names(resumed), (Names{"pi-nameservice"}));
+  EXPECT_FALSE(condition_is_true(resumed.status["conditions"], "Failed"));
+}
+
 TEST(Reconcile, NameServiceLostBeforeTheLauncherIsReplaced) {
   json status = json::object();
   const ReconcilePlan plan =
