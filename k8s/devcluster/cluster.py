@@ -23,12 +23,17 @@ from typing import Any
 import yaml
 
 from . import netns
+from .node_images import DEFAULT_MOUNT_PATH, ImageError, ImageTable, LocalImage, parse_image_argument
 from .kube import JSON, KubeClient, KubeError, client_from_kubeconfig, core_path, resource_path, write_kubeconfig
 from .scheduler import node_ready
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CRD_FILE = os.path.join(REPO_ROOT, "k8s", "config", "crd", "bases", "fibermpi.io_fiberjobs.yaml")
 RBAC_DIR = os.path.join(REPO_ROOT, "k8s", "config", "rbac")
+# Where `cmake --install build-openmpi4 --prefix <repo>/build-openmpi4/image/opt/fibermpi` puts the
+# examples and the runtime: the default local images' files.
+DEFAULT_IMAGE_DIR = os.path.join(REPO_ROOT, "build-openmpi4", "image", "opt", "fibermpi")
+DEFAULT_IMAGE_NAMES = ("fibermpi/examples", "fibermpi/runtime")
 CONTROLLER_NAMESPACE = "fiber-system"
 CONTROLLER_ACCOUNT = "fiber-controller"
 CONTEXT = "fiber-dev"
@@ -284,7 +289,29 @@ def running_components(state_dir: str) -> dict[str, int]:
     return found
 
 
-def up(state_dir: str, node_count: int, with_controller: bool, pods_per_node: int) -> None:
+def default_images() -> list[LocalImage]:
+    """fibermpi/examples and fibermpi/runtime, when their installed files exist."""
+    if not os.path.isdir(DEFAULT_IMAGE_DIR):
+        return []
+    return [LocalImage(name, DEFAULT_IMAGE_DIR, DEFAULT_MOUNT_PATH) for name in DEFAULT_IMAGE_NAMES]
+
+
+def image_table(arguments: list[str]) -> ImageTable:
+    """The cluster's local images: `--image` entries, then the defaults they do not name."""
+    try:
+        table = ImageTable([parse_image_argument(argument) for argument in arguments])
+    except ImageError as error:
+        raise ClusterError(str(error)) from error
+    for image in table.images:
+        if not os.path.isdir(image.directory):
+            log(f"image {image.name}: {image.directory} does not exist (yet): its pods wait in ErrImagePull "
+                f"until it does")
+    return table.with_defaults(default_images())
+
+
+def up(state_dir: str, node_count: int, with_controller: bool, pods_per_node: int,
+       images: ImageTable | None = None) -> None:
+    images = images or ImageTable()
     state_dir = os.path.realpath(state_dir)
     if node_count < 1:
         raise ClusterError(f"--nodes must be at least 1, not {node_count}")
@@ -302,10 +329,11 @@ def up(state_dir: str, node_count: int, with_controller: bool, pods_per_node: in
     for sub in ("logs", "pids", "kubeconfigs", "nodes"):
         os.makedirs(os.path.join(state_dir, sub), exist_ok=True)
     cid = netns.cluster_id(state_dir)
-    record: JSON = {"cluster_id": cid, "nodes": [f"node-{i}" for i in range(1, node_count + 1)]}
+    record: JSON = {"cluster_id": cid, "nodes": [f"node-{i}" for i in range(1, node_count + 1)],
+                    "images": [image.record() for image in images.images]}
     write_record(state_dir, record)
     try:
-        start_all(state_dir, record, node_count, with_controller, pods_per_node)
+        start_all(state_dir, record, node_count, with_controller, pods_per_node, images)
     except BaseException:
         log(f"start failed; stopping what started (logs in {state_dir}/logs)")
         down(state_dir, quiet=True)
@@ -313,7 +341,8 @@ def up(state_dir: str, node_count: int, with_controller: bool, pods_per_node: in
     print(f"export KUBECONFIG={state_dir}/kubeconfig")
 
 
-def start_all(state_dir: str, record: JSON, node_count: int, with_controller: bool, pods_per_node: int) -> None:
+def start_all(state_dir: str, record: JSON, node_count: int, with_controller: bool, pods_per_node: int,
+              images: ImageTable) -> None:
     cid = record["cluster_id"]
     refusal = netns.probe_network_namespaces(cid)
     network = None
@@ -393,6 +422,8 @@ def start_all(state_dir: str, record: JSON, node_count: int, with_controller: bo
             argv += ["--host-ip", "127.0.0.1", "--api-host", "127.0.0.1"]
         if mount_refusal:
             argv.append("--no-private-mounts")
+        for image in images.images:
+            argv += ["--image", image.to_argument()]
         start_component(state_dir, name, argv)
 
     def nodes_ready() -> bool:
@@ -522,6 +553,11 @@ def add_arguments(subparsers: Any) -> None:
     up_parser.add_argument("--nodes", type=int, default=2)
     up_parser.add_argument("--no-controller", action="store_true", help="do not start fiber-controller")
     up_parser.add_argument("--pods-per-node", type=int, default=110, help="allocatable pods of each node")
+    up_parser.add_argument("--image", action="append", default=[], metavar="NAME=HOSTDIR[:MOUNTPATH]",
+                           help=f"a local image: containers of image NAME (a repository, any tag, or "
+                                f"repository:tag) get HOSTDIR mounted read-only at MOUNTPATH (default "
+                                f"{DEFAULT_MOUNT_PATH}) and its bin/ on PATH; repeatable. fibermpi/examples and "
+                                f"fibermpi/runtime default to {DEFAULT_IMAGE_DIR} when it exists")
     down_parser = subparsers.add_parser("down", help="stop the cluster in DIR and remove its network")
     down_parser.add_argument("dir")
     status_parser = subparsers.add_parser("status", help="what of the cluster in DIR runs")
@@ -531,7 +567,7 @@ def add_arguments(subparsers: Any) -> None:
 def main(args: argparse.Namespace) -> int:
     try:
         if args.command == "up":
-            up(args.dir, args.nodes, not args.no_controller, args.pods_per_node)
+            up(args.dir, args.nodes, not args.no_controller, args.pods_per_node, image_table(args.image))
             return 0
         if args.command == "down":
             return 1 if down(args.dir) else 0

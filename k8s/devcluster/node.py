@@ -17,6 +17,7 @@ from typing import Any
 
 from .kube import JSON, KubeClient, KubeError, client_from_kubeconfig, core_path, group_path
 from .netns import ClusterNetwork
+from .node_images import ImageTable, parse_image_argument
 from .node_pod import NodeContext, PodWorker, clear_pod_dir
 from .node_process import now_rfc3339
 
@@ -257,6 +258,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ca-file", required=True, help="CA certificate given to pods as ca.crt")
     parser.add_argument("--no-private-mounts", action="store_true",
                         help="the machine refuses mount namespaces: volumes are not mounted in pods")
+    parser.add_argument("--image", action="append", default=[], metavar="NAME=HOSTDIR:MOUNTPATH",
+                        help="a local image: pods of image NAME get HOSTDIR read-only at MOUNTPATH (repeatable)")
     parser.add_argument("--cpu", default=str(os.cpu_count() or 1))
     parser.add_argument("--memory", default=f"{total_memory_bytes() // 1024}Ki")
     parser.add_argument("--pods", type=int, default=110, help="allocatable pods")
@@ -275,7 +278,8 @@ def main(args: Any) -> int:
         host_ip=args.host_ip, api_host=args.api_host, api_port=args.api_port, ca_file=args.ca_file,
         allocatable=parse_capacity(args.cpu, args.memory, args.pods), network=network, cid=args.cluster_id,
         pod_cidr_prefix=prefix, private_mounts=not args.no_private_mounts, log_dir=args.pod_log_dir,
-        base_path=os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"))
+        base_path=os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+        images=ImageTable([parse_image_argument(argument) for argument in args.image]))
     os.makedirs(context.pid_dir(), exist_ok=True)
     node = Node(args.name, client, context, parse_capacity(args.cpu, args.memory, args.pods), args.pod_cidr)
     signal.signal(signal.SIGTERM, lambda *_: node.stopped.set())

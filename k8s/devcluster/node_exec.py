@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -42,8 +43,27 @@ def nearest_existing(path: str) -> str:
     return path
 
 
+def mounts_below(directory: str) -> list[str]:
+    """The outermost mount points strictly inside directory (e.g. /dev/pts and /dev/shm for /dev),
+    from this namespace's mount table (whose paths escape blanks and backslashes as octal)."""
+    prefix = directory.rstrip("/") + "/"
+    found: list[str] = []
+    with open("/proc/self/mountinfo", encoding="utf-8") as handle:
+        for line in handle:
+            fields = line.split()
+            if len(fields) < 5:
+                continue
+            point = re.sub(r"\\([0-7]{3})", lambda match: chr(int(match.group(1), 8)), fields[4])
+            if point.startswith(prefix) and point not in found:
+                found.append(point)
+    return [point for point in sorted(found)
+            if not any(point.startswith(other + "/") for other in found if other != point)]
+
+
 def make_mount_point(target: str, is_directory: bool, scratch: str, overlays: list[str]) -> None:
-    """Creates target inside an overlay of its nearest existing ancestor (never on the host)."""
+    """Creates target inside an overlay of its nearest existing ancestor (never on the host). The
+    overlay shows the ancestor's own filesystem only, so the mounts inside it (/dev/pts and
+    /dev/shm under /dev) are set aside before and moved back on top of it after."""
     if os.path.exists(target):
         return
     ancestor = nearest_existing(target)
@@ -52,8 +72,19 @@ def make_mount_point(target: str, is_directory: bool, scratch: str, overlays: li
     layer = os.path.join(scratch, f"overlay{len(overlays)}")
     os.makedirs(os.path.join(layer, "upper"), exist_ok=True)
     os.makedirs(os.path.join(layer, "work"), exist_ok=True)
+    kept = []
+    for index, point in enumerate(mounts_below(ancestor)):
+        holder = os.path.join(layer, f"kept{index}")
+        if os.path.isdir(point):
+            os.makedirs(holder, exist_ok=True)
+        else:
+            open(holder, "a", encoding="utf-8").close()
+        run_mount("--rbind", point, holder)
+        kept.append((holder, point))
     run_mount("-t", "overlay", "overlay", "-o",
               f"lowerdir={ancestor},upperdir={layer}/upper,workdir={layer}/work", ancestor)
+    for holder, point in kept:
+        run_mount("--move", holder, point)
     overlays.append(ancestor)
     if is_directory:
         os.makedirs(target, exist_ok=True)

@@ -20,6 +20,7 @@ from .kube import JSON, KubeClient, KubeError, core_path, make_event, pod_path
 from .netns import NetworkError, PodNetwork
 from .node_env import (SERVICE_ACCOUNT_DIR, ObjectReader, PodConfigError, container_environment,
                        expand_references)
+from .node_images import ImageTable, LocalImage
 from .node_probes import probes_of, run_probe
 from .node_process import ContainerProcess, LaunchSpec, now_rfc3339
 from .node_status import ConditionClock, ContainerSlot, container_status, pod_conditions
@@ -27,6 +28,8 @@ from .node_volumes import SERVICE_ACCOUNT_VOLUME, TOKEN_SECONDS, VolumeWriter
 
 RESTART_BACKOFF_BASE_S = 1.0
 RESTART_BACKOFF_MAX_S = 60.0
+IMAGE_PULL_BACKOFF_BASE_S = 1.0
+IMAGE_PULL_BACKOFF_MAX_S = 30.0
 CONFIG_RETRY_S = 2.0
 SHUTDOWN_GRACE_S = 1.0                # node shutdown, or a pod force-deleted by someone else
 NETWORK_ANNOTATION = "devcluster.fibermpi.io/network"
@@ -51,6 +54,7 @@ class NodeContext:
     private_mounts: bool
     log_dir: str                     # <state-dir>/logs: <ns>_<pod>_<uid>/<container>.log
     base_path: str                   # PATH given to containers
+    images: ImageTable = field(default_factory=ImageTable)   # local images: name -> host directory
     used_ips: set[str] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("node"))
@@ -229,6 +233,14 @@ class PodWorker(threading.Thread):
                 self._start(slot)
 
     def _start(self, slot: ContainerSlot) -> None:
+        image = self._local_image(slot)
+        if image is not None:
+            failure = image.pull_failure(slot.spec.get("image", ""), self.context.private_mounts)
+            if failure:
+                self._image_pull_failed(slot, failure)
+                return
+            slot.image_id = f"devcluster-dir://{image.directory}"
+        slot.pull_failures = 0
         if slot.last is not None:
             slot.restart_count += 1
             log_path = self._log_path(slot)
@@ -259,6 +271,25 @@ class PodWorker(threading.Thread):
             self._kill_container(slot)
         slot.waiting_reason = slot.waiting_message = ""
         self._event("Normal", "Started", f"Started container {slot.name}")
+
+    def _local_image(self, slot: ContainerSlot) -> LocalImage | None:
+        return self.context.images.find(str(slot.spec.get("image") or ""))
+
+    def _image_pull_failed(self, slot: ContainerSlot, failure: str) -> None:
+        """The image's directory cannot be mounted: ErrImagePull at the first failure, then
+        ImagePullBackOff, tried again with a doubling delay (the directory may appear later)."""
+        image = slot.spec.get("image", "")
+        delay = min(IMAGE_PULL_BACKOFF_MAX_S, IMAGE_PULL_BACKOFF_BASE_S * 2 ** slot.pull_failures)
+        if slot.pull_failures == 0:
+            slot.waiting_reason, slot.waiting_message = "ErrImagePull", failure
+            self._event("Warning", "Failed", failure)
+            self._event("Warning", "Failed", "Error: ErrImagePull")
+        else:
+            slot.waiting_reason = "ImagePullBackOff"
+            slot.waiting_message = f'Back-off pulling image "{image}": {failure}'
+            self._event("Normal", "BackOff", f'Back-off pulling image "{image}"')
+        slot.pull_failures += 1
+        slot.next_start = time.monotonic() + delay
 
     def _record_start_failure(self, slot: ContainerSlot, reason: str, message: str) -> None:
         failed = ContainerProcess(LaunchSpec([], {}, "", "", [], "", "", None, False, ""), self._on_exit)
@@ -302,8 +333,11 @@ class PodWorker(threading.Thread):
     def _launch_spec(self, slot: ContainerSlot) -> LaunchSpec:
         container = slot.spec
         reader = ObjectReader(self.client, self.namespace)
+        image = self._local_image(slot)
         base = {
-            "PATH": self.context.base_path,
+            # A local image's bin directory heads PATH, as its ENV PATH would; the pod's own PATH
+            # (env or envFrom) replaces this one.
+            "PATH": f"{image.bin_dir}:{self.context.base_path}" if image else self.context.base_path,
             "HOME": "/root" if os.geteuid() == 0 else os.environ.get("HOME", "/"),
             "HOSTNAME": self.pod["spec"].get("hostname") or self.name,
             "KUBERNETES_SERVICE_HOST": self.context.api_host,
@@ -316,13 +350,22 @@ class PodWorker(threading.Thread):
         command = [expand_references(str(part), environment)
                    for part in (container.get("command") or []) + (container.get("args") or [])]
         scratch = os.path.join(self.context.pod_dir(self.uid), "containers", slot.name, str(slot.restart_count))
+        mounts = self._image_mounts(image) + self._mounts_of(container)
         return LaunchSpec(command=command, env=environment, working_dir=container.get("workingDir", ""),
                           hostname=self.pod["spec"].get("hostname") or self.name,
-                          mounts=self._mounts_of(container), scratch_dir=scratch, log_path=self._log_path(slot),
+                          mounts=mounts, scratch_dir=scratch, log_path=self._log_path(slot),
                           netns=self.network.netns if self.network else None,
                           private_mounts=self.context.private_mounts,
                           pid_file=os.path.join(self.context.pid_dir(), f"{self.uid}_{slot.name}"),
                           tty=bool(container.get("tty")))
+
+    def _image_mounts(self, image: LocalImage | None) -> list[dict[str, Any]]:
+        """The local image's directory, read-only at its mount path (before the volumes, so that a
+        volume may be mounted inside it)."""
+        if image is None:
+            return []
+        self._ensure_top_level_dir(image.mount_path)
+        return [{"source": image.directory, "target": image.mount_path, "readOnly": True}]
 
     def _mounts_of(self, container: JSON) -> list[dict[str, Any]]:
         volumes_dir = os.path.join(self.context.pod_dir(self.uid), "volumes")

@@ -27,6 +27,8 @@ class ContainerSlot:
     probes: dict[str, ProbeState] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     kill_deadline: float = 0.0        # a probe asked for its end: SIGKILL when this passes
+    pull_failures: int = 0            # failed "pulls" of its local image in a row
+    image_id: str = ""                # the local image's host directory, once mounted
 
     @property
     def started(self) -> bool:
@@ -66,7 +68,7 @@ class ConditionClock:
 
 def container_status(slot: ContainerSlot, pod_uid: str) -> JSON:
     """One entry of containerStatuses / initContainerStatuses."""
-    status: JSON = {"name": slot.name, "image": slot.spec.get("image", ""), "imageID": "",
+    status: JSON = {"name": slot.name, "image": slot.spec.get("image", ""), "imageID": slot.image_id,
                     "ready": slot.ready, "restartCount": slot.restart_count, "started": slot.started}
     if slot.current is not None:
         status["containerID"] = f"devcluster://{pod_uid}/{slot.name}/{slot.restart_count}"

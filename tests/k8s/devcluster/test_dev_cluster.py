@@ -16,7 +16,7 @@ from typing import Any, Iterator
 import pytest
 
 from k8s.devcluster import netns
-from k8s.devcluster.cluster import processes_mentioning
+from k8s.devcluster.cluster import DEFAULT_IMAGE_DIR, processes_mentioning
 from k8s.devcluster.kube import KubeClient, client_from_kubeconfig, pod_path, wait_for_object
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -25,12 +25,19 @@ KUBECTL = "/usr/lib/google-cloud-sdk/bin/kubectl.1.33"
 KUBECTL_OLDEST = "/usr/lib/google-cloud-sdk/bin/kubectl.1.27"
 PYTHON = sys.executable
 NAMESPACE = "default"
+IMAGE = "fibermpi/dev-cluster-test"
+IMAGE_MOUNT = "/opt/fiber-dev-cluster-test"
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: Any) -> Iterator[tuple[str, KubeClient]]:
     state_dir = str(tmp_path_factory.mktemp("cluster"))
-    up = subprocess.run([DEV_CLUSTER, "up", state_dir, "--no-controller"], capture_output=True, text=True, timeout=120)
+    image = tmp_path_factory.mktemp("image")
+    (image / "bin").mkdir()
+    (image / "bin" / "greet").write_text("#!/bin/sh\necho greetings from $0\n")
+    (image / "bin" / "greet").chmod(0o755)
+    up = subprocess.run([DEV_CLUSTER, "up", state_dir, "--no-controller", "--image", f"{IMAGE}={image}:{IMAGE_MOUNT}"],
+                        capture_output=True, text=True, timeout=120)
     assert up.returncode == 0, up.stderr + "\n" + up.stdout
     assert up.stdout.strip() == f"export KUBECONFIG={os.path.realpath(state_dir)}/kubeconfig"
     try:
@@ -208,3 +215,23 @@ def test_on_failure_restarts(cluster: tuple[str, KubeClient], tmp_path: Any) -> 
     done = wait_pod(client, name, phase_in("Succeeded", "Failed"))
     assert done["status"]["phase"] == "Succeeded"
     assert done["status"]["containerStatuses"][0]["restartCount"] == 1
+
+
+def test_local_image_is_recorded_and_mounted(cluster: tuple[str, KubeClient]) -> None:
+    state_dir, client = cluster
+    record = json.load(open(os.path.join(state_dir, "cluster.json")))
+    images = {entry["image"]: entry for entry in record["images"]}
+    assert images[IMAGE]["mountPath"] == IMAGE_MOUNT and os.path.isdir(images[IMAGE]["directory"])
+    defaults = {name: images.get(name, {}).get("directory") for name in ("fibermpi/examples", "fibermpi/runtime")}
+    expected = DEFAULT_IMAGE_DIR if os.path.isdir(DEFAULT_IMAGE_DIR) else None
+    assert defaults == {"fibermpi/examples": expected, "fibermpi/runtime": expected}
+    if not record.get("private_mounts"):
+        pytest.skip("this machine gives pods no mount namespaces, so no local images")
+    name = unique("imaged")
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+           "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": f"{IMAGE}:v1",
+                                                              "command": ["greet"]}]}}
+    client.create(pod_path(NAMESPACE, ""), pod)
+    done = wait_pod(client, name, phase_in("Succeeded", "Failed"))
+    assert done["status"]["phase"] == "Succeeded", pod_log(client, name)
+    assert pod_log(client, name).strip() == f"greetings from {IMAGE_MOUNT}/bin/greet"
