@@ -24,6 +24,8 @@ from .node_images import ImageTable, LocalImage
 from .node_probes import probes_of, run_probe
 from .node_process import ContainerProcess, LaunchSpec, now_rfc3339
 from .node_status import ConditionClock, ContainerSlot, container_status, pod_conditions
+from .node_termination import DEFAULT_PATH as DEFAULT_TERMINATION_PATH
+from .node_termination import FALLBACK_POLICY, FILE_POLICY
 from .node_volumes import SERVICE_ACCOUNT_VOLUME, TOKEN_SECONDS, VolumeWriter
 
 RESTART_BACKOFF_BASE_S = 1.0
@@ -351,13 +353,34 @@ class PodWorker(threading.Thread):
                    for part in (container.get("command") or []) + (container.get("args") or [])]
         scratch = os.path.join(self.context.pod_dir(self.uid), "containers", slot.name, str(slot.restart_count))
         mounts = self._image_mounts(image) + self._mounts_of(container)
+        termination_file = self._termination_file(container, scratch, mounts)
         return LaunchSpec(command=command, env=environment, working_dir=container.get("workingDir", ""),
                           hostname=self.pod["spec"].get("hostname") or self.name,
                           mounts=mounts, scratch_dir=scratch, log_path=self._log_path(slot),
                           netns=self.network.netns if self.network else None,
                           private_mounts=self.context.private_mounts,
                           pid_file=os.path.join(self.context.pid_dir(), f"{self.uid}_{slot.name}"),
-                          tty=bool(container.get("tty")))
+                          tty=bool(container.get("tty")), termination_file=termination_file,
+                          termination_policy=container.get("terminationMessagePolicy") or FILE_POLICY)
+
+    def _termination_file(self, container: JSON, scratch: str, mounts: list[dict[str, Any]]) -> str:
+        """An empty file for this run's termination message, mounted writable at the container's
+        terminationMessagePath (without a private mount namespace it stays unmounted and empty)."""
+        policy = container.get("terminationMessagePolicy") or FILE_POLICY
+        if policy not in (FILE_POLICY, FALLBACK_POLICY):
+            raise PodConfigError(f"terminationMessagePolicy {policy!r}: must be {FILE_POLICY} or {FALLBACK_POLICY}")
+        target = container.get("terminationMessagePath") or DEFAULT_TERMINATION_PATH
+        if not os.path.isabs(target) or os.path.normpath(target) == "/":
+            raise PodConfigError(f"terminationMessagePath {target!r}: must be an absolute file path")
+        os.makedirs(scratch, exist_ok=True)
+        path = os.path.join(scratch, "termination-log")
+        with open(path, "wb"):
+            pass
+        os.chmod(path, 0o666)
+        if not any(os.path.normpath(m["target"]) == os.path.normpath(target) for m in mounts):
+            self._ensure_top_level_dir(os.path.dirname(target) or target)
+            mounts.append({"source": path, "target": target, "readOnly": False})
+        return path
 
     def _image_mounts(self, image: LocalImage | None) -> list[dict[str, Any]]:
         """The local image's directory, read-only at its mount path (before the volumes, so that a

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable
 
+from .node_termination import FILE_POLICY, termination_message
+
 TERMINAL_DRAIN_S = 5.0
 EXEC_SHIM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "node_exec.py")
 
@@ -39,6 +41,8 @@ class LaunchSpec:
     private_mounts: bool              # False: no mount/UTS namespace (the machine refuses them)
     pid_file: str                     # holds the process group id while it runs (read by `down`)
     tty: bool = False                 # the container asks for a terminal (`tty: true`)
+    termination_file: str = ""        # host side of the container's terminationMessagePath
+    termination_policy: str = FILE_POLICY
 
 
 @dataclass
@@ -50,6 +54,7 @@ class ContainerProcess:
     started_at: str = ""
     finished_at: str = ""
     returncode: int | None = None
+    termination_message: str = ""     # read once the process has ended
     process: subprocess.Popen[bytes] | None = None
     terminal_copier: threading.Thread | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -122,8 +127,12 @@ class ContainerProcess:
             os.unlink(self.spec.pid_file)
         except FileNotFoundError:
             pass
+        exit_code = 128 - returncode if returncode < 0 else returncode
+        message = termination_message(self.spec.termination_file, self.spec.termination_policy, exit_code,
+                                      self.spec.log_path)
         with self.lock:
             self.returncode = returncode
+            self.termination_message = message
             self.finished_at = now_rfc3339()
         self.on_exit(self)
 
@@ -155,7 +164,10 @@ class ContainerProcess:
         """The Kubernetes `terminated` state of an ended run."""
         with self.lock:
             returncode = self.returncode if self.returncode is not None else -signal.SIGKILL
+            message = self.termination_message
         state: dict[str, Any] = {"startedAt": self.started_at, "finishedAt": self.finished_at}
+        if message:
+            state["message"] = message
         if returncode < 0:
             state.update(exitCode=128 - returncode, signal=-returncode, reason="Error")
             return state
