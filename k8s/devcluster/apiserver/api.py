@@ -20,6 +20,8 @@ from .decoding import check_decodable
 from .listing import list_objects
 from .patching import (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, decode_patch, json_patch, merge_patch,
                        strategic_merge_patch, unsupported_patch_type)
+from .rbac import RBAC_GROUP
+from .rbac_escalation import check_escalation
 from .registry import Registry
 from .resource_info import ResourceInfo
 from .store import ResourceKey, Store
@@ -169,6 +171,8 @@ class Api:
             causes += strategy.validate(self, info, obj, None)
             if causes:
                 raise self._invalid(info, meta.get("name", ""), causes)
+            if info.group == RBAC_GROUP:
+                check_escalation(info.plural, obj, None, "", ctx.user, list(ctx.groups), self.stored_objects)
             key = resource_key(info)
             if self.store.get(key, meta.get("namespace", ""), meta["name"]) is not None:
                 raise errors.already_exists(info.group_resource, meta["name"], info.plural)
@@ -292,6 +296,8 @@ class Api:
                                     f"being deleted, found new finalizers []string{{{listed}}}"))
         if causes:
             raise self._invalid(info, meta["name"], causes)
+        if info.group == RBAC_GROUP and subresource is None:
+            check_escalation(info.plural, new, old, meta["name"], ctx.user, list(ctx.groups), self.stored_objects)
         if strategy.has_generation and self._spec_part(info, new) != self._spec_part(info, old):
             new["metadata"]["generation"] = int(old_meta.get("generation", 1)) + 1
         if new == old:
