@@ -5,6 +5,7 @@ the real API, and the real kubectl drives it. `down` must leave nothing behind."
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import subprocess
@@ -17,7 +18,7 @@ import pytest
 
 from k8s.devcluster import netns
 from k8s.devcluster.cluster import DEFAULT_IMAGE_DIR, processes_mentioning
-from k8s.devcluster.kube import KubeClient, client_from_kubeconfig, pod_path, wait_for_object
+from k8s.devcluster.kube import KubeClient, client_from_kubeconfig, core_path, pod_path, wait_for_object
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 DEV_CLUSTER = os.path.join(REPO, "scripts", "dev-cluster")
@@ -235,3 +236,55 @@ def test_local_image_is_recorded_and_mounted(cluster: tuple[str, KubeClient]) ->
     done = wait_pod(client, name, phase_in("Succeeded", "Failed"))
     assert done["status"]["phase"] == "Succeeded", pod_log(client, name)
     assert pod_log(client, name).strip() == f"greetings from {IMAGE_MOUNT}/bin/greet"
+
+
+def test_in_cluster_config_reads_through_the_api_from_the_pods_network(cluster: tuple[str, KubeClient]) -> None:
+    """What a launcher does: KUBERNETES_SERVICE_HOST/PORT, the mounted token, CA and namespace, from the
+    pod's own network namespace, with a ServiceAccount a Role lets read one ConfigMap by name; the same
+    ConfigMap's fiber.yaml key mounted with items."""
+    state_dir, client = cluster
+    record = json.load(open(os.path.join(state_dir, "cluster.json")))
+    if not record.get("private_mounts"):
+        pytest.skip("this machine gives pods no mount namespaces, so no mounted token")
+    name = unique("incluster")
+    rbac = "/apis/rbac.authorization.k8s.io/v1/namespaces/default"
+    client.create(core_path("configmaps", NAMESPACE), {"apiVersion": "v1", "kind": "ConfigMap",
+                                                       "metadata": {"name": name},
+                                                       "data": {"fiber.yaml": "workers: 3\n", "other": "x"}})
+    client.create(core_path("serviceaccounts", NAMESPACE), {"apiVersion": "v1", "kind": "ServiceAccount",
+                                                            "metadata": {"name": name}})
+    client.create(f"{rbac}/roles", {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                                    "metadata": {"name": name},
+                                    "rules": [{"apiGroups": [""], "resources": ["configmaps"],
+                                               "resourceNames": [name], "verbs": ["get"]}]})
+    client.create(f"{rbac}/rolebindings", {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": NAMESPACE}]})
+    script = (
+        "import json, os, ssl, urllib.request, urllib.error\n"
+        "d = '/var/run/secrets/kubernetes.io/serviceaccount'\n"
+        "token = open(d + '/token').read(); ns = open(d + '/namespace').read()\n"
+        "context = ssl.create_default_context(cafile=d + '/ca.crt')\n"
+        "base = f\"https://{os.environ['KUBERNETES_SERVICE_HOST']}:{os.environ['KUBERNETES_SERVICE_PORT']}\"\n"
+        "def get(name):\n"
+        "  request = urllib.request.Request(f'{base}/api/v1/namespaces/{ns}/configmaps/{name}',\n"
+        "                                   headers={'Authorization': 'Bearer ' + token})\n"
+        "  try:\n    return json.load(urllib.request.urlopen(request, context=context, timeout=10))['data']\n"
+        "  except urllib.error.HTTPError as error:\n    return error.code\n"
+        f"print(json.dumps({{'own': get({name!r}), 'other': get('kube-root-ca.crt'), 'ns': ns,\n"
+        "                  'host': os.environ['KUBERNETES_SERVICE_HOST'], 'files': sorted(os.listdir('/etc/fiber')),\n"
+        "                  'config': open('/etc/fiber/fiber.yaml').read()}))\n")
+    run_pod(client, name, [PYTHON, "-c", script], serviceAccountName=name,
+            volumes=[{"name": "config", "configMap": {"name": name, "items": [{"key": "fiber.yaml",
+                                                                                "path": "fiber.yaml"}]}}],
+            container={"volumeMounts": [{"name": "config", "mountPath": "/etc/fiber", "readOnly": True}]})
+    done = wait_pod(client, name, phase_in("Succeeded", "Failed"))
+    output = pod_log(client, name)
+    assert done["status"]["phase"] == "Succeeded", output
+    seen = json.loads(output)
+    assert seen["own"] == {"fiber.yaml": "workers: 3\n", "other": "x"} and seen["other"] == 403
+    assert seen["ns"] == NAMESPACE and seen["files"] == ["fiber.yaml"] and seen["config"] == "workers: 3\n"
+    if record.get("network") == "pod-netns":
+        assert seen["host"] == str(ipaddress.ip_network(record["subnet"]).network_address + 1)
+        assert done["status"]["podIP"] not in ("127.0.0.1", seen["host"])

@@ -1,0 +1,58 @@
+"""ConfigMap volumes with items, as a FiberJob's configuration reaches its pods: the listed key at
+its path (and mode) in the mounted directory, other keys left out, and a single key mounted as a
+file with subPath; a missing key is a CreateContainerConfigError naming it."""
+
+from __future__ import annotations
+
+import copy
+import os
+from typing import Any
+
+import pytest
+from test_node_pods import FakeApi, context, make_pod, request_deletion, start  # noqa: F401 (fixture)
+
+from k8s.devcluster import netns
+from k8s.devcluster.node_pod import NodeContext, PodWorker
+
+FIBER_YAML = "workers: 4\nheartbeat_ms: 250\n"
+mount_refusal = netns.probe_mount_namespaces()
+
+
+def run_with_configmap(context: NodeContext, name: str, container: dict[str, Any],
+                       volume: dict[str, Any]) -> tuple[PodWorker, FakeApi]:
+    pod = make_pod(name, [dict({"name": "main", "image": "x"}, **container)],
+                   volumes=[{"name": "config", "configMap": volume}])
+    api = FakeApi(pod)
+    api.configmaps["job-config"] = {"data": {"fiber.yaml": FIBER_YAML, "other": "left out"}}
+    context.client_factory = lambda: api
+    os.makedirs(context.pid_dir(), exist_ok=True)
+    worker = PodWorker(context, copy.deepcopy(pod))
+    worker.start()
+    return worker, api
+
+
+@pytest.mark.skipif(bool(mount_refusal), reason=f"no mount namespaces here: {mount_refusal}")
+def test_configmap_items_are_mounted_at_their_paths(context: NodeContext, tmp_path: Any) -> None:
+    out = tmp_path / "seen"
+    script = (f"{{ cat /etc/fiber/fiber.yaml; ls /etc/fiber; stat -c %a /etc/fiber/fiber.yaml; "
+              f"cat /etc/fiber-file.yaml; }} > {out}")
+    container = {"command": ["sh", "-c", script],
+                 "volumeMounts": [{"name": "config", "mountPath": "/etc/fiber", "readOnly": True},
+                                  {"name": "config", "mountPath": "/etc/fiber-file.yaml", "subPath": "fiber.yaml"}]}
+    _, api = run_with_configmap(context, "configured", container, {
+        "name": "job-config", "items": [{"key": "fiber.yaml", "path": "fiber.yaml", "mode": 0o440}]})
+    api.wait("the pod's end", lambda: api.phase() in ("Succeeded", "Failed"))
+    assert api.phase() == "Succeeded", api.container()
+    assert out.read_text() == FIBER_YAML + "fiber.yaml\n440\n" + FIBER_YAML
+    assert not os.path.exists("/etc/fiber") and not os.path.exists("/etc/fiber-file.yaml")
+
+
+def test_a_missing_item_key_is_a_config_error(context: NodeContext) -> None:
+    worker, api = run_with_configmap(context, "misconfigured", {"command": ["true"]}, {
+        "name": "job-config", "items": [{"key": "absent.yaml", "path": "fiber.yaml"}]})
+    api.wait("the config error", lambda: api.container().get("state", {}).get("waiting", {}).get("reason")
+             == "CreateContainerConfigError")
+    assert "absent.yaml" in api.container()["state"]["waiting"]["message"]
+    assert api.phase() == "Pending"
+    request_deletion(worker, api, 0)
+    api.wait("deletion", lambda: bool(api.deleted))
