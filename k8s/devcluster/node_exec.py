@@ -3,7 +3,7 @@ namespace, it mounts the pod's volumes at their mountPaths, sets the host name, 
 working dir and execs the command with the container's environment.
 
 Run as a stand-alone script (stdlib only): `python3 -I node_exec.py SPEC.json`, where the JSON has
-command, env, workingDir, hostname, mounts [{source, target, readOnly}], scratch (a directory of
+command, env, workingDir, hostname, mounts [{source, target, readOnly, optional}], scratch (a directory of
 the pod's for overlay layers) and startErrorFile. A mount target that does not exist is created inside an overlay of
 its nearest existing ancestor, so nothing is written to the host's directories. Exit code 128 and a
 message on stderr when the command cannot be started, as a container runtime's StartError."""
@@ -31,10 +31,14 @@ def fail(message: str) -> None:
     sys.exit(128)
 
 
+class MountError(Exception):
+    """A mount failed; the message has the command and its error output."""
+
+
 def run_mount(*args: str) -> None:
     result = subprocess.run(["mount", *args], capture_output=True, text=True)
     if result.returncode != 0:
-        fail(f"mount {' '.join(args)}: {result.stderr.strip()}")
+        raise MountError(f"mount {' '.join(args)}: {result.stderr.strip()}")
 
 
 def nearest_existing(path: str) -> str:
@@ -68,7 +72,7 @@ def make_mount_point(target: str, is_directory: bool, scratch: str, overlays: li
         return
     ancestor = nearest_existing(target)
     if ancestor == "/":
-        fail(f"mount point {target} needs a new top-level directory, which the node creates first")
+        raise MountError(f"mount point {target} needs a new top-level directory, which the node creates first")
     layer = os.path.join(scratch, f"overlay{len(overlays)}")
     os.makedirs(os.path.join(layer, "upper"), exist_ok=True)
     os.makedirs(os.path.join(layer, "work"), exist_ok=True)
@@ -101,10 +105,16 @@ def main() -> None:
     overlays: list[str] = []
     for mount in sorted(spec.get("mounts", []), key=lambda entry: entry["target"].count("/")):
         source, target = mount["source"], os.path.normpath(mount["target"])
-        make_mount_point(target, os.path.isdir(source), spec["scratch"], overlays)
-        run_mount("--bind", source, target)
-        if mount.get("readOnly"):
-            run_mount("-o", "remount,bind,ro", target)
+        try:
+            make_mount_point(target, os.path.isdir(source), spec["scratch"], overlays)
+            run_mount("--bind", source, target)
+            if mount.get("readOnly"):
+                run_mount("-o", "remount,bind,ro", target)
+        except MountError as error:
+            # An optional mount (the termination-message file) that this machine refuses costs the
+            # feature, not the container.
+            if not mount.get("optional"):
+                fail(str(error))
     if spec.get("hostname"):
         socket.sethostname(spec["hostname"])
     working_dir = spec.get("workingDir") or "/"

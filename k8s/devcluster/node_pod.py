@@ -379,7 +379,7 @@ class PodWorker(threading.Thread):
         os.chmod(path, 0o666)
         if not any(os.path.normpath(m["target"]) == os.path.normpath(target) for m in mounts):
             self._ensure_top_level_dir(os.path.dirname(target) or target)
-            mounts.append({"source": path, "target": target, "readOnly": False})
+            mounts.append({"source": path, "target": target, "readOnly": False, "optional": True})
         return path
 
     def _image_mounts(self, image: LocalImage | None) -> list[dict[str, Any]]:

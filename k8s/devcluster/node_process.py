@@ -34,7 +34,7 @@ class LaunchSpec:
     env: dict[str, str]
     working_dir: str
     hostname: str
-    mounts: list[dict[str, Any]]      # [{source, target, readOnly}]
+    mounts: list[dict[str, Any]]      # [{source, target, readOnly, optional}]
     scratch_dir: str                  # the run's private files (exec spec, overlay layers)
     log_path: str
     netns: str | None                 # None: the host's network

@@ -72,3 +72,11 @@ def test_log_tail_keeps_at_most_2048_bytes(tmp_path: Any) -> None:
     assert len(tail.encode()) <= 2048 and tail.endswith("0059" + "y" * 95 + "\n")
     assert termination_message(str(tmp_path / "missing"), "FallbackToLogsOnError", 1, str(log)) == tail
     assert termination_message("", "File", 1, str(log)) == ""
+
+
+@needs_mounts
+def test_a_path_that_cannot_be_provided_costs_the_message_not_the_container(context: NodeContext) -> None:
+    terminated = run_to_end(context, "toplevel", {"command": ["sh", "-c", "echo fine"],
+                                                  "terminationMessagePath": "/fiber-no-such-top-level-log"})
+    assert terminated["exitCode"] == 0 and "message" not in terminated
+    assert not os.path.exists("/fiber-no-such-top-level-log")
