@@ -15,4 +15,7 @@ RemoteError::RemoteError(std::string type_name, std::string message)
       type_name_(std::move(type_name)),
       message_(std::move(message)) {}
 
+ConfigError::ConfigError(const std::string& what, std::string source, std::string key)
+    : UsageError(what), source_(std::move(source)), key_(std::move(key)) {}
+
 }  // namespace fiber

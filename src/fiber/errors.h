@@ -81,4 +81,21 @@ class UsageError : public Error {
   explicit UsageError(const std::string& what) : Error(what) {}
 };
 
+/// The runtime's configuration cannot be used: the configuration file (fiber.yaml, or the one
+/// FIBER_CONFIG names) is missing, not valid YAML, or has an unknown key or a value of the wrong
+/// type or out of range; or a FIBER_* variable or a fiber::Config field has a bad value. Thrown
+/// by fiber::init; the message names the source, the key and what is wrong.
+class ConfigError : public UsageError {
+ public:
+  /// `source`: the file's path, the FIBER_* variable or "fiber::Config"; `key`: the key's path
+  /// (e.g. "spawn.env"), empty when the problem is the source as a whole.
+  ConfigError(const std::string& what, std::string source, std::string key);
+  const std::string& source() const noexcept { return source_; }
+  const std::string& key() const noexcept { return key_; }
+
+ private:
+  std::string source_;
+  std::string key_;
+};
+
 }  // namespace fiber

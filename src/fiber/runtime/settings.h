@@ -1,18 +1,20 @@
-// Every timeout and limit of the runtime in one place: the ones fiber::Config sets (and FIBER_*
-// environment variables override), and the fixed ones Open MPI's behaviour dictates. Internal.
+// Every timeout and limit of the runtime in one place: the ones the configuration file, FIBER_*
+// variables and fiber::Config set, and the fixed ones Open MPI's behaviour dictates. Internal.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
-#include <optional>
+#include <filesystem>
+#include <string>
 
 #include "fiber/init.h"
+#include "fiber/runtime/config_file.h"
 #include "fiber/spawn_options.h"
 
 namespace fiber::detail {
 
-// The fields of fiber::Config (see init.h for their meaning and defaults), after FIBER_*
-// variables were applied and the values checked, plus the fixed ones below.
+// The fields of fiber::Config (see init.h for their meaning and defaults) from the configuration
+// file, the FIBER_* variables and the program's Config, checked; plus the fixed ones below.
 struct Settings : Config {
   /// A started worker (spawned, static rank, joining rank) that has not said hello after this
   /// long is given up on. Children have finished MPI_Init when the spawn returns, so a hello is
@@ -42,10 +44,17 @@ struct Settings : Config {
   /// shutdown).
   std::chrono::seconds starting_workers_limit{10};
 
-  /// Settings from `config`, with FIBER_SPAWN_TIMEOUT_S, FIBER_HEARTBEAT_TIMEOUT_MS,
-  /// FIBER_PID_CHECKS, FIBER_MIN_SPAWN_BATCH, FIBER_RESERVE_MAX_IDLE and
-  /// FIBER_RESERVE_IDLE_TIMEOUT_S applied. Throws fiber::UsageError naming a value out of range.
+  /// Absolute path of the configuration file that was applied; empty when there was none.
+  std::string config_file;
+
+  /// Settings from the configuration file, the FIBER_* variables and `config`, in that order of
+  /// precedence (see init.h), with the values checked. Throws fiber::ConfigError naming the
+  /// source and the key of a value that cannot be used.
   static Settings from(const Config& config);
+  /// The same with the environment read through `environment`, and fiber.yaml looked for in
+  /// `working_directory`.
+  static Settings from(const Config& config, const EnvironmentLookup& environment,
+                       const std::filesystem::path& working_directory);
 };
 
 }  // namespace fiber::detail
