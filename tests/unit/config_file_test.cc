@@ -416,6 +416,18 @@ TEST_F(ConfigFileTest, FiberConfigWinsOverTheWorkingDirectorysFile) {
   EXPECT_EQ(settings.min_spawn_batch, 3);
 }
 
+TEST_F(ConfigFileTest, ProcessEnvironmentIsRead) {
+  const fs::path path = write("job.yaml", "processes_ahead: 7\n");
+  ASSERT_EQ(::setenv("FIBER_CONFIG", path.c_str(), 1), 0);
+  ASSERT_EQ(::setenv("FIBER_PROCESSES_AHEAD", "", 1), 0);
+  const Settings settings = Settings::from(Config{});
+  ::unsetenv("FIBER_CONFIG");
+  ::unsetenv("FIBER_PROCESSES_AHEAD");
+  EXPECT_EQ(settings.processes_ahead, 7);
+  EXPECT_EQ(settings.config_file, path.string());
+  EXPECT_FALSE(process_environment()("FIBER_CONFIG"));
+}
+
 TEST_F(ConfigFileTest, FiberConfigNamingAMissingFile) {
   const std::string missing = (directory_ / "missing.yaml").string();
   const auto error = error_of([&] {

@@ -30,6 +30,7 @@ using EnvironmentList = std::vector<std::pair<std::string, std::string>>;
 constexpr const char* kCodeSource = "fiber::Config";
 constexpr long long kMostProcesses = 1'000'000;
 constexpr milliseconds kOneDay = std::chrono::hours(24);
+constexpr seconds kOneDayInSeconds = std::chrono::hours(24);
 constexpr seconds kOneYear = std::chrono::hours(24 * 365);
 
 // A value that cannot be used. The caller adds where it came from (file and line, variable, or
@@ -347,8 +348,7 @@ std::vector<Key> make_keys() {
       "pid_checks", "FIBER_PID_CHECKS", [](auto& config) -> auto& { return config.pid_checks; }));
   keys.push_back(duration_key(
       "spawn_timeout", "FIBER_SPAWN_TIMEOUT_S",
-      [](auto& config) -> auto& { return config.spawn_timeout; }, seconds(1),
-      std::chrono::duration_cast<seconds>(kOneDay)));
+      [](auto& config) -> auto& { return config.spawn_timeout; }, seconds(1), kOneDayInSeconds));
   keys.push_back(count_key(
       "max_spawn_batch", "FIBER_MAX_SPAWN_BATCH",
       [](auto& config) -> auto& { return config.max_spawn_batch; }, 1));
@@ -367,7 +367,7 @@ std::vector<Key> make_keys() {
   keys.push_back(duration_key(
       "pod_start_timeout", "FIBER_POD_START_TIMEOUT_S",
       [](auto& config) -> auto& { return config.pod_start_timeout; }, seconds(1),
-      std::chrono::duration_cast<seconds>(kOneDay)));
+      kOneDayInSeconds));
   keys.push_back(duration_key(
       "pod_idle_timeout", "FIBER_POD_IDLE_TIMEOUT_S",
       [](auto& config) -> auto& { return config.pod_idle_timeout; }, seconds(0), kOneYear));
