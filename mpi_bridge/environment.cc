@@ -159,6 +159,13 @@ void Environment::call_at_finalize(void (*hook)()) {
 
 LaunchMode Environment::launch_mode() { return g_mode; }
 
+void Environment::join(const std::string& address) {
+  ::setenv("FIBER_CONNECT", address.c_str(), 1);
+  g_mode = LaunchMode::kConnected;
+}
+
+bool Environment::has_standalone_name_server() { return !kOpenMpi5; }
+
 std::string Environment::connect_address() {
   const char* address = std::getenv("FIBER_CONNECT");
   return address ? address : "";

@@ -39,6 +39,12 @@ class Environment {
   static void call_at_finalize(void (*hook)());
 
   static LaunchMode launch_mode();
+  /// Marks this job as one that joins a master's rendezvous at `address`, found after
+  /// initialize() (by a name-server lookup) rather than in FIBER_CONNECT.
+  static void join(const std::string& address);
+  /// True when this MPI lets separately started jobs meet through a name server started on its
+  /// own (Open MPI 4.1's ompi-server; Open MPI 5 has none).
+  static bool has_standalone_name_server();
   /// The rendezvous address this job was started to join (FIBER_CONNECT), or empty.
   static std::string connect_address();
   static int world_rank();

@@ -37,4 +37,31 @@ Communicator connect(const std::string& address) {
   return Communicator(joined);
 }
 
+void publish_name(const std::string& service, const std::string& address) {
+  int code = MPI_Publish_name(service.c_str(), MPI_INFO_NULL, address.c_str());
+  if (code != MPI_SUCCESS) {
+    // An entry left by an earlier launcher of the same job (it was killed before it could
+    // unpublish): the name server refuses to publish twice, so the stale one goes first.
+    char old_port[MPI_MAX_PORT_NAME] = {};
+    if (MPI_Lookup_name(service.c_str(), MPI_INFO_NULL, old_port) == MPI_SUCCESS)
+      MPI_Unpublish_name(service.c_str(), MPI_INFO_NULL, old_port);
+    code = MPI_Publish_name(service.c_str(), MPI_INFO_NULL, address.c_str());
+  }
+  if (code != MPI_SUCCESS) {
+    throw MpiError("MPI_Publish_name of '" + service + "' on the name server", code,
+                   mpi_error_text(code));
+  }
+}
+
+std::string lookup_name(const std::string& service) {
+  char port[MPI_MAX_PORT_NAME] = {};
+  const int code = MPI_Lookup_name(service.c_str(), MPI_INFO_NULL, port);
+  if (code == MPI_SUCCESS) return port;
+  int error_class = 0;
+  MPI_Error_class(code, &error_class);
+  if (error_class == MPI_ERR_NAME) return {};
+  throw MpiError("MPI_Lookup_name of '" + service + "' on the name server", code,
+                 mpi_error_text(code));
+}
+
 }  // namespace fiber::bridge

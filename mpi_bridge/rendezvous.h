@@ -30,4 +30,13 @@ class Rendezvous {
 /// naming the address when it cannot.
 Communicator connect(const std::string& address);
 
+/// Publishes `address` under `service` on the job's name server (MPI_Publish_name; Open MPI
+/// 4.1: the ompi-server mpirun was started with). A stale entry of an earlier run under the same
+/// name is replaced. Throws fiber::MpiError naming the service.
+void publish_name(const std::string& service, const std::string& address);
+
+/// The address published under `service`, or empty when nothing is published under it yet.
+/// Throws fiber::MpiError when the name server cannot be asked.
+std::string lookup_name(const std::string& service);
+
 }  // namespace fiber::bridge

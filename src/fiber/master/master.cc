@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "fiber/errors.h"
+#include "fiber/master/fiberjob_scaler.h"
 #include "fiber/serialization.h"
 #include "mpi_bridge/environment.h"
 #include "mpi_bridge/spawn.h"
@@ -121,6 +122,7 @@ void Master::assign_idle_slots_locked() {
     processes_started_ = true;
   // A never-used worker may have been taken: the spawner tops the reserve up.
   spawner_.wake_locked();
+  if (pods_) pods_->wake_locked();
   engine_.notify_locked();
 }
 
@@ -260,6 +262,8 @@ std::string Master::listen() {
 // The spawner's side
 
 int Master::spawn_wanted_locked() const {
+  // A FiberJob's launcher gets its workers from pods, never from MPI_Comm_spawn.
+  if (pods_) return 0;
   return table_.spawn_wanted(slots_expected_, processes_started_, settings_.spawn.executable);
 }
 
@@ -291,6 +295,54 @@ void Master::spawn_failed_locked(int count, const std::string& error, bool stuck
 void Master::spawn_came_back_locked(int count) { slots_expected_ += count; }
 
 // ---------------------------------------------------------------------------------------------
+// Worker pods (a FiberJob's launcher)
+
+void Master::provision_pods(std::unique_ptr<FiberJobScaler> scaler, int slots_per_pod) {
+  auto held = engine_.lock();
+  if (pods_) throw UsageError("worker pods are already provisioned");
+  pods_ =
+      std::make_unique<PodProvisioner>(settings_, engine_, *this, std::move(scaler), slots_per_pod);
+  pods_->start();
+}
+
+int Master::pod_slots_wanted_locked(int coming) const {
+  return table_.spawn_wanted(coming, false, settings_.spawn.executable);
+}
+
+std::map<std::string, PodUse> Master::pods_locked() const {
+  std::map<std::string, PodUse> pods;
+  for (const auto& [key, slot] : table_.slots()) {
+    if (slot->pod.empty() || slot->gone()) continue;
+    PodUse& use = pods[slot->pod];
+    ++use.live;
+    if (slot->state == Slot::State::kIdle && !slot->process) {
+      ++use.idle;
+      use.idle_since = std::max(use.idle_since, slot->idle_since);
+    }
+    use.releasing = use.releasing || slot->releasing;
+  }
+  return pods;
+}
+
+void Master::set_pod_releasing_locked(const std::string& pod, bool releasing) {
+  for (auto& [key, slot] : table_.slots())
+    if (slot->pod == pod && !slot->gone()) slot->releasing = releasing;
+  if (!releasing) assign_idle_slots_locked();
+}
+
+void Master::shut_down_pod_locked(const std::string& pod) {
+  for (auto& [key, slot] : table_.slots()) {
+    if (slot->pod != pod || slot->gone()) continue;
+    if (slot->state == Slot::State::kIdle) shut_down_slot_locked(*slot);
+  }
+  engine_.notify_locked();
+}
+
+void Master::fail_waiting_locked(size_t count, const std::string& why) {
+  fail_pending_locked(count, why);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Shutdown
 
 bool Master::shutdown() {
@@ -316,6 +368,7 @@ bool Master::shutdown() {
     std::error_code ignored;
     if (!signal_dir_.empty()) std::filesystem::remove_all(signal_dir_, ignored);
   };
+  if (pods_) pods_->stop();
   bool mpi_quiet = spawner_.stop();
   if (!mpi_quiet) {
     // The spawner is inside an MPI_Comm_spawn that will not return.

@@ -14,6 +14,7 @@
 
 #include "fiber/master/join_acceptor.h"
 #include "fiber/master/liveness_monitor.h"
+#include "fiber/master/pod_provisioner.h"
 #include "fiber/master/pool_core.h"
 #include "fiber/master/pool_host.h"
 #include "fiber/master/process_table.h"
@@ -24,7 +25,12 @@
 
 namespace fiber::detail {
 
-class Master final : public MessageSink, public PoolHost, public SpawnerHost {
+class FiberJobScaler;
+
+class Master final : public MessageSink,
+                     public PoolHost,
+                     public SpawnerHost,
+                     public PodProvisionerHost {
  public:
   /// `static_world`: the link to ranks 1..N-1 under mpirun -n N, or null.
   Master(Settings& settings, ProgressEngine& engine, std::unique_ptr<Link> static_world);
@@ -62,6 +68,9 @@ class Master final : public MessageSink, public PoolHost, public SpawnerHost {
 
   /// Opens (once) the rendezvous other jobs join through; returns its address.
   std::string listen();
+  /// Runs as the launcher of a FiberJob: workers come from worker pods asked of `scaler`'s job
+  /// (`slots_per_pod` workers each) instead of MPI_Comm_spawn. Call after listen().
+  void provision_pods(std::unique_ptr<FiberJobScaler> scaler, int slots_per_pod);
   QueueService& queues() { return queues_; }
 
   // ---- PoolHost ----
@@ -90,6 +99,13 @@ class Master final : public MessageSink, public PoolHost, public SpawnerHost {
   void spawned_locked(std::unique_ptr<Link> link) override;
   void spawn_failed_locked(int count, const std::string& error, bool stuck) override;
   void spawn_came_back_locked(int count) override;
+  // ---- PodProvisionerHost ----
+  int pod_slots_wanted_locked(int coming) const override;
+  size_t waiting_processes_locked() const override { return table_.pending().size(); }
+  std::map<std::string, PodUse> pods_locked() const override;
+  void set_pod_releasing_locked(const std::string& pod, bool releasing) override;
+  void shut_down_pod_locked(const std::string& pod) override;
+  void fail_waiting_locked(size_t count, const std::string& why) override;
 
  private:
   // Messages (master_messages.cc).
@@ -134,6 +150,7 @@ class Master final : public MessageSink, public PoolHost, public SpawnerHost {
   QueueService queues_;
   Spawner spawner_;
   JoinAcceptor acceptor_;
+  std::unique_ptr<PodProvisioner> pods_;  ///< In a FiberJob's launcher: workers come from pods.
   std::unordered_map<uint64_t, std::shared_ptr<PoolCore>> pools_;
   uint64_t next_pool_id_ = 1;
 

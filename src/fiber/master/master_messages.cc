@@ -122,6 +122,7 @@ void Master::on_hello_locked(Link& link, int rank, const std::vector<std::byte>&
   const auto module = serial::read<uint64_t>(reader);
   const auto pid = serial::read<int>(reader);
   const auto host = serial::read<std::string>(reader);
+  const auto pod = serial::read<std::string>(reader);
   if (slots_expected_ > 0) --slots_expected_;
   ++link.hellos;
   std::string refusal;
@@ -146,6 +147,7 @@ void Master::on_hello_locked(Link& link, int rank, const std::vector<std::byte>&
   created->rank = rank;
   created->pid = pid;
   created->host = host;
+  created->pod = link.connected ? pod : std::string();
   created->local = host == host_;
   created->last_heard = Clock::now();
   created->idle_since = created->last_heard;
@@ -157,8 +159,9 @@ void Master::on_hello_locked(Link& link, int rank, const std::vector<std::byte>&
   serial::save(welcome, signal_dir_);
   serial::save(welcome, static_cast<int64_t>(settings_.heartbeat_interval.count()));
   send_locked(link.comm.get(), rank, Kind::kWelcome, 0, 0, 0, welcome.buffer());
-  if (link.connected) {
-    // A worker of a job that joined: the first pool that takes such workers grows onto it.
+  if (link.connected && table_.pending().empty()) {
+    // A worker of a job that joined, and no process waits for one: the first pool that takes
+    // such workers grows onto it.
     for (auto& [id, pool] : std::map(pools_.begin(), pools_.end()))
       if (pool->adopt_joined_worker_locked()) break;
   }

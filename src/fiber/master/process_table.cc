@@ -43,7 +43,9 @@ Slot* ProcessTable::pick_idle_slot(const ProcessState& process,
   Slot* best = nullptr;
   int best_preference = 0;
   for (const auto& [key, slot] : slots_) {
-    if (slot->state != Slot::State::kIdle || slot->leaving || !runs(*slot, executable)) continue;
+    if (slot->state != Slot::State::kIdle || slot->leaving || slot->releasing ||
+        !runs(*slot, executable))
+      continue;
     int preference = 0;  // lower is better
     if (!slot->spawned()) {
       // The static world's ranks and joined jobs are there anyway; they run one process after

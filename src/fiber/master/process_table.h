@@ -31,6 +31,7 @@ class ProcessTable {
   std::map<uint64_t, std::shared_ptr<ProcessState>>& children() { return children_; }
   /// Started, waiting for a slot, in start order.
   std::deque<std::shared_ptr<ProcessState>>& pending() { return pending_; }
+  const std::deque<std::shared_ptr<ProcessState>>& pending() const { return pending_; }
 
   // ---- Slots ----
   /// Registers a worker; returns it.

@@ -19,6 +19,10 @@ struct Slot {
   int rank = 0;
   int pid = 0;
   std::string host;
+  /// The Kubernetes pod it runs in (a worker pod of the master's FiberJob), or empty.
+  std::string pod;
+  /// Its pod is being released: it takes no new work and is told to leave.
+  bool releasing = false;
   bool local = false;  ///< Same host as the master: its pid can be checked.
   /// kClosing: told to shut down, its last word (kGoodbye) not read yet; it may still send.
   enum class State { kIdle, kBusy, kClosing, kGone } state = State::kIdle;

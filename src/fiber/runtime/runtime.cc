@@ -11,8 +11,10 @@
 
 #include "fiber/errors.h"
 #include "fiber/function_ref.h"
+#include "fiber/master/fiberjob_scaler.h"
 #include "fiber/master/master.h"
 #include "fiber/master/queue_hub.h"
+#include "fiber/runtime/kubernetes_pod.h"
 #include "fiber/worker/master_link.h"
 #include "fiber/worker/start_up_watchdog.h"
 #include "fiber/worker/worker_loop.h"
@@ -78,6 +80,25 @@ void take_connect_option(int& argc, char**& argv) {
   }
 }
 
+// A worker pod's job finds the launcher's rendezvous on the job's name service. The pods of a
+// FiberJob start together, so the launcher may not have published it yet: look again until it
+// has, for at most `limit`.
+std::string find_launcher(const KubernetesPod& pod, std::chrono::seconds limit) {
+  const auto give_up = Clock::now() + limit;
+  auto pause = std::chrono::milliseconds(20);
+  for (;;) {
+    std::string address = bridge::lookup_name(pod.service_name());
+    if (!address.empty()) return address;
+    if (Clock::now() > give_up) {
+      throw Error("fibermpi: the launcher of " + pod.describe() + " has not published '" +
+                  pod.service_name() + "' on the name service " + pod.name_service_uri +
+                  " within " + std::to_string(limit.count()) + " s");
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(500));
+  }
+}
+
 }  // namespace
 
 Runtime& Runtime::instance() {
@@ -105,6 +126,18 @@ void Runtime::start(int& argc, char**& argv, const Config& config) {
 
 void Runtime::begin(int& argc, char**& argv, const Config&) {
   take_connect_option(argc, argv);
+  const auto pod = KubernetesPod::from_environment();
+  if (pod) {
+    if (!bridge::Environment::has_standalone_name_server()) {
+      throw UsageError(
+          "fibermpi runs in a pod of " + pod->describe() +
+          " but was built against Open MPI 5, which has no name server (ompi-server) for "
+          "separately started jobs: build it with -DFIBER_MPI=openmpi4 for Kubernetes");
+    }
+    // The pod's own MPI job: the program runs again under mpirun, which finds the job's name
+    // service (the user's pod template names only the program).
+    if (!started_by_mpi_launcher()) relaunch_under_mpirun(*pod, argc, argv);
+  }
   // Open MPI's TCP transport writes to sockets of peers that may have died; the default SIGPIPE
   // would kill this process with them. Ignored unless the program installed its own handler.
   struct sigaction pipe_action {};
@@ -112,6 +145,8 @@ void Runtime::begin(int& argc, char**& argv, const Config&) {
     ::signal(SIGPIPE, SIG_IGN);
   if (std::getenv("FIBER_WORKER")) leave_if_start_up_stalls();
   bridge::Environment::initialize(&argc, &argv);
+  if (pod && pod->role == KubernetesPod::Role::kWorker)
+    bridge::Environment::join(find_launcher(*pod, settings_.pod_start_timeout));
   const auto mode = bridge::Environment::launch_mode();
   if (settings_.spawn.executable.empty())
     settings_.spawn.executable = ModuleTable::executable_path();
@@ -160,6 +195,13 @@ void Runtime::begin(int& argc, char**& argv, const Config&) {
     master_->start();
     g_running.store(true, std::memory_order_release);
     engine_->start(*master_);
+    if (pod) {
+      // The launcher of a FiberJob: worker pods join through the rendezvous it publishes, and
+      // its pools ask the job for them.
+      bridge::publish_name(pod->service_name(), master_->listen());
+      master_->provision_pods(std::make_unique<FiberJobScaler>(pod->ns, pod->job),
+                              pod->slots_per_worker);
+    }
     ::on_exit(shutdown_at_exit, nullptr);
     if (!bridge::Environment::owns_mpi())
       bridge::Environment::call_at_finalize(shutdown_at_program_finalize);

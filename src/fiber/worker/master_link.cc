@@ -78,6 +78,8 @@ void MasterLink::handshake() {
   serial::save(hello, ModuleTable::instance().main_module_id());
   serial::save(hello, static_cast<int>(::getpid()));
   serial::save(hello, host_);
+  const char* pod = std::getenv("FIBER_K8S_POD_NAME");
+  serial::save(hello, std::string(pod && std::getenv("FIBER_K8S_ROLE") ? pod : ""));
   send(Kind::kHello, 0, 0, 0, hello.buffer());
   auto held = engine_.lock();
   engine_.changes().wait(held, [this] { return handshake_ != Handshake::kWaiting; });

@@ -1,0 +1,56 @@
+// The launcher's requests to Kubernetes about its own FiberJob: how many worker pods it asks for
+// (the scale subresource) and which pods it releases (spec.workers.workersToDelete). Every write
+// carries the resourceVersion it was computed from, so a concurrent `kubectl scale` or controller
+// is never overwritten: on a conflict it reads again and recomputes. Runs as the job's own
+// service account, whose Role allows exactly these requests on this one FiberJob. No MPI.
+// Internal.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fiber::k8s {
+class ApiClient;
+}
+
+namespace fiber::detail {
+
+class FiberJobScaler {
+ public:
+  /// The worker side of the FiberJob's spec.
+  struct Workers {
+    int replicas = 0;
+    int min_replicas = 0;
+    int max_replicas = 0;
+    std::vector<std::string> to_delete;  ///< spec.workers.workersToDelete
+  };
+
+  /// Talks to the API server of the pod this runs in (its service account), or, outside a pod,
+  /// of the current kubeconfig context. Throws fiber::Error when neither can be loaded.
+  FiberJobScaler(std::string ns, std::string job);
+  ~FiberJobScaler();
+  FiberJobScaler(const FiberJobScaler&) = delete;
+  FiberJobScaler& operator=(const FiberJobScaler&) = delete;
+
+  /// The job's workers as the API server has them now.
+  Workers read();
+  /// Asks for at least `replicas` worker pods (never fewer than already asked for, never more
+  /// than maxReplicas). Returns the spec as written (or as found, when it asked for enough).
+  Workers grow_to(int replicas);
+  /// Names `pods` in workersToDelete and lowers replicas by their number, in one write; pods
+  /// that would take replicas below minReplicas stay. Returns the pods released.
+  std::vector<std::string> release(const std::vector<std::string>& pods);
+  /// Takes `pods` (released earlier and gone now) out of workersToDelete.
+  void forget(const std::vector<std::string>& pods);
+
+  /// "FiberJob <ns>/<name>"
+  std::string describe() const { return "FiberJob " + ns_ + "/" + job_; }
+
+ private:
+  const std::string ns_;
+  const std::string job_;
+  std::unique_ptr<k8s::ApiClient> client_;
+};
+
+}  // namespace fiber::detail

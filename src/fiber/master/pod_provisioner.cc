@@ -1,0 +1,176 @@
+#include "fiber/master/pod_provisioner.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "fiber/master/fiberjob_scaler.h"
+
+namespace fiber::detail {
+namespace {
+
+// How often the provisioner looks again without being woken (idle pods, timeouts), and how old
+// its copy of the job's replica count may get while processes wait for pods (a `kubectl scale`
+// from outside changes how many are coming).
+constexpr auto kPollInterval = std::chrono::milliseconds(250);
+constexpr auto kRereadInterval = std::chrono::seconds(2);
+
+}  // namespace
+
+PodProvisioner::PodProvisioner(const Settings& settings, ProgressEngine& engine,
+                               PodProvisionerHost& host, std::unique_ptr<FiberJobScaler> scaler,
+                               int slots_per_pod)
+    : settings_(settings),
+      engine_(engine),
+      host_(host),
+      scaler_(std::move(scaler)),
+      slots_per_pod_(std::max(1, slots_per_pod)) {}
+
+PodProvisioner::~PodProvisioner() { stop(); }
+
+void PodProvisioner::start() {
+  thread_ = std::thread([this] { loop(); });
+}
+
+void PodProvisioner::stop() {
+  {
+    auto lock = engine_.lock();
+    stop_ = true;
+    wake_.notify_one();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void PodProvisioner::report(const std::string& what, const std::exception& e) {
+  const std::string text = what + ": " + e.what();
+  if (text != last_error_) std::fprintf(stderr, "fibermpi: %s\n", text.c_str());
+  last_error_ = text;
+}
+
+PodProvisioner::Plan PodProvisioner::plan_locked(Clock::time_point now) {
+  Plan plan;
+  const auto pods = host_.pods_locked();
+  int joined = 0;
+  for (const auto& [name, use] : pods)
+    if (use.live > 0 && !use.releasing) ++joined;
+  for (const auto& name : released_)
+    if (!pods.contains(name)) plan.forget.push_back(name);
+
+  // Pods asked for that have not joined yet bring slots_per_pod workers each.
+  const int coming_pods = std::max(0, replicas_ - joined);
+  const int wanted = host_.pod_slots_wanted_locked(coming_pods * slots_per_pod_);
+  const size_t waiting = host_.waiting_processes_locked();
+  if (waiting == 0) {
+    waiting_since_.reset();
+  } else if (!waiting_since_ || joined > joined_pods_seen_) {
+    waiting_since_ = now;
+  }
+  joined_pods_seen_ = joined;
+  if (wanted > 0) plan.grow_to = replicas_ + (wanted + slots_per_pod_ - 1) / slots_per_pod_;
+  if (waiting_since_ && now - *waiting_since_ > settings_.pod_start_timeout) {
+    plan.fail = waiting;
+    plan.fail_why =
+        std::to_string(std::max(1, coming_pods)) + " worker pod(s) asked of " +
+        scaler_->describe() + " did not join within pod_start_timeout (" +
+        std::to_string(settings_.pod_start_timeout.count()) +
+        " s): see `kubectl describe fiberjob` and the pods' events (unschedulable? image?)" +
+        (last_error_.empty() ? "" : "; last error: " + last_error_);
+    waiting_since_.reset();
+  }
+  if (waiting == 0 && wanted == 0) {
+    for (const auto& [name, use] : pods) {
+      if (use.releasing || use.live == 0 || use.idle < use.live) continue;
+      if (now - use.idle_since < settings_.pod_idle_timeout) continue;
+      if (held_by_min_.contains(name) && now < held_by_min_[name]) continue;
+      plan.release.push_back(name);
+      host_.set_pod_releasing_locked(name, true);
+    }
+  }
+  return plan;
+}
+
+void PodProvisioner::carry_out(Plan& plan, std::unique_lock<std::mutex>& lock) {
+  const auto now = Clock::now();
+  const bool reread = !last_read_ || now - *last_read_ > kRereadInterval;
+  lock.unlock();
+  std::optional<FiberJobScaler::Workers> seen;
+  std::vector<std::string> released;
+  bool forgotten = false;
+  try {
+    if (plan.grow_to > 0) {
+      seen = scaler_->grow_to(plan.grow_to);
+    } else if (reread) {
+      seen = scaler_->read();
+    }
+  } catch (const std::exception& e) {
+    report("cannot ask " + scaler_->describe() + " for worker pods", e);
+  }
+  if (!plan.release.empty()) {
+    try {
+      released = scaler_->release(plan.release);
+    } catch (const std::exception& e) {
+      report("cannot release worker pods of " + scaler_->describe(), e);
+    }
+  }
+  if (!plan.forget.empty()) {
+    try {
+      scaler_->forget(plan.forget);
+      forgotten = true;
+    } catch (const std::exception& e) {
+      report("cannot clear workersToDelete of " + scaler_->describe(), e);
+    }
+  }
+  lock.lock();
+  if (seen) {
+    replicas_ = seen->replicas;
+    max_replicas_ = seen->max_replicas;
+    last_read_ = now;
+    if (plan.grow_to > seen->replicas && seen->replicas >= seen->max_replicas) {
+      // The job allows no more pods: the processes beyond what its pods can hold fail now
+      // instead of waiting for pods that will never be asked for.
+      const int coming_pods = std::max(0, seen->replicas - joined_pods_seen_);
+      const int short_by = host_.pod_slots_wanted_locked(coming_pods * slots_per_pod_);
+      if (short_by > 0) {
+        host_.fail_waiting_locked(
+            static_cast<size_t>(short_by),
+            scaler_->describe() +
+                " allows at most maxReplicas = " + std::to_string(seen->max_replicas) +
+                " worker pods of " + std::to_string(slots_per_pod_) +
+                " worker(s) each, all asked for already; raise spec.workers.maxReplicas");
+      }
+    }
+  }
+  for (const auto& pod : plan.release) {
+    if (std::find(released.begin(), released.end(), pod) != released.end()) {
+      released_.insert(pod);
+      replicas_ = std::max(0, replicas_ - 1);
+      host_.shut_down_pod_locked(pod);
+    } else {
+      // minReplicas keeps it (or the write failed): usable again, asked again later.
+      host_.set_pod_releasing_locked(pod, false);
+      held_by_min_[pod] =
+          now + std::max<Clock::duration>(settings_.pod_idle_timeout, std::chrono::seconds(1));
+    }
+  }
+  if (forgotten)
+    for (const auto& pod : plan.forget) released_.erase(pod);
+  if (plan.fail > 0) host_.fail_waiting_locked(plan.fail, plan.fail_why);
+}
+
+void PodProvisioner::loop() {
+  auto lock = engine_.lock();
+  while (!stop_ && !host_.stopping_locked()) {
+    const auto now = Clock::now();
+    Plan plan = plan_locked(now);
+    const bool reread = !last_read_ || now - *last_read_ > kRereadInterval;
+    const bool waiting = host_.waiting_processes_locked() > 0;
+    if (plan.grow_to > 0 || !plan.release.empty() || !plan.forget.empty() || plan.fail > 0 ||
+        (reread && (waiting || !known_))) {
+      known_ = true;
+      carry_out(plan, lock);
+      if (stop_ || host_.stopping_locked()) break;
+    }
+    wake_.wait_for(lock, kPollInterval);
+  }
+}
+
+}  // namespace fiber::detail

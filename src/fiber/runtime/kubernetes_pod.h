@@ -1,0 +1,40 @@
+// The Kubernetes mode of the runtime: a program started in a pod of a FiberJob learns its part
+// (launcher or worker), its job and the job's name service from the environment the controller
+// gives its pods, and runs itself under mpirun as an MPI job of its own. Internal.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace fiber::detail {
+
+/// What the FiberJob controller tells a pod (k8s/README.md lists the variables).
+struct KubernetesPod {
+  enum class Role { kLauncher, kWorker };
+  Role role = Role::kLauncher;
+  std::string job;               ///< FIBER_K8S_JOB: the FiberJob's name.
+  std::string ns;                ///< FIBER_K8S_NAMESPACE
+  std::string pod_name;          ///< FIBER_K8S_POD_NAME
+  std::string name_service_uri;  ///< FIBER_NAME_SERVICE_URI: the job's ompi-server.
+  int slots_per_worker = 1;      ///< FIBER_SLOTS_PER_WORKER: ranks in each worker pod.
+
+  /// The pod this process runs in, or nothing outside a FiberJob (FIBER_K8S_ROLE unset). Throws
+  /// fiber::UsageError naming a missing or malformed variable.
+  static std::optional<KubernetesPod> from_environment();
+
+  /// The name the launcher publishes its rendezvous under on the name service.
+  std::string service_name() const { return "fibermpi:" + ns + "/" + job; }
+  /// "FiberJob <ns>/<job>", for messages.
+  std::string describe() const { return "FiberJob " + ns + "/" + job; }
+};
+
+/// True when this process was started by mpirun (or another MPI launcher).
+bool started_by_mpi_launcher();
+
+/// Replaces this process by `mpirun --ompi-server <uri> -n <ranks> <this program> <args>`: the
+/// launcher runs as a job of one rank, a worker pod as a job of slots_per_worker ranks, each
+/// meeting the others through the job's name service. Returns only by throwing fiber::Error
+/// (no mpirun found, or it could not be started). FIBER_MPIRUN names another mpirun.
+[[noreturn]] void relaunch_under_mpirun(const KubernetesPod& pod, int argc, char** argv);
+
+}  // namespace fiber::detail
