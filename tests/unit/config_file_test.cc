@@ -249,9 +249,10 @@ TEST(ConfigValues, Integers) {
   for (const std::string text : {"1.5", "abc", "12 workers", "true"}) {
     EXPECT_HAS(text_error("max_spawn_batch: " + text).what(), "is not a whole number") << text;
   }
-  EXPECT_HAS(text_error("max_spawn_batch: 0").what(), "0 is out of range: it must be from 1");
+  EXPECT_HAS(text_error("max_spawn_batch: 0").what(), "'0' is out of range: it must be from 1");
   EXPECT_HAS(text_error("reserve_max_idle: -1").what(), "must be from 0 to 1000000");
-  EXPECT_HAS(text_error("min_spawn_batch: 99999999999999999999").what(), "out of range");
+  EXPECT_HAS(text_error("min_spawn_batch: 99999999999999999999").what(),
+             "out of range: it must be from 1 to 1000000");
   EXPECT_HAS(text_error("processes_ahead: [1]").what(), "expected a whole number, got a list");
 }
 
@@ -320,6 +321,9 @@ TEST_F(ConfigFileTest, UnknownKeyNamesFileKeyAndValidKeys) {
 
 TEST(ConfigErrors, KeyOfAnotherSectionIsSuggested) {
   EXPECT_HAS(text_error("env: {A: 1}").what(), "did you mean 'spawn.env'?");
+  EXPECT_HAS(text_error("spawn: {environment: {A: 1}}").what(), "did you mean 'spawn.env'?");
+  EXPECT_HAS(text_error("spawn: {exec: /bin/true}").what(), "did you mean 'spawn.executable'?");
+  EXPECT_HAS(text_error("spawn_timeout_s: 5").what(), "did you mean 'spawn_timeout'?");
   EXPECT_EQ(std::string(text_error("colour: blue").what()).find("did you mean"), std::string::npos);
 }
 

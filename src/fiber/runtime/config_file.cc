@@ -141,26 +141,27 @@ void check_duration(Duration value, Duration lowest, Duration highest) {
   }
 }
 
-int parse_count(const YAML::Node& node) {
+std::string count_range(int lowest, int highest) {
+  return "it must be from " + std::to_string(lowest) + " to " + std::to_string(highest);
+}
+
+int parse_count(const YAML::Node& node, int lowest, int highest) {
   const std::string text = scalar_text(node, "a whole number");
   const std::string_view value = trimmed(text);
   long long number = 0;
   const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), number);
+  const bool whole = end == value.data() + value.size();
   if (error == std::errc::result_out_of_range ||
-      (error == std::errc() && end == value.data() + value.size() &&
-       (number < -kMostProcesses || number > kMostProcesses))) {
-    throw BadValue("'" + text + "' is out of range");
+      (error == std::errc() && whole && (number < lowest || number > highest))) {
+    throw BadValue("'" + text + "' is out of range: " + count_range(lowest, highest));
   }
-  if (error != std::errc() || end != value.data() + value.size()) {
-    throw BadValue("'" + text + "' is not a whole number");
-  }
+  if (error != std::errc() || !whole) throw BadValue("'" + text + "' is not a whole number");
   return static_cast<int>(number);
 }
 
 void check_count(int value, int lowest, int highest) {
   if (value < lowest || value > highest) {
-    throw BadValue(std::to_string(value) + " is out of range: it must be from " +
-                   std::to_string(lowest) + " to " + std::to_string(highest));
+    throw BadValue(std::to_string(value) + " is out of range: " + count_range(lowest, highest));
   }
 }
 
@@ -302,8 +303,10 @@ Key duration_key(std::string path, std::string variable, Access access, Duration
 template <class Access>
 Key count_key(std::string path, std::string variable, Access access, int lowest) {
   constexpr int highest = static_cast<int>(kMostProcesses);
-  return make_key(std::move(path), std::move(variable), access, parse_count,
-                  [lowest](int value) { check_count(value, lowest, highest); });
+  return make_key(
+      std::move(path), std::move(variable), access,
+      [lowest](const YAML::Node& node) { return parse_count(node, lowest, highest); },
+      [lowest](int value) { check_count(value, lowest, highest); });
 }
 
 template <class Access>
@@ -428,7 +431,8 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 }
 
 // The known key or section closest to an unknown `path`, if one is close enough to be a typo
-// (or the same name in another section: `env` for `spawn.env`).
+// (or the same name in another section: `env` for `spawn.env`), else one whose name is the
+// start of the unknown one's or the other way round (`environment` for `spawn.env`).
 std::optional<std::string> closest_name(const std::string& path) {
   std::vector<std::string> candidates;
   for (const Key& key : all_keys()) {
@@ -436,18 +440,29 @@ std::optional<std::string> closest_name(const std::string& path) {
     const auto dot = key.path.rfind('.');
     if (dot != std::string::npos) candidates.push_back(key.path.substr(0, dot));
   }
-  const auto last_dot = path.rfind('.');
-  const std::string name = last_dot == std::string::npos ? path : path.substr(last_dot + 1);
+  const auto last_name = [](const std::string& text) {
+    const auto dot = text.rfind('.');
+    return dot == std::string::npos ? text : text.substr(dot + 1);
+  };
+  const std::string name = last_name(path);
   std::optional<std::string> best;
   size_t best_distance = std::max<size_t>(2, name.size() / 3) + 1;
   for (const auto& candidate : candidates) {
-    const auto dot = candidate.rfind('.');
-    const std::string candidate_name =
-        dot == std::string::npos ? candidate : candidate.substr(dot + 1);
     const size_t distance =
-        std::min(edit_distance(path, candidate), edit_distance(name, candidate_name));
+        std::min(edit_distance(path, candidate), edit_distance(name, last_name(candidate)));
     if (distance < best_distance) {
       best_distance = distance;
+      best = candidate;
+    }
+  }
+  if (best) return best;
+  constexpr size_t kShortestStem = 3;
+  size_t longest_stem = kShortestStem - 1;
+  for (const auto& candidate : candidates) {
+    const std::string other = last_name(candidate);
+    const size_t stem = std::min(name.size(), other.size());
+    if (stem > longest_stem && name.compare(0, stem, other, 0, stem) == 0) {
+      longest_stem = stem;
       best = candidate;
     }
   }
