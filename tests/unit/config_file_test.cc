@@ -188,6 +188,7 @@ TEST(ConfigKeys, EmptyDocumentChangesNothing) {
   const Config config = from_text("# nothing here\n");
   EXPECT_EQ(config.heartbeat_timeout, Config{}.heartbeat_timeout);
   EXPECT_TRUE(config.spawn.env.empty());
+  EXPECT_EQ(from_text("spawn:\n").spawn.oversubscribe, true);
 }
 
 // ---- Value types
