@@ -139,6 +139,11 @@ json LeaderElector::lease_spec(const json& previous_spec, bool takeover) const {
 }
 
 bool LeaderElector::try_acquire_or_renew() {
+  // The lease counts from when this attempt began, not from when the answer came: the API server
+  // may have stored the renewal long before a slow answer arrived, and others count the lease's
+  // duration from when they saw it change. Stamped on arrival, a leader whose answer was delayed
+  // by more than lease duration - renew deadline would act while a successor may already lead.
+  const Clock::time_point attempt_started = Clock::now();
   try {
     std::optional<json> current;
     try {
@@ -174,8 +179,9 @@ bool LeaderElector::try_acquire_or_renew() {
       throw;
     }
     std::lock_guard lock(mutex_);
-    last_renew_ = Clock::now();
-    return true;
+    last_renew_ = attempt_started;
+    // Answered too late to lead on: the renew deadline has passed since the attempt began.
+    return Clock::now() - attempt_started < config_.renew_deadline;
   } catch (const std::exception& error) {
     log_to(config_.log, LogLevel::kWarning,
            "leader election on lease " + config_.lease_namespace + "/" + config_.lease_name + ": " +

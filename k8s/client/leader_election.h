@@ -60,7 +60,8 @@ class LeaderElector {
   /// Stops campaigning; when leading, calls on_stopped_leading and then releases the lease (if
   /// configured), so a successor never overlaps with this leader's work. Idempotent.
   void stop();
-  /// True while this candidate holds the lease (renewed within renew_deadline).
+  /// True while this candidate holds the lease (an attempt that renewed it began within
+  /// renew_deadline: the time is taken when the request is sent, not when its answer arrives).
   bool is_leader() const;
   /// The last observed holderIdentity ("" when nobody holds the lease).
   std::string leader() const;

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <regex>
+#include <thread>
 
 #include "k8s/client/time_format.h"
 #include "tests/k8s/client/fake_api_server.h"
@@ -37,6 +39,7 @@ class LeaseServer {
                    });
           http.Post(
               kLeasePath, [this](const httplib::Request& request, httplib::Response& response) {
+                delay_write();
                 std::lock_guard lock(mutex_);
                 if (lease_)
                   return reply(response, 409, "AlreadyExists", "leases \"lock\" already exists");
@@ -44,6 +47,7 @@ class LeaseServer {
               });
           http.Put(std::string(kLeasePath) + "/lock", [this](const httplib::Request& request,
                                                              httplib::Response& response) {
+            delay_write();
             std::lock_guard lock(mutex_);
             const json lease = json::parse(request.body);
             if (!lease_ ||
@@ -66,6 +70,16 @@ class LeaseServer {
         }) {}
 
   ClusterAccess access() const { return server_.access(); }
+
+  // Answers every later create and replace `delay` after it arrived (a slow API server or network).
+  void set_write_delay(std::chrono::milliseconds delay) { write_delay_ = delay; }
+
+  // Waits until `count` more creates or replaces were stored.
+  bool wait_for_writes(int count) {
+    std::unique_lock lock(mutex_);
+    const int target = version_ + count;
+    return changed_.wait_for(lock, 10s, [&] { return version_ >= target; });
+  }
 
   std::optional<json> lease() {
     std::lock_guard lock(mutex_);
@@ -93,6 +107,11 @@ class LeaseServer {
     response.set_content(status_body(status, reason, message), "application/json");
   }
 
+  void delay_write() {
+    const std::chrono::milliseconds delay = write_delay_;
+    if (delay > 0ms) std::this_thread::sleep_for(delay);  // the slow answer under test
+  }
+
   void store(json lease, httplib::Response& response, int status) {
     lease["metadata"]["resourceVersion"] = std::to_string(++version_);
     lease_ = lease;
@@ -106,6 +125,7 @@ class LeaseServer {
   std::optional<json> lease_;
   int version_ = 100;
   std::map<std::string, int> gets_by_agent_;
+  std::atomic<std::chrono::milliseconds> write_delay_{0ms};
   FakeApiServer server_;  // last: stopped first
 };
 
@@ -251,6 +271,22 @@ TEST(LeaderElection, LeaderThatCannotRenewStepsDown) {
   a.elector->stop();
   EXPECT_EQ(server.lease()->at("spec").at("holderIdentity"), "intruder")
       << "a candidate that does not lead must not release someone else's lease";
+}
+
+TEST(LeaderElection, ARenewalAnsweredAfterTheRenewDeadlineDoesNotMakeALeader) {
+  LeaseServer server;
+  // Every write is answered 1.2 s after it arrived, more than the renew deadline of 1 s: the lease
+  // may have been stored long ago, so the candidate must not lead on such an answer.
+  server.set_write_delay(1200ms);
+  Candidate a(server, "a", 3s, 1s);
+  a.elector->start();
+  ASSERT_TRUE(server.wait_for_writes(2));
+  EXPECT_FALSE(a.elector->is_leader());
+  EXPECT_FALSE(a.heard_line("started"));
+  // Prompt answers again: it leads.
+  server.set_write_delay(0ms);
+  EXPECT_TRUE(a.elector->wait_for_leadership(10s));
+  a.elector->stop();
 }
 
 TEST(LeaderElection, RefusesABadConfiguration) {
