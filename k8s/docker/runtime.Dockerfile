@@ -1,10 +1,15 @@
 # Runtime image: Debian, Open MPI (Debian's 4.1 with ompi-server for the name service), fibermpi and
-# its examples under /opt/fibermpi. Build from the repository root:
-#   docker build -f k8s/docker/runtime.Dockerfile -t fibermpi/runtime:0.1.0 .
+# its examples under /opt/fibermpi (bin/: 00_hello_process ... 03_elastic_pool). The Kubernetes mode
+# of the runtime needs Open MPI 4.1: its pods meet through the job's ompi-server. Build from the
+# repository root (the samples name it fibermpi/runtime and fibermpi/examples):
+#   docker build -f k8s/docker/runtime.Dockerfile -t fibermpi/runtime:0.1.0 -t fibermpi/examples:0.1.0 .
+# A program of your own: build it against /opt/fibermpi (find_package(FiberMPI)) in an image FROM
+# this one, and name it in the FiberJob's launcher template.
 FROM debian:bookworm AS build
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build pkg-config libopenmpi-dev openmpi-bin \
       libboost-serialization-dev libhwloc-dev libyaml-cpp-dev \
+      libcurl4-openssl-dev libssl-dev nlohmann-json3-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -12,14 +17,12 @@ RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFIBER_MPI=openmpi
       -DFIBER_BUILD_TESTS=OFF -DFIBER_BUILD_BENCH=OFF -DFIBER_BUILD_K8S=OFF \
       -DCMAKE_INSTALL_PREFIX=/opt/fibermpi \
     && cmake --build /build \
-    && cmake --install /build \
-    && mkdir -p /opt/fibermpi/bin \
-    && find /build/examples -maxdepth 1 -type f -executable -exec install -m 0755 {} /opt/fibermpi/bin/ \;
+    && cmake --install /build
 
 FROM debian:bookworm-slim
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       openmpi-bin libopenmpi3 libboost-serialization1.74.0 libhwloc15 libyaml-cpp0.7 \
-      ca-certificates procps \
+      libcurl4 libssl3 ca-certificates procps coreutils \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /opt/fibermpi /opt/fibermpi
 ENV PATH=/opt/fibermpi/bin:$PATH \

@@ -1,0 +1,142 @@
+// The program the Kubernetes runtime tests run as a FiberJob's launcher; its worker pods run it
+// too (the worker template names no command). It prints what it saw; the test checks the
+// cluster's side. Every scenario checks each result's value, so a lost or misplaced result fails.
+//   grow     Pool(4) grows onto 4 worker pods, maps 2,000 tasks, resize(1), then keeps the last
+//            worker busy for a while (the released pods leave meanwhile), exit 0
+//   loss     Pool(4) maps 2,000 tasks of 10 ms while the test deletes worker pods
+//   scale    Pool(1) maps until its tasks have run on 3 pods (the test scales the job to 3)
+//   unready  Pool(2) on a job whose worker pods can never start: fiber::SpawnError, exit 3
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fiber/fiber.h"
+
+namespace {
+
+struct Task {
+  long x = 0;
+  int micros = 0;
+};
+
+// x squared, after `micros` of work, and the worker that computed it: "<pod>/<pid>" (a
+// replacement pod may reuse a deleted pod's name, never its process).
+std::pair<long, std::string> square_on_pod(Task task) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(task.micros);
+  while (std::chrono::steady_clock::now() < until) {
+  }
+  const char* pod = std::getenv("FIBER_K8S_POD_NAME");
+  return {task.x * task.x, std::string(pod ? pod : "?") + "/" + std::to_string(::getpid())};
+}
+
+std::vector<Task> tasks(long count, int micros, long first = 0) {
+  std::vector<Task> out;
+  for (long i = 0; i < count; ++i) out.push_back({first + i, micros});
+  return out;
+}
+
+// Checks every value; returns how many results each worker computed.
+std::map<std::string, int> check(const std::vector<Task>& in,
+                                 const std::vector<std::pair<long, std::string>>& out) {
+  if (in.size() != out.size()) {
+    std::printf("FAIL: %zu results for %zu tasks\n", out.size(), in.size());
+    std::exit(1);
+  }
+  std::map<std::string, int> per_pod;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (out[i].first != in[i].x * in[i].x) {
+      std::printf("FAIL: result %zu is %ld, not %ld\n", i, out[i].first, in[i].x * in[i].x);
+      std::exit(1);
+    }
+    ++per_pod[out[i].second];
+  }
+  return per_pod;
+}
+
+void print_pods(const char* what, const std::map<std::string, int>& per_pod) {
+  std::printf("%s:", what);
+  for (const auto& [pod, count] : per_pod) std::printf(" %s=%d", pod.c_str(), count);
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+int grow() {
+  fiber::Pool pool(4);
+  const auto start = std::chrono::steady_clock::now();
+  pool.wait_ready();
+  std::printf("4 workers ready after %.2f s\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  const auto in = tasks(2000, 200);
+  print_pods("map of 2000", check(in, pool.map(square_on_pod, in)));
+  pool.resize(1);
+  std::printf("resized to %d\n", pool.size());
+  std::fflush(stdout);
+  // The last worker keeps working while the three released pods go.
+  const auto more = tasks(300, 20000, 2000);
+  print_pods("after resize", check(more, pool.map(square_on_pod, more, 1)));
+  return 0;
+}
+
+int loss() {
+  fiber::Pool pool(4);
+  pool.wait_ready();
+  std::printf("4 workers ready\n");
+  std::fflush(stdout);
+  const auto in = tasks(2000, 10000);
+  print_pods("map of 2000", check(in, pool.map(square_on_pod, in, 1)));
+  return 0;
+}
+
+int scale() {
+  fiber::Pool pool(1);
+  pool.wait_ready();
+  std::printf("1 worker ready\n");
+  std::fflush(stdout);
+  std::set<std::string> seen;
+  for (int round = 0; round < 600 && seen.size() < 3; ++round) {
+    const auto in = tasks(40, 5000, round * 40L);
+    for (const auto& [worker, count] : check(in, pool.map(square_on_pod, in, 1)))
+      seen.insert(worker.substr(0, worker.find('/')));
+  }
+  std::printf("pool size %d, tasks ran on %zu pods\n", pool.size(), seen.size());
+  return seen.size() >= 3 ? 0 : 1;
+}
+
+int unready() {
+  try {
+    fiber::Pool pool(2);
+    const auto in = tasks(10, 0);
+    pool.map(square_on_pod, in);
+    std::printf("FAIL: the map ran without workers\n");
+    return 1;
+  } catch (const fiber::SpawnError& e) {
+    std::printf("SpawnError: %s\n", e.what());
+    return 3;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  fiber::init(argc, argv);
+  const std::string scenario = argc > 1 ? argv[1] : "";
+  try {
+    if (scenario == "grow") return grow();
+    if (scenario == "loss") return loss();
+    if (scenario == "scale") return scale();
+    if (scenario == "unready") return unready();
+  } catch (const std::exception& e) {
+    std::printf("FAIL: %s\n", e.what());
+    return 1;
+  }
+  std::fprintf(stderr, "usage: k8s_pool_test grow|loss|scale|unready\n");
+  return 2;
+}

@@ -1,0 +1,259 @@
+"""A fibermpi program as the launcher of a FiberJob on the development cluster: its pools ask the
+job for worker pods, the pods' MPI jobs join through the job's name service, shrinking releases
+chosen pods, lost pods cost only a few tasks run again, and the launcher's end is the job's end.
+
+The program (tests/k8s/runtime/k8s_pool_test.cc) checks every result's value and prints which pods
+computed them; this file checks what the cluster shows."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import re
+import subprocess
+import threading
+import time
+from typing import Any, Callable
+
+import pytest
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+KUBECTL = "/usr/lib/google-cloud-sdk/bin/kubectl.1.33"
+BUILD_DIR = pathlib.Path(os.environ.get("FIBER_BUILD_DIR", ROOT / "build-openmpi4"))
+PROGRAM = os.environ.get("K8S_POOL_TEST", str(BUILD_DIR / "tests/k8s/runtime/k8s_pool_test"))
+# Short timeouts so that a loss or an idle pod shows within the test's patience.
+FAST_CONFIG = "heartbeat_timeout: 2s\npod_idle_timeout: 1s\n"
+
+
+class Cluster:
+    def __init__(self, state_dir: pathlib.Path):
+        self.dir = state_dir
+        self.env = {**os.environ, "KUBECONFIG": str(state_dir / "kubeconfig")}
+
+    def kubectl(self, *args: str, stdin: str | None = None, check: bool = True) -> str:
+        result = subprocess.run([KUBECTL, *args], input=stdin, capture_output=True, text=True,
+                                timeout=60, env=self.env)
+        if check and result.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} exited {result.returncode}: {result.stderr}")
+        return result.stdout
+
+    def get(self, *args: str) -> Any:
+        return json.loads(self.kubectl("get", *args, "-o", "json"))
+
+    def job(self, name: str) -> dict:
+        return self.get("fiberjob", name)
+
+    def pods(self, job: str, role: str) -> list[dict]:
+        return self.get("pods", "-l", f"fibermpi.io/job-name={job},fibermpi.io/role={role}")["items"]
+
+    def log(self, pod: str) -> str:
+        return self.kubectl("logs", pod, check=False)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory) -> Cluster:
+    controller = BUILD_DIR / "k8s/controller/fiber-controller"
+    if not controller.exists():
+        pytest.fail(f"{controller} is not built")
+    if not pathlib.Path(PROGRAM).exists():
+        pytest.fail(f"{PROGRAM} is not built")
+    state_dir = tmp_path_factory.mktemp("cluster")
+    up = subprocess.run([str(ROOT / "scripts/dev-cluster"), "up", str(state_dir)], capture_output=True,
+                        text=True, timeout=120, env={**os.environ, "FIBER_BUILD_DIR": str(BUILD_DIR)})
+    assert up.returncode == 0, up.stdout + up.stderr
+    try:
+        yield Cluster(state_dir)
+    finally:
+        down = subprocess.run([str(ROOT / "scripts/dev-cluster"), "down", str(state_dir)],
+                              capture_output=True, text=True, timeout=120)
+        assert down.returncode == 0, down.stdout + down.stderr
+
+
+def wait_until(what: str, check: Callable[[], Any], timeout_s: float = 90, interval_s: float = 0.2) -> Any:
+    deadline = time.monotonic() + timeout_s
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(interval_s)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what} (last: {last!r})")
+
+
+def fiberjob(name: str, scenario: str, config: str | None = FAST_CONFIG, max_replicas: int = 8,
+             worker_spec: dict | None = None, launcher_env: list | None = None) -> str:
+    """A FiberJob running the test program as its launcher; its worker template names no command,
+    so worker pods run the launcher's."""
+    launcher = {"name": "main", "image": "fibermpi/test", "command": [PROGRAM, scenario]}
+    if launcher_env:
+        launcher["env"] = launcher_env
+    job: dict[str, Any] = {
+        "apiVersion": "fibermpi.io/v1alpha1", "kind": "FiberJob", "metadata": {"name": name},
+        "spec": {
+            "launcher": {"template": {"spec": {"containers": [launcher]}}},
+            "workers": {"minReplicas": 0, "maxReplicas": max_replicas, "replicas": 0,
+                        "template": {"spec": {"containers": [{"name": "main", "image": "fibermpi/test"}],
+                                              **(worker_spec or {})}}},
+            "runPolicy": {"cleanPodPolicy": "All"}}}
+    if config is not None:
+        job["spec"]["config"] = config
+    return yaml.safe_dump(job)
+
+
+class PodRecorder:
+    """Polls a job's worker pods and spec in the background: every worker pod seen, when it was first
+    seen without a deletionTimestamp and when it went, and every name workersToDelete held."""
+
+    def __init__(self, cluster: Cluster, job: str):
+        self.cluster, self.job = cluster, job
+        self.first_seen: dict[str, float] = {}
+        self.gone: dict[str, float] = {}
+        self.most_at_once = 0
+        self.named: set[str] = set()
+        self.launcher_done: float | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            now = time.monotonic()
+            try:
+                pods = self.cluster.pods(self.job, "worker")
+                job = self.cluster.job(self.job)
+            except (AssertionError, json.JSONDecodeError, subprocess.TimeoutExpired):
+                continue
+            alive = {p["metadata"]["name"] for p in pods
+                     if "deletionTimestamp" not in p["metadata"]
+                     and p.get("status", {}).get("phase") in ("Pending", "Running")}
+            for name in alive:
+                self.first_seen.setdefault(name, now)
+                self.gone.pop(name, None)
+            for name in self.first_seen:
+                if name not in alive:
+                    self.gone.setdefault(name, now)
+            self.most_at_once = max(self.most_at_once, len(alive))
+            self.named.update(job["spec"]["workers"].get("workersToDelete", []))
+            if self.launcher_done is None and job.get("status", {}).get("launcher", {}).get("phase") in (
+                    "Succeeded", "Failed"):
+                self.launcher_done = now
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+
+def phase(cluster: Cluster, name: str) -> str:
+    return cluster.job(name).get("status", {}).get("phase", "")
+
+
+def finished(cluster: Cluster, name: str, timeout_s: float = 180) -> dict:
+    wait_until(f"{name} to finish", lambda: phase(cluster, name) in ("Succeeded", "Failed"), timeout_s)
+    return cluster.job(name)
+
+
+def workers_in(log: str, line: str) -> dict[str, int]:
+    """{"pod/pid": tasks} of a line 'LINE: pod/pid=count ...' the program printed."""
+    match = re.search(rf"^{re.escape(line)}:(.*)$", log, re.MULTILINE)
+    assert match, f"no '{line}:' line in the launcher's log:\n{log}"
+    return {worker: int(count) for worker, count in (item.split("=") for item in match.group(1).split())}
+
+
+def pods_in(log: str, line: str) -> dict[str, int]:
+    """{pod: tasks} of such a line."""
+    pods: dict[str, int] = {}
+    for worker, count in workers_in(log, line).items():
+        pod = worker.split("/")[0]
+        pods[pod] = pods.get(pod, 0) + count
+    return pods
+
+
+def test_a_pool_grows_onto_pods_maps_and_releases_what_it_no_longer_needs(cluster: Cluster):
+    name = "grow"
+    recorder = PodRecorder(cluster, name)
+    cluster.kubectl("apply", "-f", "-", stdin=fiberjob(name, "grow"))
+    job = finished(cluster, name)
+    recorder.stop()
+    log = cluster.log(f"{name}-launcher")
+    assert job["status"]["phase"] == "Succeeded", f"{job['status']}\n{log}"
+    mapped = pods_in(log, "map of 2000")
+    assert sum(mapped.values()) == 2000
+    assert len(mapped) == 4 and all(pod.startswith(f"{name}-worker-") for pod in mapped), log
+    assert recorder.most_at_once == 4, recorder.first_seen
+    assert "resized to 1" in log
+    last = pods_in(log, "after resize")
+    assert len(last) == 1 and sum(last.values()) == 300, log
+    (kept,) = last
+    released = set(mapped) - {kept}
+    # The three released pods, and only they, were named for deletion and went while the program ran.
+    assert recorder.named == released, (recorder.named, released)
+    assert recorder.launcher_done is not None
+    for pod in released:
+        assert pod in recorder.gone and recorder.gone[pod] < recorder.launcher_done, (pod, recorder.gone)
+    assert kept not in recorder.gone or recorder.gone[kept] >= recorder.launcher_done
+
+
+def test_worker_pods_deleted_mid_map_lose_nothing_and_replacements_take_tasks(cluster: Cluster):
+    name = "loss"
+    cluster.kubectl("apply", "-f", "-", stdin=fiberjob(name, "loss"))
+    wait_until("4 workers ready", lambda: "4 workers ready" in cluster.log(f"{name}-launcher"))
+    first = sorted(p["metadata"]["name"] for p in cluster.pods(name, "worker"))
+    assert len(first) == 4, first
+    time.sleep(1.5)  # the map is under way (it runs for about 5 s)
+    # One pod deleted the usual way (SIGTERM, then the grace period), one killed at once.
+    cluster.kubectl("delete", "pod", first[0], "--wait=false")
+    cluster.kubectl("delete", "pod", first[1], "--grace-period=0", "--force", "--wait=false")
+    job = finished(cluster, name)
+    log = cluster.log(f"{name}-launcher")
+    assert job["status"]["phase"] == "Succeeded", f"{job['status']}\n{log}"
+    mapped = workers_in(log, "map of 2000")
+    assert sum(mapped.values()) == 2000
+    # Four workers to begin with, two lost: any further worker is in a replacement pod (which may
+    # reuse a deleted pod's name, never its process).
+    assert len(mapped) >= 5, f"no replacement pod took tasks: {mapped}"
+    assert all(count > 0 for count in mapped.values())
+
+
+def test_kubectl_scale_from_outside_grows_a_running_pool(cluster: Cluster):
+    name = "scale"
+    cluster.kubectl("apply", "-f", "-", stdin=fiberjob(name, "scale"))
+    wait_until("1 worker ready", lambda: "1 worker ready" in cluster.log(f"{name}-launcher"))
+    cluster.kubectl("scale", f"fiberjob/{name}", "--replicas=3")
+    job = finished(cluster, name)
+    log = cluster.log(f"{name}-launcher")
+    assert job["status"]["phase"] == "Succeeded", f"{job['status']}\n{log}"
+    assert "tasks ran on 3 pods" in log, log
+
+
+def test_a_killed_launcher_fails_the_job_and_its_pods_are_cleaned(cluster: Cluster):
+    name = "killed"
+    cluster.kubectl("apply", "-f", "-", stdin=fiberjob(name, "loss"))
+    wait_until("4 workers ready", lambda: "4 workers ready" in cluster.log(f"{name}-launcher"))
+    cluster.kubectl("delete", "pod", f"{name}-launcher", "--grace-period=0", "--force", "--wait=false")
+    job = finished(cluster, name)
+    assert job["status"]["phase"] == "Failed"
+    wait_until("every pod of the job gone",
+               lambda: not cluster.get("pods", "-l", f"fibermpi.io/job-name={name}")["items"], 60)
+
+
+def test_a_bad_fiber_yaml_fails_the_launcher_with_the_key_in_the_condition(cluster: Cluster):
+    name = "badconfig"
+    cluster.kubectl("apply", "-f", "-", stdin=fiberjob(name, "grow", config="heartbeat_timout: 2s\n"))
+    job = finished(cluster, name, timeout_s=60)
+    assert job["status"]["phase"] == "Failed"
+    failed = [c for c in job["status"]["conditions"] if c["type"] == "Failed"]
+    assert failed and "heartbeat_timout" in failed[0]["message"], job["status"]["conditions"]
+
+
+def test_pods_that_never_start_give_a_clear_error(cluster: Cluster):
+    name = "unready"
+    cluster.kubectl("apply", "-f", "-", stdin=fiberjob(
+        name, "unready", worker_spec={"nodeSelector": {"fibermpi.io/no-such-node": "x"}},
+        launcher_env=[{"name": "FIBER_POD_START_TIMEOUT_S", "value": "3"}]))
+    job = finished(cluster, name, timeout_s=90)
+    log = cluster.log(f"{name}-launcher")
+    assert job["status"]["launcher"]["exitCode"] == 3, f"{job['status']}\n{log}"
+    assert "did not join within pod_start_timeout (3 s)" in log, log
