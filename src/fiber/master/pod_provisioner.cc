@@ -64,9 +64,13 @@ PodProvisioner::Plan PodProvisioner::plan_locked(Clock::time_point now) {
   } else if (!waiting_since_ || joined > joined_pods_seen_) {
     waiting_since_ = now;
   }
+  if (joined > joined_pods_seen_) starved_.clear();
   joined_pods_seen_ = joined;
   if (wanted > 0) plan.grow_to = replicas_ + (wanted + slots_per_pod_ - 1) / slots_per_pod_;
-  if (waiting_since_ && now - *waiting_since_ > settings_.pod_start_timeout) {
+  if (waiting > 0 && !starved_.empty()) {
+    plan.fail = waiting;
+    plan.fail_why = starved_;
+  } else if (waiting_since_ && now - *waiting_since_ > settings_.pod_start_timeout) {
     plan.fail = waiting;
     plan.fail_why =
         std::to_string(std::max(1, coming_pods)) + " worker pod(s) asked of " +
@@ -74,6 +78,7 @@ PodProvisioner::Plan PodProvisioner::plan_locked(Clock::time_point now) {
         std::to_string(settings_.pod_start_timeout.count()) +
         " s): see `kubectl describe fiberjob` and the pods' events (unschedulable? image?)" +
         (last_error_.empty() ? "" : "; last error: " + last_error_);
+    starved_ = plan.fail_why;
     waiting_since_.reset();
   }
   if (waiting == 0 && wanted == 0) {

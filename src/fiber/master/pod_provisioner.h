@@ -99,6 +99,9 @@ class PodProvisioner {
   /// Since when processes have waited for pods with none joining meanwhile.
   std::optional<Clock::time_point> waiting_since_;
   int joined_pods_seen_ = 0;
+  /// Why asked-for pods did not come, once pod_start_timeout has passed with none joining: until
+  /// a pod joins, processes that wait for one fail at once with this instead of waiting again.
+  std::string starved_;
   std::set<std::string> released_;  ///< Named in workersToDelete by us, not yet forgotten.
   /// Idle pods minReplicas kept (or whose release failed), not to be tried again before then.
   std::map<std::string, Clock::time_point> held_by_min_;

@@ -1,10 +1,13 @@
 #include "fiber/runtime/kubernetes_pod.h"
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -26,6 +29,43 @@ std::string required(const char* name, const char* why) {
                      " (fiber-controller sets it in every pod of a FiberJob)");
   }
   return value;
+}
+
+// Where the launcher's program leaves its exit status for the process waiting on its mpirun.
+constexpr const char* kStatusFileVariable = "FIBER_K8S_STATUS_FILE";
+
+pid_t g_mpirun = 0;
+
+void forward_signal(int signal) {
+  if (g_mpirun > 0) ::kill(g_mpirun, signal);
+}
+
+// Waits for mpirun (forwarding the signals a pod's end sends), then exits with the program's
+// status.
+[[noreturn]] void wait_and_exit(pid_t mpirun, const std::string& status_file) {
+  g_mpirun = mpirun;
+  struct sigaction forward {};
+  forward.sa_handler = forward_signal;
+  ::sigemptyset(&forward.sa_mask);
+  for (int signal : {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2})
+    ::sigaction(signal, &forward, nullptr);
+  int wait_status = 0;
+  while (::waitpid(mpirun, &wait_status, 0) < 0 && errno == EINTR) {
+  }
+  int status = -1;
+  std::ifstream reported(status_file);
+  if (reported >> status) {
+    reported.close();
+    ::unlink(status_file.c_str());
+    std::_Exit(status & 0xff);
+  }
+  // No status: the program was killed (or mpirun could not start it).
+  if (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) != 0) std::_Exit(WEXITSTATUS(wait_status));
+  if (WIFSIGNALED(wait_status)) std::_Exit(128 + WTERMSIG(wait_status));
+  std::fprintf(stderr,
+               "fibermpi: the launcher's program ended without an exit status (killed by a "
+               "signal?)\n");
+  std::_Exit(137);
 }
 
 }  // namespace
@@ -78,10 +118,31 @@ void relaunch_under_mpirun(const KubernetesPod& pod, int argc, char** argv) {
   for (auto& word : words) exec_argv.push_back(word.data());
   exec_argv.push_back(nullptr);
   std::fflush(nullptr);
-  ::execvp(exec_argv[0], exec_argv.data());
+  if (pod.role == KubernetesPod::Role::kLauncher) {
+    const char* tmp = std::getenv("TMPDIR");
+    const std::string status_file = std::string(tmp && *tmp ? tmp : "/tmp") +
+                                    "/fibermpi-launcher-" + std::to_string(::getpid()) + ".status";
+    ::unlink(status_file.c_str());
+    ::setenv(kStatusFileVariable, status_file.c_str(), 1);
+    const pid_t child = ::fork();
+    if (child == 0) {
+      ::execvp(exec_argv[0], exec_argv.data());
+      std::fprintf(stderr, "fibermpi: cannot start %s: %s\n", mpirun.c_str(), std::strerror(errno));
+      std::_Exit(127);
+    }
+    if (child > 0) wait_and_exit(child, status_file);
+  } else {
+    ::execvp(exec_argv[0], exec_argv.data());
+  }
   throw Error("fibermpi: cannot start " + mpirun + " to run this pod's MPI job (" +
               std::strerror(errno) +
               "); Kubernetes mode needs Open MPI 4.1's mpirun on PATH or in FIBER_MPIRUN");
+}
+
+void report_exit_status(int status) {
+  const char* file = std::getenv(kStatusFileVariable);
+  if (!file || !*file) return;
+  std::ofstream(file) << status << "\n";
 }
 
 }  // namespace fiber::detail

@@ -34,6 +34,8 @@ std::atomic<int> g_exit_status{-1};
 
 void shutdown_at_exit(int status, void*) {
   g_exit_status.store(status);
+  // A FiberJob's launcher: the pod's exit code is this status (mpirun would say 0).
+  report_exit_status(status);
   if (g_runtime) g_runtime->shutdown();
 }
 
