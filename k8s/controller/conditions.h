@@ -19,6 +19,7 @@ inline constexpr std::string_view kDegraded = "Degraded";
 inline constexpr std::string_view kSuspended = "Suspended";
 inline constexpr std::string_view kSucceeded = "Succeeded";
 inline constexpr std::string_view kFailed = "Failed";
+inline constexpr std::string_view kNameConflict = "NameConflict";
 }  // namespace condition_type
 
 /// One condition to set.

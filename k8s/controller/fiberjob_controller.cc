@@ -1,5 +1,6 @@
 #include "k8s/controller/fiberjob_controller.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "k8s/client/errors.h"
@@ -7,6 +8,7 @@
 #include "k8s/client/resource_ref.h"
 #include "k8s/controller/name_service_uri.h"
 #include "k8s/controller/object_names.h"
+#include "k8s/controller/pod_view.h"
 
 namespace fiber::k8s::controller {
 namespace {
@@ -31,9 +33,32 @@ bool has_deletion_timestamp(const json& object) {
   return object.contains(pointer) && !object.at(pointer).is_null();
 }
 
-ResourceRef ref_of(const json& object, const std::string& ns) {
-  return object.value("kind", "") == "Service" ? services_ref(ns) : pods_ref(ns);
+// The resource of the objects of `kind` the controller creates for a job, in namespace `ns`.
+ResourceRef ref_of_kind(const std::string& kind, const std::string& ns) {
+  if (kind == "Service") return services_ref(ns);
+  if (kind == "ConfigMap") return ResourceRef{"", "v1", "configmaps", ns};
+  if (kind == "ServiceAccount") return ResourceRef{"", "v1", "serviceaccounts", ns};
+  if (kind == "Role") return ResourceRef{"rbac.authorization.k8s.io", "v1", "roles", ns};
+  if (kind == "RoleBinding") {
+    return ResourceRef{"rbac.authorization.k8s.io", "v1", "rolebindings", ns};
+  }
+  return pods_ref(ns);
 }
+
+ResourceRef ref_of(const json& object, const std::string& ns) {
+  return ref_of_kind(object.value("kind", "Pod"), ns);
+}
+
+// Kinds an informer of the controller watches: their creations are expected in its cache.
+bool is_watched_kind(const std::string& kind) {
+  return kind == "Pod" || kind == "Service" || kind == "ConfigMap";
+}
+
+// Thrown when a pass finds, before a write, that this controller may no longer lead.
+class LeadLost : public std::runtime_error {
+ public:
+  LeadLost() : std::runtime_error("the lead may be lost; the pass stops before its next write") {}
+};
 
 std::string describe(const std::exception& error) { return error.what(); }
 
@@ -44,6 +69,8 @@ struct FiberJobController::Actions {
   std::string key;
   bool failed = false;
   bool conflict = false;
+  /// A create met an object of someone else holding the job's name.
+  bool name_conflict = false;
 };
 
 FiberJobController::FiberJobController(ApiClient& client, EventRecorder& recorder,
@@ -66,6 +93,8 @@ FiberJobController::FiberJobController(ApiClient& client, EventRecorder& recorde
                                      informer_options(pods_ref(options_.watch_namespace), true));
   services_ = std::make_unique<Informer>(
       client_, informer_options(services_ref(options_.watch_namespace), true));
+  config_maps_ = std::make_unique<Informer>(
+      client_, informer_options(ref_of_kind("ConfigMap", options_.watch_namespace), true));
   register_handlers();
 }
 
@@ -78,9 +107,13 @@ void FiberJobController::register_handlers() {
   jobs_->on_delete([this](const json& job) {
     const std::string key = fiber::k8s::object_key(job);
     expectations_.forget(key);
+    {
+      std::lock_guard lock(foreign_mutex_);
+      foreign_by_job_.erase(key);
+    }
     queue_.add(key);
   });
-  for (Informer* owned : {pods_.get(), services_.get()}) {
+  for (Informer* owned : {pods_.get(), services_.get(), config_maps_.get()}) {
     owned->on_add([this](const json& object) {
       observe_creation_of(object);
       if (has_deletion_timestamp(object)) observe_deletion_of(object);
@@ -116,15 +149,17 @@ void FiberJobController::start_informers() {
   jobs_->start();
   pods_->start();
   services_->start();
+  config_maps_->start();
 }
 
 bool FiberJobController::caches_synced() const {
-  return jobs_->has_synced() && pods_->has_synced() && services_->has_synced();
+  return jobs_->has_synced() && pods_->has_synced() && services_->has_synced() &&
+         config_maps_->has_synced();
 }
 
 bool FiberJobController::wait_for_sync(std::chrono::milliseconds timeout) const {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (const Informer* informer : {jobs_.get(), pods_.get(), services_.get()}) {
+  for (const Informer* informer : {jobs_.get(), pods_.get(), services_.get(), config_maps_.get()}) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     if (!informer->wait_for_sync(std::max(left, std::chrono::milliseconds(0)))) return false;
@@ -158,6 +193,7 @@ void FiberJobController::stop() {
   jobs_->stop();
   pods_->stop();
   services_->stop();
+  config_maps_->stop();
   queue_.shut_down();
 }
 
@@ -192,6 +228,11 @@ void FiberJobController::process(const std::string& key) {
   KeyOutcome outcome;
   try {
     outcome = reconcile_key(key);
+  } catch (const LeadLost&) {
+    log(LogLevel::kWarning, key, "the lead may be lost: the pass stopped before its next write");
+    queue_.add_after(key, kLeadCheckRetry);
+    queue_.done(key);
+    return;
   } catch (const std::exception& error) {
     log(LogLevel::kError, key, "reconcile failed: " + describe(error));
     outcome.result = ReconcileResult::kError;
@@ -204,6 +245,10 @@ void FiberJobController::process(const std::string& key) {
   }
   if (outcome.requeue_after) queue_.add_after(key, *outcome.requeue_after);
   queue_.done(key);
+}
+
+void FiberJobController::ensure_leading() const {
+  if (still_leading_ && !still_leading_()) throw LeadLost();
 }
 
 std::vector<json> FiberJobController::pods_of(const std::string& ns,
@@ -245,7 +290,22 @@ KeyOutcome FiberJobController::reconcile_key(const std::string& key) {
   ObservedState observed;
   observed.status = job->value("status", json::object());
   observed.pods = pods_of(ns, name);
-  observed.service_exists = services_->get(ns, service_name(name)).has_value();
+  observed.foreign_objects = foreign_objects_of(key, spec);
+  if (const std::optional<json> service = services_->get(ns, service_name(name))) {
+    observed.service_exists = true;
+    if (!is_controlled_by(*service, spec.uid)) {
+      observed.foreign_objects.push_back(
+          ForeignObject{"Service", service_name(name), describe_controller(*service)});
+    }
+  }
+  if (const std::optional<json> config_map = config_maps_->get(ns, config_map_name(name))) {
+    if (is_controlled_by(*config_map, spec.uid)) {
+      observed.config_map = *config_map;
+    } else {
+      observed.foreign_objects.push_back(
+          ForeignObject{"ConfigMap", config_map_name(name), describe_controller(*config_map)});
+    }
+  }
   observed.now = std::chrono::system_clock::now();
   ReconcilePlan plan = reconcile(spec, observed, options_.reconcile);
   if (plan.read_name_service_log) {
@@ -255,14 +315,23 @@ KeyOutcome FiberJobController::reconcile_key(const std::string& key) {
 
   Actions actions{key};
   apply_creations(*job, spec, plan, actions);
-  apply_deletions(*job, spec, plan, actions);
-  for (const JobEvent& event : plan.events) {
-    log(event.warning ? LogLevel::kWarning : LogLevel::kInfo, key,
-        event.reason + ": " + event.message);
-    recorder_.record(*job, event.warning ? EventType::kWarning : EventType::kNormal, event.reason,
-                     event.message);
+  if (actions.name_conflict) {
+    // The next pass sees the object that holds the name and says so in the status.
+    return {ReconcileResult::kOk, std::chrono::seconds(1)};
   }
+  apply_updates(*job, spec, plan, actions);
+  apply_deletions(*job, spec, plan, actions);
   write_status(*job, spec, plan, actions);
+  // Events about the job come with the status that records them: a refused status write is
+  // decided again by the next pass, which would otherwise record them twice.
+  if (!actions.failed && !actions.conflict) {
+    for (const JobEvent& event : plan.events) {
+      log(event.warning ? LogLevel::kWarning : LogLevel::kInfo, key,
+          event.reason + ": " + event.message);
+      recorder_.record(*job, event.warning ? EventType::kWarning : EventType::kNormal, event.reason,
+                       event.message);
+    }
+  }
   if (plan.delete_job) delete_job(*job, spec, actions);
 
   KeyOutcome outcome;
@@ -300,23 +369,81 @@ std::optional<std::string> FiberJobController::read_name_service_uri(const JobSp
   }
 }
 
+std::vector<ForeignObject> FiberJobController::foreign_objects_of(const std::string& key,
+                                                                  const JobSpec& spec) {
+  std::vector<ForeignObject> remembered;
+  {
+    std::lock_guard lock(foreign_mutex_);
+    auto it = foreign_by_job_.find(key);
+    if (it == foreign_by_job_.end()) return {};
+    remembered = it->second;
+  }
+  // Looked up again each pass: once the object is gone (or handed to the job), the job goes on.
+  std::vector<ForeignObject> still_there;
+  for (const ForeignObject& object : remembered) {
+    try {
+      const json found = client_.get(ref_of_kind(object.kind, spec.ns), object.name);
+      if (!is_controlled_by(found, spec.uid)) {
+        still_there.push_back(ForeignObject{object.kind, object.name, describe_controller(found)});
+      }
+    } catch (const ApiError& error) {
+      if (!error.is_not_found()) still_there.push_back(object);
+    } catch (const ClientError&) {
+      still_there.push_back(object);
+    }
+  }
+  std::lock_guard lock(foreign_mutex_);
+  if (still_there.empty()) {
+    foreign_by_job_.erase(key);
+  } else {
+    foreign_by_job_[key] = still_there;
+  }
+  return still_there;
+}
+
+// A create met AlreadyExists: whose is the object? Returns true when it is the job's own.
+bool FiberJobController::existing_object_is_ours(const JobSpec& spec, const std::string& key,
+                                                 const std::string& kind, const std::string& name) {
+  json found;
+  try {
+    found = client_.get(ref_of_kind(kind, spec.ns), name);
+  } catch (const ApiError& error) {
+    if (error.is_not_found()) return true;  // gone meanwhile: the next pass creates it
+    throw;
+  }
+  if (is_controlled_by(found, spec.uid)) return true;
+  std::lock_guard lock(foreign_mutex_);
+  std::vector<ForeignObject>& known = foreign_by_job_[key];
+  const ForeignObject object{kind, name, describe_controller(found)};
+  if (std::find(known.begin(), known.end(), object) == known.end()) known.push_back(object);
+  return false;
+}
+
 void FiberJobController::apply_creations(const json& job, const JobSpec& spec,
                                          const ReconcilePlan& plan, Actions& actions) {
-  std::vector<std::string> names;
-  for (const json& object : plan.creations) names.push_back(object["metadata"]["name"]);
-  expectations_.expect_creations(actions.key, names);
   for (const json& object : plan.creations) {
     const std::string name = object["metadata"]["name"];
     const std::string kind = object.value("kind", "Pod");
+    // Expected one by one, just before each call: an exception that ends the pass midway leaves
+    // no expectation behind for objects never asked for.
+    const bool watched = is_watched_kind(kind);
+    ensure_leading();
+    if (watched) expectations_.expect_creations(actions.key, {name});
     try {
       client_.create(ref_of(object, spec.ns), object);
       log(LogLevel::kInfo, actions.key, "created " + kind + " " + name);
       recorder_.normal(job, "SuccessfulCreate", "Created " + kind + ": " + name);
     } catch (const ClientError& error) {
       // Nothing will appear for a create that failed: expect it no more.
-      expectations_.creation_observed(actions.key, name);
+      if (watched) expectations_.creation_observed(actions.key, name);
       const auto* api_error = dynamic_cast<const ApiError*>(&error);
       if (api_error != nullptr && api_error->is_already_exists()) {
+        if (!existing_object_is_ours(spec, actions.key, kind, name)) {
+          log(LogLevel::kWarning, actions.key,
+              kind + " " + name + " exists and is not controlled by the job");
+          actions.name_conflict = true;
+          return;
+        }
         log(LogLevel::kInfo, actions.key, kind + " " + name + " exists already");
         continue;
       }
@@ -325,18 +452,49 @@ void FiberJobController::apply_creations(const json& job, const JobSpec& spec,
           "cannot create " + kind + " " + name + ": " + describe(error));
       recorder_.warning(job, "FailedCreate",
                         "Error creating " + kind + " " + name + ": " + describe(error));
+    } catch (...) {
+      if (watched) expectations_.creation_observed(actions.key, name);
+      throw;
+    }
+  }
+}
+
+void FiberJobController::apply_updates(const json& job, const JobSpec& spec,
+                                       const ReconcilePlan& plan, Actions& actions) {
+  for (const json& object : plan.updates) {
+    const std::string name = object["metadata"]["name"];
+    const std::string kind = object.value("kind", "ConfigMap");
+    ensure_leading();
+    try {
+      client_.replace(ref_of(object, spec.ns), object);
+      log(LogLevel::kInfo, actions.key, "updated " + kind + " " + name);
+      recorder_.normal(job, "SuccessfulUpdate", "Updated " + kind + ": " + name);
+    } catch (const ApiError& error) {
+      if (error.is_conflict() || error.is_not_found()) {
+        actions.conflict = true;
+        log(LogLevel::kInfo, actions.key, kind + " " + name + " changed meanwhile; requeued");
+        continue;
+      }
+      actions.failed = true;
+      log(LogLevel::kError, actions.key,
+          "cannot update " + kind + " " + name + ": " + describe(error));
+      recorder_.warning(job, "FailedUpdate",
+                        "Error updating " + kind + " " + name + ": " + describe(error));
+    } catch (const ClientError& error) {
+      actions.failed = true;
+      log(LogLevel::kError, actions.key,
+          "cannot update " + kind + " " + name + ": " + describe(error));
     }
   }
 }
 
 void FiberJobController::apply_deletions(const json& job, const JobSpec& spec,
                                          const ReconcilePlan& plan, Actions& actions) {
-  std::vector<std::string> names;
-  for (const PodDeletion& deletion : plan.deletions) names.push_back(deletion.name);
-  expectations_.expect_deletions(actions.key, names);
   for (const PodDeletion& deletion : plan.deletions) {
     DeleteOptions options;
     options.precondition_uid = deletion.uid;
+    ensure_leading();
+    expectations_.expect_deletions(actions.key, {deletion.name});
     try {
       client_.remove(pods_ref(spec.ns), deletion.name, options);
       log(LogLevel::kInfo, actions.key,
@@ -356,6 +514,9 @@ void FiberJobController::apply_deletions(const json& job, const JobSpec& spec,
           "cannot delete Pod " + deletion.name + ": " + describe(error));
       recorder_.warning(job, "FailedDelete",
                         "Error deleting Pod " + deletion.name + ": " + describe(error));
+    } catch (...) {
+      expectations_.deletion_observed(actions.key, deletion.name);
+      throw;
     }
   }
 }
@@ -365,6 +526,7 @@ void FiberJobController::write_status(const json& job, const JobSpec& spec,
   if (plan.status == job.value("status", json::object())) return;
   json updated = job;
   updated["status"] = plan.status;
+  ensure_leading();
   try {
     client_.replace_status(fiberjobs_ref(spec.ns), updated);
     expectations_.expect_newer_job(actions.key, metadata_field(job, "resourceVersion"));
@@ -389,6 +551,7 @@ void FiberJobController::delete_job(const json& job, const JobSpec& spec, Action
   DeleteOptions options;
   options.precondition_uid = spec.uid;
   options.propagation_policy = "Background";
+  ensure_leading();
   try {
     client_.remove(fiberjobs_ref(spec.ns), spec.name, options);
     log(LogLevel::kInfo, actions.key, "deleted the job: ttlSecondsAfterFinished passed");

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -65,7 +66,8 @@ class FiberJobController {
   void start_workers();
   /// Stops the worker threads after their current pass (on losing the lead). Idempotent.
   void stop_workers();
-  /// Asked before every pass over a job; false puts the job back and acts on nothing. Set before
+  /// Asked before every pass over a job and before each of its writes; false puts the job back and
+  /// acts on nothing more. Set before
   /// the workers start. The leader elector's is_leader() turns false once a renewal has not
   /// succeeded within the renew deadline, which is shorter than the Lease's duration, so a leader
   /// whose renewal hangs stops acting before anyone else may take over.
@@ -92,6 +94,14 @@ class FiberJobController {
   std::optional<std::string> read_name_service_uri(const JobSpec& spec);
   void apply_creations(const nlohmann::json& job, const JobSpec& spec, const ReconcilePlan& plan,
                        Actions& actions);
+  void apply_updates(const nlohmann::json& job, const JobSpec& spec, const ReconcilePlan& plan,
+                     Actions& actions);
+  std::vector<ForeignObject> foreign_objects_of(const std::string& key, const JobSpec& spec);
+  bool existing_object_is_ours(const JobSpec& spec, const std::string& key, const std::string& kind,
+                               const std::string& name);
+  /// Throws when the lead check says this controller may no longer lead: every write asks first,
+  /// so a long pass stops acting as soon as the lead is in doubt.
+  void ensure_leading() const;
   void apply_deletions(const nlohmann::json& job, const JobSpec& spec, const ReconcilePlan& plan,
                        Actions& actions);
   void write_status(const nlohmann::json& job, const JobSpec& spec, const ReconcilePlan& plan,
@@ -109,6 +119,10 @@ class FiberJobController {
   std::unique_ptr<Informer> jobs_;
   std::unique_ptr<Informer> pods_;
   std::unique_ptr<Informer> services_;
+  std::unique_ptr<Informer> config_maps_;
+  /// Objects of someone else found holding a job's names (a create met AlreadyExists), per key.
+  std::mutex foreign_mutex_;
+  std::map<std::string, std::vector<ForeignObject>> foreign_by_job_;
 
   std::mutex workers_mutex_;
   std::vector<std::jthread> workers_;

@@ -103,6 +103,11 @@ JobSpec parse_job_spec(const json& job) {
     }
   }
 
+  if (const json* config = member(body, "config")) {
+    if (!config->is_string()) throw InvalidJobError("spec.config must be a string (a fiber.yaml)");
+    spec.config = config->get<std::string>();
+  }
+
   spec.replicas = optional_count<std::int32_t>(workers, "replicas", "spec.workers.replicas", 0);
   spec.min_replicas =
       optional_count<std::int32_t>(workers, "minReplicas", "spec.workers.minReplicas", 0)

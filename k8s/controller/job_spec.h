@@ -36,6 +36,8 @@ struct JobSpec {
   nlohmann::json worker_template;    ///< spec.workers.template
   /// spec.nameService.template; null when the controller's default name-service pod is used.
   nlohmann::json name_service_template;
+  /// spec.config: the content of a fiber.yaml for every pod of the program; unset when absent.
+  std::optional<std::string> config;
 
   std::optional<std::int32_t> replicas;
   std::int32_t min_replicas = 0;

@@ -246,7 +246,11 @@ int main(int argc, char** argv) {
   app.add_option("--leader-elect", flags.leader_elect,
                  "elect one active controller with a Lease (true/false)")
       ->capture_default_str();
-  app.add_option("--lease-name", flags.lease_name, "Lease name")->capture_default_str();
+  app.add_option("--lease-name", flags.lease_name,
+                 "Lease name; the Role of k8s/config/rbac/leader_election_role.yaml allows "
+                 "reading and renewing only the Lease named fiber-controller (resourceNames), so "
+                 "another name needs that Role changed too, or every renewal is refused (403)")
+      ->capture_default_str();
   app.add_option("--lease-namespace", flags.lease_namespace,
                  "Lease namespace (default: $POD_NAMESPACE or fiber-system)")
       ->capture_default_str();

@@ -12,6 +12,10 @@ std::string name_service_pod_name(std::string_view job) {
 
 std::string launcher_pod_name(std::string_view job) { return std::string(job) + "-launcher"; }
 
+std::string launcher_account_name(std::string_view job) { return std::string(job) + "-launcher"; }
+
+std::string config_map_name(std::string_view job) { return std::string(job) + "-config"; }
+
 std::string worker_pod_name(std::string_view job, int index) {
   return std::string(job) + "-worker-" + std::to_string(index);
 }

@@ -29,6 +29,10 @@ std::string service_name(std::string_view job);
 std::string name_service_pod_name(std::string_view job);
 /// "JOB-launcher".
 std::string launcher_pod_name(std::string_view job);
+/// "JOB-launcher": also the name of the launcher's ServiceAccount, Role and RoleBinding.
+std::string launcher_account_name(std::string_view job);
+/// "JOB-config": the ConfigMap holding spec.config as fiber.yaml.
+std::string config_map_name(std::string_view job);
 /// "JOB-worker-INDEX".
 std::string worker_pod_name(std::string_view job, int index);
 /// Label selector of the job's worker pods, written to status.workers.selector for the scale

@@ -4,6 +4,7 @@
 #include <string_view>
 #include <vector>
 
+#include "k8s/controller/job_config_map.h"
 #include "k8s/controller/object_names.h"
 
 namespace fiber::k8s::controller {
@@ -80,6 +81,32 @@ void add_environment_to_containers(json& pod, const std::vector<json>& ours) {
   }
 }
 
+// The first container of `pod`, or null when it has none.
+json* first_container(json& pod) {
+  json& containers = pod["spec"]["containers"];
+  if (!containers.is_array() || containers.empty() || !containers[0].is_object()) return nullptr;
+  return &containers[0];
+}
+
+const json* first_template_container(const json& pod_template) {
+  const json::json_pointer pointer("/spec/containers/0");
+  if (!pod_template.contains(pointer) || !pod_template.at(pointer).is_object()) return nullptr;
+  return &pod_template.at(pointer);
+}
+
+// A worker whose first container names no command runs the program the launcher runs: the
+// program's own binary serves as its worker.
+void take_launcher_command(json& pod, const JobSpec& job) {
+  json* worker = first_container(pod);
+  const json* launcher = first_template_container(job.launcher_template);
+  if (worker == nullptr || launcher == nullptr || worker->contains("command")) return;
+  if (!launcher->contains("command")) return;
+  (*worker)["command"] = (*launcher)["command"];
+  if (!worker->contains("args") && launcher->contains("args")) {
+    (*worker)["args"] = (*launcher)["args"];
+  }
+}
+
 std::vector<json> fiber_environment(const JobSpec& job, std::string_view role,
                                     const std::string& uri) {
   return {value_env("FIBER_K8S_JOB", job.name),
@@ -136,6 +163,18 @@ json build_launcher_pod(const JobSpec& job, const std::string& uri) {
   json pod =
       pod_from_template(job, launcher_pod_name(job.name), kLauncherRole, job.launcher_template);
   add_environment_to_containers(pod, fiber_environment(job, kLauncherRole, uri));
+  json& spec = pod["spec"];
+  // The program talks to the API server as its own account, which may touch only this job.
+  if (!spec.contains("serviceAccountName") && !spec.contains("serviceAccount")) {
+    spec["serviceAccountName"] = launcher_account_name(job.name);
+  }
+  // Why the program failed reaches the job's Failed condition: the container's termination
+  // message, or the end of its log when it wrote none.
+  if (json* container = first_container(pod);
+      container != nullptr && !container->contains("terminationMessagePolicy")) {
+    (*container)["terminationMessagePolicy"] = "FallbackToLogsOnError";
+  }
+  if (job.config) mount_config_map(pod, job);
   return pod;
 }
 
@@ -147,6 +186,8 @@ json build_worker_pod(const JobSpec& job, int index, const std::string& uri) {
   environment.insert(environment.begin() + 3,
                      value_env("FIBER_K8S_WORKER_INDEX", std::to_string(index)));
   add_environment_to_containers(pod, environment);
+  take_launcher_command(pod, job);
+  if (job.config) mount_config_map(pod, job);
   return pod;
 }
 

@@ -22,10 +22,15 @@ nlohmann::json build_service(const JobSpec& job);
 /// spec.nameService.template when it has one.
 nlohmann::json build_name_service_pod(const JobSpec& job, const std::string& image);
 
-/// The pod NAME-launcher from spec.launcher.template, told the name service's `uri`.
+/// The pod NAME-launcher from spec.launcher.template, told the name service's `uri`; it runs as
+/// ServiceAccount NAME-launcher unless the template names one, its first container's
+/// terminationMessagePolicy is FallbackToLogsOnError unless the template sets one, and with
+/// spec.config it mounts the job's ConfigMap (job_config_map.h).
 nlohmann::json build_launcher_pod(const JobSpec& job, const std::string& uri);
 
-/// The pod NAME-worker-INDEX from spec.workers.template, told the name service's `uri`.
+/// The pod NAME-worker-INDEX from spec.workers.template, told the name service's `uri`. When its
+/// first container has no command, it runs the launcher's first container's command (and args,
+/// unless it has its own); with spec.config it mounts the job's ConfigMap.
 nlohmann::json build_worker_pod(const JobSpec& job, int index, const std::string& uri);
 
 }  // namespace fiber::k8s::controller

@@ -26,7 +26,8 @@ bool has_ready_condition(const json& status, bool* ready) {
   return false;
 }
 
-std::optional<int> first_exit_code(const json& status) {
+// The first non-zero code of a terminated container (else 0) and that container's message.
+std::optional<int> first_exit_code(const json& status, std::string* message) {
   auto statuses = status.find("containerStatuses");
   if (statuses == status.end() || !statuses->is_array()) return std::nullopt;
   std::optional<int> code;
@@ -34,7 +35,12 @@ std::optional<int> first_exit_code(const json& status) {
     const json::json_pointer terminated("/state/terminated/exitCode");
     if (!container.contains(terminated) || !container.at(terminated).is_number_integer()) continue;
     const int exit_code = container.at(terminated).get<int>();
-    if (exit_code != 0) return exit_code;
+    const std::string text = string_at(container, json::json_pointer("/state/terminated/message"));
+    if (exit_code != 0) {
+      *message = text;
+      return exit_code;
+    }
+    if (!code) *message = text;
     code = 0;
   }
   return code;
@@ -57,7 +63,7 @@ PodView view_pod(const json& pod) {
     bool ready = false;
     const bool reported = has_ready_condition(status, &ready);
     view.ready = view.phase == "Running" && (reported ? ready : true);
-    view.exit_code = first_exit_code(status);
+    view.exit_code = first_exit_code(status, &view.termination_message);
   }
   return view;
 }

@@ -25,6 +25,10 @@ struct PodView {
   /// The exit code of a finished pod: the first non-zero code of a terminated container, else 0;
   /// unset while no container has terminated.
   std::optional<int> exit_code;
+  /// state.terminated.message of the container whose code is exit_code ("" when none): what the
+  /// program wrote to its termination-message file, or the end of its log
+  /// (terminationMessagePolicy FallbackToLogsOnError).
+  std::string termination_message;
 
   /// Succeeded or Failed: its containers will not run again (restartPolicy Never).
   bool finished() const { return phase == "Succeeded" || phase == "Failed"; }

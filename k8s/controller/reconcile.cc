@@ -5,6 +5,8 @@
 #include <string_view>
 
 #include "k8s/controller/conditions.h"
+#include "k8s/controller/job_config_map.h"
+#include "k8s/controller/launcher_access.h"
 #include "k8s/controller/object_names.h"
 #include "k8s/controller/pod_view.h"
 
@@ -34,6 +36,47 @@ std::string string_at(const json& object, const json::json_pointer& pointer) {
   return object.at(pointer).get<std::string>();
 }
 
+// Names a message lists before it says "and N more".
+constexpr std::size_t kMaxNamesInMessage = 10;
+// A condition's message is at most 32 KiB (the API's limit); ours stay below it.
+constexpr std::size_t kMaxConditionMessageBytes = 32 * 1024 - 1;
+
+// "a, b, c" with at most `limit` items, then "and N more".
+std::string capped_list(const std::vector<std::string>& items, std::size_t limit) {
+  std::string text;
+  for (std::size_t i = 0; i < items.size() && i < limit; ++i) {
+    text += (i == 0 ? "" : ", ") + items[i];
+  }
+  if (items.size() > limit) text += " and " + std::to_string(items.size() - limit) + " more";
+  return text;
+}
+
+// The end of a launcher's termination message shown in the job's Failed condition: a log's last
+// lines say most about why the program failed.
+constexpr std::size_t kMaxTerminationMessageBytes = 1024;
+
+// The last `limit` bytes of `text` (from a UTF-8 character boundary, marked "..."), without the
+// whitespace around it.
+std::string tail_of(std::string text, std::size_t limit) {
+  const auto last = text.find_last_not_of(" \t\r\n");
+  text.erase(last == std::string::npos ? 0 : last + 1);
+  const auto first = text.find_first_not_of(" \t\r\n");
+  text.erase(0, first == std::string::npos ? text.size() : first);
+  if (text.size() <= limit) return text;
+  std::size_t start = text.size() - limit;
+  while (start < text.size() && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) ++start;
+  return "..." + text.substr(start);
+}
+
+// `text` cut to at most `limit` bytes at a UTF-8 character boundary, marked with "..." when cut.
+std::string truncated(std::string text, std::size_t limit) {
+  if (text.size() <= limit) return text;
+  std::size_t end = limit - 3;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  text.resize(end);
+  return text + "...";
+}
+
 std::string plural_pods(std::size_t count) {
   return std::to_string(count) + (count == 1 ? " worker pod" : " worker pods");
 }
@@ -41,13 +84,23 @@ std::string plural_pods(std::size_t count) {
 // One pass over one job: the observed pods sorted by role, the status being built, the plan.
 class Pass {
  public:
+  struct WorkerCounts {
+    std::int64_t ready = 0;
+  };
+
   Pass(const JobSpec& job, const ObservedState& observed, const ReconcileSettings& settings)
       : job_(job), observed_(observed), settings_(settings), now_(format_time(observed.now)) {
     plan_.status = observed.status.is_object() ? observed.status : json::object();
     for (const json& pod : observed.pods) {
       PodView view = view_pod(pod);
       taken_names_.insert(view.name);
-      if (!is_controlled_by(pod, job.uid)) continue;
+      if (!is_controlled_by(pod, job.uid)) {
+        if (view.name == name_service_pod_name(job.name) ||
+            view.name == launcher_pod_name(job.name)) {
+          foreign_.push_back(ForeignObject{"Pod", view.name, describe_controller(pod)});
+        }
+        continue;
+      }
       if (view.name == name_service_pod_name(job.name)) {
         name_service_ = view;
       } else if (view.name == launcher_pod_name(job.name)) {
@@ -58,6 +111,8 @@ class Pass {
         others_.push_back(view);
       }
     }
+    foreign_.insert(foreign_.end(), observed.foreign_objects.begin(),
+                    observed.foreign_objects.end());
     std::sort(workers_.begin(), workers_.end(),
               [](const PodView& a, const PodView& b) { return *a.worker_index < *b.worker_index; });
   }
@@ -69,10 +124,13 @@ class Pass {
     if (condition_is_true(conditions(), type::kSucceeded) ||
         condition_is_true(conditions(), type::kFailed)) {
       finish(std::nullopt);
-    } else if (job_.suspend) {
-      suspend();
     } else {
-      run_active();
+      if (job_.suspend) {
+        suspend();
+      } else {
+        run_active();
+      }
+      check_names();
     }
     record_transition_events(previous_conditions);
     return std::move(plan_);
@@ -84,7 +142,8 @@ class Pass {
 
   void set(std::string_view condition_type, bool value, std::string reason, std::string message) {
     set_condition(conditions(),
-                  Condition{condition_type, value, std::move(reason), std::move(message)},
+                  Condition{condition_type, value, std::move(reason),
+                            truncated(std::move(message), kMaxConditionMessageBytes)},
                   job_.generation, now_);
   }
 
@@ -108,6 +167,44 @@ class Pass {
     if (launcher_) visit(*launcher_);
     for (const PodView& pod : workers_) visit(pod);
     for (const PodView& pod : others_) visit(pod);
+  }
+
+  // Objects of someone else holding the job's names: the job creates nothing while there is one
+  // (its creation would meet AlreadyExists and the job would wait without a word), and says why.
+  void check_names() {
+    if (foreign_.empty()) {
+      if (condition_is_true(conditions(), type::kNameConflict)) {
+        set(type::kNameConflict, false, "NamesFree", "no other object holds the job's names");
+      }
+      return;
+    }
+    if (condition_is_true(conditions(), type::kSucceeded) ||
+        condition_is_true(conditions(), type::kFailed)) {
+      return;
+    }
+    std::vector<std::string> held;
+    for (const ForeignObject& object : foreign_) {
+      held.push_back(object.kind + " " + object.name + " (" + object.controller + ")");
+    }
+    plan_.creations.clear();
+    plan_.updates.clear();
+    set(type::kNameConflict, true, "ObjectNotOwned",
+        "the job waits: " + capped_list(held, kMaxNamesInMessage) +
+            (held.size() == 1 ? " holds one of its names and is" : " hold its names and are") +
+            " not controlled by it; delete or rename them");
+  }
+
+  // spec.config lives in ConfigMap NAME-config, created before any pod mounts it and rewritten
+  // when spec.config changes (mounted files follow within the kubelet's sync period).
+  void ensure_config_map() {
+    if (!job_.config) return;
+    if (!observed_.config_map.is_object()) {
+      plan_.creations.push_back(build_config_map(job_));
+    } else if (!config_map_is_current(observed_.config_map, job_)) {
+      json updated = observed_.config_map;
+      updated["data"] = build_config_map(job_)["data"];
+      plan_.updates.push_back(std::move(updated));
+    }
   }
 
   void ensure_service() {
@@ -137,6 +234,7 @@ class Pass {
 
   void run_active() {
     ensure_service();
+    ensure_config_map();
     if (condition_is_true(conditions(), type::kSuspended)) {
       set(type::kSuspended, false, "Resumed", "spec.runPolicy.suspend is false");
     }
@@ -191,7 +289,11 @@ class Pass {
       if (launcher_->phase == "Failed") {
         const std::string code =
             launcher_->exit_code ? std::to_string(*launcher_->exit_code) : std::string("unknown");
-        return Outcome{false, "LauncherFailed", "launcher exited with code " + code};
+        std::string message = "launcher exited with code " + code;
+        const std::string why =
+            tail_of(launcher_->termination_message, kMaxTerminationMessageBytes);
+        if (!why.empty()) message += ": " + why;
+        return Outcome{false, "LauncherFailed", std::move(message)};
       }
       if (launcher_->being_deleted) {
         return Outcome{false, "LauncherDeleted",
@@ -271,6 +373,10 @@ class Pass {
   void reconcile_launcher(const std::string& uri) {
     if (!launcher_) {
       if (!uri.empty()) {
+        // The account the launcher runs as, and what it may do, exist before the pod does.
+        plan_.creations.push_back(build_launcher_service_account(job_));
+        plan_.creations.push_back(build_launcher_role(job_));
+        plan_.creations.push_back(build_launcher_role_binding(job_));
         plan_.creations.push_back(build_launcher_pod(job_, uri));
         set(type::kLauncherRunning, false, "LauncherCreating",
             "creating pod " + launcher_pod_name(job_.name));
@@ -288,47 +394,29 @@ class Pass {
     }
   }
 
-  // Lost workers are counted and replaced, finished ones deleted to free their names, and the
-  // number of live workers brought to the desired count.
+  // Lost workers are counted, then (in a later pass) replaced; finished ones deleted to free their
+  // names, and the number of live workers brought to the desired count.
   std::optional<Outcome> reconcile_workers(const std::string& uri) {
     const std::int32_t desired = job_.desired_workers();
     std::vector<const PodView*> live;
     for (const PodView& pod : workers_) {
       if (pod.live()) live.push_back(&pod);
     }
-    // A worker live at the last pass and neither live now nor removed by a scale-down was lost.
+    // A worker live at the last pass and neither live now, nor removed by a scale-down, nor
+    // released by the program (named in workersToDelete) was lost.
     const auto previous_active = integer_at(status(), json::json_pointer("/workers/active"));
-    const auto expected_live = std::min<std::int64_t>(previous_active, desired);
+    const auto released = newly_released_workers();
+    const auto expected_live = std::min<std::int64_t>(previous_active - released, desired);
     const auto lost =
         std::max<std::int64_t>(0, expected_live - static_cast<std::int64_t>(live.size()));
-    // Names for the WorkerLost message: finished pods, and pods deleted by someone else.
-    std::string lost_names;
+    if (!status().contains("workerReplacements")) status()["workerReplacements"] = 0;
+    if (lost > 0) return count_lost_workers(lost, desired);
+
     for (const PodView& pod : workers_) {
-      if (pod.live()) continue;
-      const std::string why = pod.finished() ? pod.phase : std::string("deleted");
-      lost_names += (lost_names.empty() ? "" : ", ") + pod.name + " (" + why + ")";
-      if (!pod.being_deleted) {
+      if (!pod.live() && !pod.being_deleted) {
         delete_pod(pod, "worker pod " + pod.phase + "; its name is freed for a replacement");
       }
     }
-    if (lost > 0) {
-      const auto replacements =
-          integer_at(status(), json::json_pointer("/workerReplacements")) + lost;
-      status()["workerReplacements"] = replacements;
-      if (job_.max_worker_replacements && replacements > *job_.max_worker_replacements) {
-        return Outcome{false, "TooManyWorkerReplacements",
-                       std::to_string(replacements) +
-                           " worker pods were lost, more than maxWorkerReplacements (" +
-                           std::to_string(*job_.max_worker_replacements) + ")"};
-      }
-      std::string message = "lost " + plural_pods(static_cast<std::size_t>(lost));
-      if (!lost_names.empty()) message += " [" + lost_names + "]";
-      message += "; replacing";
-      plan_.events.push_back(JobEvent{true, "WorkerLost", message});
-      set(type::kDegraded, true, "WorkerLost", message);
-    }
-    if (!status().contains("workerReplacements")) status()["workerReplacements"] = 0;
-
     std::string scale_down_note;
     if (!uri.empty() && static_cast<std::int64_t>(live.size()) < desired) {
       create_workers(desired - static_cast<std::int32_t>(live.size()), uri);
@@ -336,22 +424,88 @@ class Pass {
       scale_down_note = scale_down(live, static_cast<std::size_t>(live.size() - desired));
     }
     const auto counts = write_worker_counts();
-    if (lost == 0 && condition_is_true(conditions(), type::kDegraded) && counts.ready >= desired) {
+    if (condition_is_true(conditions(), type::kDegraded) && counts.ready >= desired) {
       set(type::kDegraded, false, "WorkersReplaced", "every lost worker pod was replaced");
     }
+    set_workers_ready(counts, desired, uri, scale_down_note);
+    return std::nullopt;
+  }
+
+  // Worker pods named in workersToDelete that the last pass counted as active and that are no
+  // longer live: the program released them, so their end is no loss. status.workers.released
+  // lists the named pods a pass did not count as active (gone, finished, or deleted by the
+  // controller), so that each released pod is excused once.
+  std::int64_t newly_released_workers() {
+    std::set<std::string> excused_before;
+    const json::json_pointer pointer("/workers/released");
+    if (status().contains(pointer) && status().at(pointer).is_array()) {
+      for (const json& name : status().at(pointer)) {
+        if (name.is_string()) excused_before.insert(name.get<std::string>());
+      }
+    }
+    std::int64_t released = 0;
+    for (const std::string& name : job_.workers_to_delete) {
+      if (excused_before.contains(name) || !is_worker_name(name)) continue;
+      const bool live = std::any_of(workers_.begin(), workers_.end(), [&](const PodView& pod) {
+        return pod.name == name && pod.live();
+      });
+      if (!live) ++released;
+    }
+    return released;
+  }
+
+  bool is_worker_name(const std::string& name) const {
+    const std::string prefix = job_.name + "-worker-";
+    return name.starts_with(prefix) &&
+           parse_worker_index(std::string_view(name).substr(prefix.size())).has_value();
+  }
+
+  // A pass that finds lost workers only counts them: the status write that records the count
+  // comes before any replacement, so a refused write (409) cannot lose the count, and the
+  // replacements made by the next pass never exceed maxWorkerReplacements unnoticed.
+  std::optional<Outcome> count_lost_workers(std::int64_t lost, std::int32_t desired) {
+    const auto replacements =
+        integer_at(status(), json::json_pointer("/workerReplacements")) + lost;
+    status()["workerReplacements"] = replacements;
+    if (job_.max_worker_replacements && replacements > *job_.max_worker_replacements) {
+      return Outcome{false, "TooManyWorkerReplacements",
+                     std::to_string(replacements) +
+                         " worker pods were lost, more than maxWorkerReplacements (" +
+                         std::to_string(*job_.max_worker_replacements) + ")"};
+    }
+    // Names for the message: finished pods and pods deleted by someone else, except released ones.
+    std::vector<std::string> names;
+    for (const PodView& pod : workers_) {
+      if (pod.live() || job_.workers_to_delete.contains(pod.name)) continue;
+      names.push_back(pod.name + " (" + (pod.finished() ? pod.phase : std::string("deleted")) +
+                      ")");
+    }
+    std::string message = "lost " + plural_pods(static_cast<std::size_t>(lost));
+    if (!names.empty()) message += " [" + capped_list(names, kMaxNamesInMessage) + "]";
+    message += "; replacing";
+    plan_.events.push_back(JobEvent{true, "WorkerLost", message});
+    set(type::kDegraded, true, "WorkerLost", message);
+    const auto counts = write_worker_counts();
+    set_workers_ready(counts, desired, "", "");
+    requeue_after(std::chrono::seconds(1));
+    return std::nullopt;
+  }
+
+  void set_workers_ready(const WorkerCounts& counts, std::int32_t desired, const std::string& uri,
+                         const std::string& scale_down_note) {
     const std::string summary =
         std::to_string(counts.ready) + " of " + std::to_string(desired) + " worker pods ready";
     if (counts.ready == desired) {
       set(type::kWorkersReady, true, "WorkersReady", summary);
     } else if (!scale_down_note.empty()) {
       set(type::kWorkersReady, false, "ScaleDownWaiting", summary + "; " + scale_down_note);
-    } else if (uri.empty() && counts.ready < desired) {
+    } else if (uri.empty() && counts.ready < desired &&
+               !condition_is_true(conditions(), type::kNameServiceReady)) {
       set(type::kWorkersReady, false, "WaitingForNameService",
           summary + "; workers start once the name service is ready");
     } else {
       set(type::kWorkersReady, false, "WorkersNotReady", summary);
     }
-    return std::nullopt;
   }
 
   void create_workers(std::int32_t count, const std::string& uri) {
@@ -387,10 +541,6 @@ class Pass {
            "spec.workers.workersToDelete";
   }
 
-  struct WorkerCounts {
-    std::int64_t ready = 0;
-  };
-
   WorkerCounts write_worker_counts() {
     WorkerCounts counts;
     std::int64_t active = 0;
@@ -401,11 +551,20 @@ class Pass {
       ++active;
       if (pod.ready) ++counts.ready;
     }
+    json released = json::array();
+    for (const std::string& name : job_.workers_to_delete) {
+      if (!is_worker_name(name)) continue;
+      const bool counted = std::any_of(workers_.begin(), workers_.end(), [&](const PodView& pod) {
+        return pod.name == name && pod.live() && !deleting(pod);
+      });
+      if (!counted) released.push_back(name);
+    }
     status()["workers"] = {{"desired", job_.desired_workers()},
                            {"ready", counts.ready},
                            {"active", active},
                            {"failed", failed},
                            {"selector", worker_selector(job_.name)}};
+    if (!released.empty()) status()["workers"]["released"] = std::move(released);
     return counts;
   }
 
@@ -420,11 +579,14 @@ class Pass {
     status()["phase"] = (all_running || (was_running && launcher_running)) ? "Running" : "Pending";
   }
 
-  // The job ended, now (`outcome`) or before: its pods go by cleanPodPolicy, then the job itself
-  // after ttlSecondsAfterFinished.
+  // The job ended, now (`outcome`) or before. The pass that finds the end only records it: were
+  // pods deleted first and the status write then refused (409), the next pass would see the
+  // launcher gone and record LauncherDeleted instead of the real reason. Once the status says the
+  // job ended, its pods go by cleanPodPolicy, then the job itself after ttlSecondsAfterFinished.
   void finish(const std::optional<Outcome>& outcome) {
     plan_.creations.clear();
     plan_.deletions.clear();
+    plan_.updates.clear();
     if (outcome) {
       set(outcome->succeeded ? type::kSucceeded : type::kFailed, true, outcome->reason,
           outcome->message);
@@ -432,6 +594,8 @@ class Pass {
           "the job " + std::string(outcome->succeeded ? "succeeded" : "failed"));
       status()["phase"] = outcome->succeeded ? "Succeeded" : "Failed";
       status()["completionTime"] = now_;
+      write_worker_counts();
+      return;
     }
     if (!status().contains("completionTime") || !status()["completionTime"].is_string()) {
       status()["completionTime"] = now_;
@@ -473,6 +637,7 @@ class Pass {
     if (became(type::kSuspended, false)) record(type::kSuspended, false);
     if (became(type::kSucceeded, true)) record(type::kSucceeded, false);
     if (became(type::kFailed, true)) record(type::kFailed, true);
+    if (became(type::kNameConflict, true)) record(type::kNameConflict, true);
   }
 
   const JobSpec& job_;
@@ -484,11 +649,25 @@ class Pass {
   std::optional<PodView> launcher_;
   std::vector<PodView> workers_;
   std::vector<PodView> others_;
+  std::vector<ForeignObject> foreign_;
   // Names of every observed pod, ours or not: a new worker takes an index whose name is free.
   std::set<std::string> taken_names_;
 };
 
 }  // namespace
+
+std::string describe_controller(const json& object) {
+  const json::json_pointer pointer("/metadata/ownerReferences");
+  if (object.contains(pointer) && object.at(pointer).is_array()) {
+    for (const json& reference : object.at(pointer)) {
+      if (reference.is_object() && reference.value("controller", false)) {
+        return "controlled by " + reference.value("kind", std::string("?")) + " " +
+               reference.value("name", std::string("?"));
+      }
+    }
+  }
+  return "no controller";
+}
 
 ReconcilePlan reconcile(const JobSpec& job, const ObservedState& observed,
                         const ReconcileSettings& settings) {

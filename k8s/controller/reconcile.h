@@ -14,6 +14,19 @@
 
 namespace fiber::k8s::controller {
 
+/// An object holding one of the job's own names (its Service, name-service or launcher pod, the
+/// launcher's ServiceAccount, Role or RoleBinding, its ConfigMap) that the job does not control.
+struct ForeignObject {
+  std::string kind;
+  std::string name;
+  /// Who controls it, e.g. "ReplicaSet web-7d4f" or "no controller".
+  std::string controller;
+  friend bool operator==(const ForeignObject&, const ForeignObject&) = default;
+};
+
+/// "KIND NAME" of `object`'s controller ownerReference, or "no controller".
+std::string describe_controller(const nlohmann::json& object);
+
 /// What the controller saw of a job.
 struct ObservedState {
   /// The job's current status (null or an object).
@@ -22,6 +35,11 @@ struct ObservedState {
   std::vector<nlohmann::json> pods;
   /// True when the job's Service exists.
   bool service_exists = false;
+  /// The job's ConfigMap NAME-config (controlled by the job), or null when there is none.
+  nlohmann::json config_map;
+  /// Objects with the job's names that the job does not control, besides the pods in `pods`
+  /// (which the reconciler checks itself). While there is any, nothing is created for the job.
+  std::vector<ForeignObject> foreign_objects;
   /// The URI read from the name-service pod's log, when the controller read it for this pass.
   std::optional<std::string> name_service_uri_from_log;
   /// The time of the decision.
@@ -55,6 +73,9 @@ struct JobEvent {
 struct ReconcilePlan {
   /// Objects to create, in order (the Service first, then pods).
   std::vector<nlohmann::json> creations;
+  /// Objects to replace (with the resourceVersion they were read at): the job's ConfigMap when
+  /// spec.config changed.
+  std::vector<nlohmann::json> updates;
   /// Pods to delete.
   std::vector<PodDeletion> deletions;
   /// Events about the job.

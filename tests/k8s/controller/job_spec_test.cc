@@ -90,5 +90,19 @@ TEST(JobSpec, BadJobsAreRefusedWithTheField) {
   expect_invalid(json::array(), "metadata is required and must be an object");
 }
 
+TEST(JobSpec, ConfigIsAStringWhenPresent) {
+  EXPECT_FALSE(parse_job_spec(minimal_job()).config);
+  json job = minimal_job();
+  job["spec"]["config"] = "pool_size: 4\n";
+  EXPECT_EQ(parse_job_spec(job).config, "pool_size: 4\n");
+  job["spec"]["config"] = json{{"pool_size", 4}};
+  try {
+    parse_job_spec(job);
+    ADD_FAILURE() << "a config that is no string was accepted";
+  } catch (const InvalidJobError& error) {
+    EXPECT_STREQ(error.what(), "spec.config must be a string (a fiber.yaml)");
+  }
+}
+
 }  // namespace
 }  // namespace fiber::k8s::controller

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "k8s/controller/launcher_access.h"
+
 namespace fiber::k8s::controller {
 namespace {
 
@@ -109,6 +111,95 @@ TEST(PodBuilder, WorkerCarriesItsIndex) {
   EXPECT_EQ(env["FIBER_SLOTS_PER_WORKER"]["value"], "2");
   EXPECT_EQ(env["FIBER_NAME_SERVICE_URI"]["value"], "u");
   EXPECT_EQ(env.size(), 8u);
+}
+
+TEST(PodBuilder, LauncherRunsAsTheJobsAccountAndReportsWhyItFailed) {
+  json pod = build_launcher_pod(job(), "u");
+  EXPECT_EQ(pod["spec"]["serviceAccountName"], "pi-launcher");
+  EXPECT_FALSE(pod["spec"].contains("automountServiceAccountToken"));
+  EXPECT_EQ(pod["spec"]["containers"][0]["terminationMessagePolicy"], "FallbackToLogsOnError");
+  // The template's own choices win.
+  JobSpec own = job();
+  own.launcher_template["spec"]["serviceAccountName"] = "mine";
+  own.launcher_template["spec"]["containers"][0]["terminationMessagePolicy"] = "File";
+  pod = build_launcher_pod(own, "u");
+  EXPECT_EQ(pod["spec"]["serviceAccountName"], "mine");
+  EXPECT_EQ(pod["spec"]["containers"][0]["terminationMessagePolicy"], "File");
+  // Workers do not talk to the API server: no account of their own.
+  EXPECT_FALSE(build_worker_pod(job(), 0, "u")["spec"].contains("serviceAccountName"));
+}
+
+TEST(PodBuilder, SpecConfigIsMountedIntoTheFirstContainerOfLauncherAndWorkers) {
+  JobSpec spec = job();
+  spec.launcher_template["spec"]["containers"].push_back({{"name", "sidecar"}, {"image", "s"}});
+  spec.config = "pool_size: 2\n";
+  for (const json& pod : {build_launcher_pod(spec, "u"), build_worker_pod(spec, 0, "u")}) {
+    EXPECT_EQ(pod["spec"]["volumes"],
+              (json{{{"name", "fibermpi-config"}, {"configMap", {{"name", "pi-config"}}}}}));
+    const json& first = pod["spec"]["containers"][0];
+    EXPECT_EQ(
+        first["volumeMounts"],
+        (json{{{"name", "fibermpi-config"}, {"mountPath", "/etc/fibermpi"}, {"readOnly", true}}}));
+    EXPECT_EQ(env_of(first)["FIBER_CONFIG"]["value"], "/etc/fibermpi/fiber.yaml");
+  }
+  EXPECT_FALSE(build_launcher_pod(spec, "u")["spec"]["containers"][1].contains("volumeMounts"));
+  // Without spec.config: no volume, no mount, no FIBER_CONFIG.
+  for (const json& pod : {build_launcher_pod(job(), "u"), build_worker_pod(job(), 0, "u")}) {
+    EXPECT_FALSE(pod["spec"].contains("volumes"));
+    EXPECT_FALSE(pod["spec"]["containers"][0].contains("volumeMounts"));
+    EXPECT_FALSE(env_of(pod["spec"]["containers"][0]).contains("FIBER_CONFIG"));
+  }
+}
+
+TEST(PodBuilder, AWorkerWithoutACommandRunsTheLaunchersProgram) {
+  JobSpec spec = job();
+  spec.launcher_template["spec"]["containers"][0]["command"] = {"/opt/fibermpi/bin/es"};
+  spec.launcher_template["spec"]["containers"][0]["args"] = {"--tasks", "2000"};
+  json worker = build_worker_pod(spec, 0, "u")["spec"]["containers"][0];
+  EXPECT_EQ(worker["command"], (json{"/opt/fibermpi/bin/es"}));
+  EXPECT_EQ(worker["args"], (json{"--tasks", "2000"}));
+  // Its own command (or its own args) stays.
+  spec.worker_template["spec"]["containers"][0]["args"] = {"--quiet"};
+  worker = build_worker_pod(spec, 0, "u")["spec"]["containers"][0];
+  EXPECT_EQ(worker["command"], (json{"/opt/fibermpi/bin/es"}));
+  EXPECT_EQ(worker["args"], (json{"--quiet"}));
+  spec.worker_template["spec"]["containers"][0]["command"] = {"own"};
+  EXPECT_EQ(build_worker_pod(spec, 0, "u")["spec"]["containers"][0]["command"], (json{"own"}));
+}
+
+TEST(PodBuilder, WorkersNeverRestartInPlace) {
+  JobSpec spec = job();
+  spec.worker_template["spec"]["restartPolicy"] = "Always";
+  EXPECT_EQ(build_worker_pod(spec, 0, "u")["spec"]["restartPolicy"], "Never");
+}
+
+TEST(LauncherAccess, AccountRoleAndBindingLimitedToTheJob) {
+  const json account = build_launcher_service_account(job());
+  EXPECT_EQ(account["kind"], "ServiceAccount");
+  EXPECT_EQ(account["metadata"]["name"], "pi-launcher");
+  EXPECT_EQ(account["metadata"]["namespace"], "ns");
+  EXPECT_EQ(account["metadata"]["ownerReferences"], json::array({kOwner}));
+
+  const json role = build_launcher_role(job());
+  EXPECT_EQ(role["apiVersion"], "rbac.authorization.k8s.io/v1");
+  EXPECT_EQ(role["metadata"]["name"], "pi-launcher");
+  EXPECT_EQ(role["metadata"]["ownerReferences"], json::array({kOwner}));
+  EXPECT_EQ(role["rules"], (json{{{"apiGroups", {"fibermpi.io"}},
+                                  {"resources", {"fiberjobs"}},
+                                  {"resourceNames", {"pi"}},
+                                  {"verbs", {"get", "patch"}}},
+                                 {{"apiGroups", {"fibermpi.io"}},
+                                  {"resources", {"fiberjobs/scale"}},
+                                  {"resourceNames", {"pi"}},
+                                  {"verbs", {"get", "patch", "update"}}}}));
+
+  const json binding = build_launcher_role_binding(job());
+  EXPECT_EQ(
+      binding["roleRef"],
+      (json{{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", "pi-launcher"}}));
+  EXPECT_EQ(binding["subjects"],
+            (json{{{"kind", "ServiceAccount"}, {"name", "pi-launcher"}, {"namespace", "ns"}}}));
+  EXPECT_EQ(binding["metadata"]["ownerReferences"], json::array({kOwner}));
 }
 
 }  // namespace

@@ -102,11 +102,24 @@ ReconcilePlan run(const JobSpec& spec, json status, std::vector<json> pods,
   return reconcile(spec, observed, ReconcileSettings{"runtime:test"});
 }
 
+// The pass after `plan`'s status was written (the cache now shows it), over the same pods.
+ReconcilePlan next_pass(const JobSpec& spec, const ReconcilePlan& plan, std::vector<json> pods) {
+  return run(spec, plan.status, std::move(pods));
+}
+
+// Names of the objects created: pods and the Service by name, others as KIND/NAME.
 std::vector<std::string> created_names(const ReconcilePlan& plan) {
   std::vector<std::string> names;
-  for (const json& object : plan.creations) names.push_back(object["metadata"]["name"]);
+  for (const json& object : plan.creations) {
+    const std::string kind = object["kind"];
+    const std::string name = object["metadata"]["name"];
+    names.push_back(kind == "Pod" || kind == "Service" ? name : kind + "/" + name);
+  }
   return names;
 }
+
+const std::vector<std::string> kLauncherCreations = {
+    "ServiceAccount/pi-launcher", "Role/pi-launcher", "RoleBinding/pi-launcher", "pi-launcher"};
 
 std::vector<std::string> deleted_names(const ReconcilePlan& plan) {
   std::vector<std::string> names;
@@ -178,11 +191,14 @@ TEST(Reconcile, PendingNameServiceWaits) {
 TEST(Reconcile, UriFromLogMakesNameServiceReadyAndCreatesLauncherAndWorkers) {
   const ReconcilePlan plan = run(job({{"replicas", 2}}), json::object(),
                                  {pod("pi-nameservice", "name-service", "Running")}, kUri);
-  EXPECT_EQ(created_names(plan), (Names{"pi-worker-0", "pi-worker-1", "pi-launcher"}));
+  EXPECT_EQ(created_names(plan),
+            (Names{"pi-worker-0", "pi-worker-1", "ServiceAccount/pi-launcher", "Role/pi-launcher",
+                   "RoleBinding/pi-launcher", "pi-launcher"}));
   EXPECT_EQ(plan.status["nameService"], (json{{"podName", "pi-nameservice"}, {"uri", kUri}}));
   EXPECT_EQ(condition(plan, "NameServiceReady")["status"], "True");
   EXPECT_TRUE(has_event(plan, "NameServiceRunning", false));
   for (const json& created : plan.creations) {
+    if (created["kind"] != "Pod") continue;
     bool found = false;
     for (const json& variable : created["spec"]["containers"][0]["env"]) {
       if (variable["name"] == "FIBER_NAME_SERVICE_URI") found = variable["value"] == kUri;
@@ -248,27 +264,64 @@ TEST(Reconcile, VanishedWorkerIsReplacedAndCounted) {
   std::vector<json> pods = running_job_pods(0);
   pods.push_back(worker(0));
   pods.push_back(worker(2));
+  // The pass that finds the loss counts it and creates nothing: the count is written first.
   const ReconcilePlan plan = run(job({{"replicas", 3}}), status, pods);
-  EXPECT_EQ(created_names(plan), (Names{"pi-worker-1"}));
+  EXPECT_TRUE(plan.creations.empty());
   EXPECT_EQ(plan.status["workerReplacements"], 1);
+  EXPECT_EQ(plan.status["workers"]["active"], 2);
   EXPECT_EQ(condition(plan, "Degraded")["status"], "True");
   EXPECT_EQ(condition(plan, "Degraded")["reason"], "WorkerLost");
   EXPECT_TRUE(has_event(plan, "WorkerLost", true));
   EXPECT_EQ(plan.status["phase"], "Running");  // losing a worker never fails or stalls the job
   EXPECT_FALSE(condition_is_true(plan.status["conditions"], "Failed"));
+  // Once that status is written, the next pass replaces the worker without counting it again.
+  const ReconcilePlan replaced = next_pass(job({{"replicas", 3}}), plan, pods);
+  EXPECT_EQ(created_names(replaced), (Names{"pi-worker-1"}));
+  EXPECT_EQ(replaced.status["workerReplacements"], 1);
+  EXPECT_TRUE(replaced.events.empty());
+}
+
+TEST(Reconcile, ARefusedCountIsCountedAgainAndNothingIsReplacedMeanwhile) {
+  // The status write of the counting pass met a 409: the next pass starts from the old status,
+  // counts the same loss again, and still creates nothing before its count is written.
+  std::vector<json> pods = running_job_pods(1);
+  const ReconcilePlan first =
+      run(job({{"replicas", 2}}, {{"maxWorkerReplacements", 0}}), ready_status(2), pods);
+  EXPECT_EQ(first.status["phase"], "Failed");
+  EXPECT_EQ(condition(first, "Failed")["reason"], "TooManyWorkerReplacements");
+  EXPECT_TRUE(first.creations.empty());
+  const ReconcilePlan again = run(job({{"replicas", 2}}), ready_status(2), pods);
+  EXPECT_TRUE(again.creations.empty());
+  EXPECT_EQ(again.status["workerReplacements"], 1);
 }
 
 TEST(Reconcile, FailedWorkerIsDeletedAndReplacedAtAFreeIndex) {
   std::vector<json> pods = running_job_pods(1);
   pods.push_back(exited(worker(1, "Failed"), 137));
   const ReconcilePlan plan = run(job({{"replicas", 2}}), ready_status(2), pods);
-  EXPECT_EQ(deleted_names(plan), (Names{"pi-worker-1"}));
-  EXPECT_EQ(plan.deletions[0].uid, "pi-worker-1-uid");
-  EXPECT_EQ(created_names(plan), (Names{"pi-worker-2"}));
+  EXPECT_TRUE(plan.deletions.empty());
+  EXPECT_TRUE(plan.creations.empty());
   EXPECT_EQ(plan.status["workerReplacements"], 1);
   EXPECT_EQ(plan.status["workers"]["failed"], 1);
   EXPECT_EQ(plan.events.size(), 1u);
   EXPECT_EQ(plan.events[0].message, "lost 1 worker pod [pi-worker-1 (Failed)]; replacing");
+  const ReconcilePlan replaced = next_pass(job({{"replicas", 2}}), plan, pods);
+  EXPECT_EQ(deleted_names(replaced), (Names{"pi-worker-1"}));
+  EXPECT_EQ(replaced.deletions[0].uid, "pi-worker-1-uid");
+  EXPECT_EQ(created_names(replaced), (Names{"pi-worker-2"}));
+  EXPECT_EQ(replaced.status["workerReplacements"], 1);
+}
+
+TEST(Reconcile, WorkerLostMessageNamesTenPodsAndCountsTheRest) {
+  std::vector<json> pods = running_job_pods(0);
+  for (int i = 0; i < 25; ++i) pods.push_back(exited(worker(i, "Failed"), 1));
+  const ReconcilePlan plan =
+      run(job({{"replicas", 25}, {"maxReplicas", 30}}), ready_status(25), pods);
+  ASSERT_EQ(plan.events.size(), 1u);
+  const std::string& message = plan.events[0].message;
+  EXPECT_NE(message.find("pi-worker-9 (Failed) and 15 more]"), std::string::npos) << message;
+  EXPECT_EQ(message.find("pi-worker-10 "), std::string::npos) << message;
+  EXPECT_EQ(condition(plan, "Degraded")["message"], message);
 }
 
 TEST(Reconcile, WorkerDeletedByAUserCountsAsLost) {
@@ -276,8 +329,9 @@ TEST(Reconcile, WorkerDeletedByAUserCountsAsLost) {
   pods.push_back(being_deleted(worker(1)));
   const ReconcilePlan plan = run(job({{"replicas", 2}}), ready_status(2), pods);
   EXPECT_TRUE(plan.deletions.empty());
-  EXPECT_EQ(created_names(plan), (Names{"pi-worker-2"}));
+  EXPECT_TRUE(plan.creations.empty());
   EXPECT_EQ(plan.status["workerReplacements"], 1);
+  EXPECT_EQ(created_names(next_pass(job({{"replicas", 2}}), plan, pods)), (Names{"pi-worker-2"}));
   ASSERT_EQ(plan.events.size(), 1u);
   EXPECT_EQ(plan.events[0].message, "lost 1 worker pod [pi-worker-1 (deleted)]; replacing");
 }
@@ -360,10 +414,27 @@ TEST(Reconcile, LauncherSucceededEndsTheJobAndCleansRunningPods) {
   EXPECT_EQ(plan.status["completionTime"], kNowText);
   EXPECT_EQ(plan.status["launcher"],
             (json{{"podName", "pi-launcher"}, {"phase", "Succeeded"}, {"exitCode", 0}}));
-  EXPECT_EQ(deleted_names(plan), (Names{"pi-nameservice", "pi-worker-0", "pi-worker-1"}));
+  // The end is written first; the pods go in the pass that sees it written.
+  EXPECT_TRUE(plan.deletions.empty());
   EXPECT_TRUE(plan.creations.empty());
   EXPECT_TRUE(has_event(plan, "LauncherSucceeded", false));
   EXPECT_FALSE(plan.requeue_after);
+  const ReconcilePlan cleanup = next_pass(job({{"replicas", 3}}), plan, pods);
+  EXPECT_EQ(deleted_names(cleanup), (Names{"pi-nameservice", "pi-worker-0", "pi-worker-1"}));
+  EXPECT_TRUE(cleanup.events.empty());
+  EXPECT_EQ(cleanup.status["conditions"], plan.status["conditions"]);
+}
+
+TEST(Reconcile, ARefusedEndIsRecordedAgainWithItsOwnReason) {
+  // The status write of the pass that found the launcher's end met a 409. Nothing was deleted, so
+  // the next pass, from the old status, finds the same end, not a deleted launcher.
+  std::vector<json> pods = running_job_pods(1);
+  pods[1] = exited(pod("pi-launcher", "launcher", "Failed"), 3);
+  const ReconcilePlan first = run(job(), ready_status(1), pods);
+  EXPECT_TRUE(first.deletions.empty());
+  const ReconcilePlan again = run(job(), ready_status(1), pods);
+  EXPECT_EQ(condition(again, "Failed")["reason"], "LauncherFailed");
+  EXPECT_EQ(again.status, first.status);
 }
 
 TEST(Reconcile, LauncherFailureCarriesItsExitCode) {
@@ -393,9 +464,11 @@ TEST(Reconcile, LauncherDeletedWhileRunningFailsTheJob) {
 TEST(Reconcile, CleanPodPolicyAllAndNone) {
   std::vector<json> pods = running_job_pods(1);
   pods[1] = exited(pod("pi-launcher", "launcher", "Failed"), 1);
-  EXPECT_EQ(deleted_names(run(job({}, {{"cleanPodPolicy", "All"}}), ready_status(1), pods)),
+  const JobSpec all = job({}, {{"cleanPodPolicy", "All"}});
+  EXPECT_EQ(deleted_names(next_pass(all, run(all, ready_status(1), pods), pods)),
             (Names{"pi-nameservice", "pi-launcher", "pi-worker-0"}));
-  EXPECT_TRUE(run(job({}, {{"cleanPodPolicy", "None"}}), ready_status(1), pods).deletions.empty());
+  const JobSpec none = job({}, {{"cleanPodPolicy", "None"}});
+  EXPECT_TRUE(next_pass(none, run(none, ready_status(1), pods), pods).deletions.empty());
 }
 
 TEST(Reconcile, FinishedJobWaitsForItsTtlThenIsDeleted) {
@@ -419,7 +492,10 @@ TEST(Reconcile, DeadlineExceededFailsTheJob) {
       run(job({}, {{"activeDeadlineSeconds", 3600}}), ready_status(1), running_job_pods(1));
   EXPECT_EQ(plan.status["phase"], "Failed");
   EXPECT_EQ(condition(plan, "Failed")["reason"], "DeadlineExceeded");
-  EXPECT_EQ(deleted_names(plan), (Names{"pi-nameservice", "pi-launcher", "pi-worker-0"}));
+  EXPECT_TRUE(plan.deletions.empty());
+  EXPECT_EQ(deleted_names(
+                next_pass(job({}, {{"activeDeadlineSeconds", 3600}}), plan, running_job_pods(1))),
+            (Names{"pi-nameservice", "pi-launcher", "pi-worker-0"}));
   const ReconcilePlan before =
       run(job({}, {{"activeDeadlineSeconds", 3700}}), ready_status(1), running_job_pods(1));
   EXPECT_EQ(before.status["phase"], "Running");
@@ -505,6 +581,148 @@ TEST(Reconcile, JobBeingDeletedIsLeftToTheGarbageCollector) {
   EXPECT_TRUE(plan.creations.empty());
   EXPECT_TRUE(plan.deletions.empty());
   EXPECT_EQ(plan.status, ready_status(1));
+}
+
+TEST(Reconcile, APodOfSomeoneElseHoldingTheLaunchersNameStopsTheJobWithAReason) {
+  std::vector<json> pods = running_job_pods(1);
+  pods[1]["metadata"]["ownerReferences"] = {
+      {{"kind", "ReplicaSet"}, {"name", "web-1"}, {"uid", "rs-uid"}, {"controller", true}}};
+  json status = ready_status(1);
+  status.erase("launcher");
+  const ReconcilePlan plan = run(job(), status, pods);
+  EXPECT_TRUE(plan.creations.empty()) << created_names(plan)[0];
+  const json& conflict = condition(plan, "NameConflict");
+  EXPECT_EQ(conflict["status"], "True");
+  EXPECT_EQ(conflict["reason"], "ObjectNotOwned");
+  EXPECT_NE(conflict["message"].get<std::string>().find(
+                "Pod pi-launcher (controlled by ReplicaSet web-1)"),
+            std::string::npos)
+      << conflict["message"];
+  EXPECT_TRUE(has_event(plan, "ObjectNotOwned", true));
+  // Unchanged, the next pass records no second Event.
+  EXPECT_TRUE(next_pass(job(), plan, pods).events.empty());
+  // Once the object is gone the job goes on and the condition turns False.
+  pods.erase(pods.begin() + 1);
+  const ReconcilePlan freed = next_pass(job(), plan, pods);
+  EXPECT_EQ(created_names(freed), kLauncherCreations);
+  EXPECT_EQ(condition(freed, "NameConflict")["status"], "False");
+}
+
+TEST(Reconcile, ForeignObjectsTheControllerFoundBlockEveryCreation) {
+  ObservedState observed;
+  observed.now = kNow;
+  observed.foreign_objects = {ForeignObject{"Service", "pi", "no controller"}};
+  const ReconcilePlan plan = reconcile(job(), observed, ReconcileSettings{"runtime:test"});
+  EXPECT_TRUE(plan.creations.empty());
+  EXPECT_EQ(condition(plan, "NameConflict")["message"],
+            "the job waits: Service pi (no controller) holds one of its names and is not "
+            "controlled by it; delete or rename them");
+}
+
+TEST(Reconcile, ConditionMessagesStayUnder32KiB) {
+  std::vector<json> pods = {pod("pi-nameservice", "name-service", "Running")};
+  const std::string long_uri = "1.0;tcp://" + std::string(40000, 'a');
+  json status = {{"nameService", {{"podName", "pi-nameservice"}}}};
+  const ReconcilePlan plan = run(job(), status, pods, long_uri);
+  const std::string message = condition(plan, "NameServiceReady")["message"];
+  EXPECT_LT(message.size(), 32u * 1024);
+  EXPECT_TRUE(message.ends_with("...")) << message.substr(message.size() - 10);
+}
+
+JobSpec job_with_config(const std::string& config) {
+  json object = job_json();
+  object["spec"]["config"] = config;
+  return parse_job_spec(object);
+}
+
+TEST(Reconcile, SpecConfigGetsAConfigMapCreatedFirstAndRewrittenWhenItChanges) {
+  ObservedState observed;
+  observed.now = kNow;
+  const ReconcilePlan plan =
+      reconcile(job_with_config("pool_size: 4\n"), observed, ReconcileSettings{"runtime:test"});
+  EXPECT_EQ(created_names(plan), (Names{"pi", "ConfigMap/pi-config", "pi-nameservice"}));
+  EXPECT_EQ(plan.creations[1]["data"]["fiber.yaml"], "pool_size: 4\n");
+
+  json config_map = plan.creations[1];
+  config_map["metadata"]["resourceVersion"] = "7";
+  observed.config_map = config_map;
+  observed.service_exists = true;
+  const ReconcilePlan same =
+      reconcile(job_with_config("pool_size: 4\n"), observed, ReconcileSettings{"runtime:test"});
+  EXPECT_TRUE(same.updates.empty());
+  EXPECT_EQ(created_names(same), (Names{"pi-nameservice"}));
+
+  const ReconcilePlan changed =
+      reconcile(job_with_config("pool_size: 8\n"), observed, ReconcileSettings{"runtime:test"});
+  ASSERT_EQ(changed.updates.size(), 1u);
+  EXPECT_EQ(changed.updates[0]["data"]["fiber.yaml"], "pool_size: 8\n");
+  EXPECT_EQ(changed.updates[0]["metadata"]["resourceVersion"], "7");
+
+  // No spec.config: no ConfigMap.
+  observed.config_map = nullptr;
+  EXPECT_EQ(created_names(reconcile(job(), observed, ReconcileSettings{"runtime:test"})),
+            (Names{"pi-nameservice"}));
+}
+
+TEST(Reconcile, LauncherFailureCarriesTheEndOfItsTerminationMessage) {
+  std::vector<json> pods = running_job_pods(1);
+  pods[1] = exited(pod("pi-launcher", "launcher", "Failed"), 1);
+  pods[1]["status"]["containerStatuses"][0]["state"]["terminated"]["message"] =
+      "fiber.yaml: unknown key 'pool_sise'\n";
+  EXPECT_EQ(condition(run(job(), ready_status(1), pods), "Failed")["message"],
+            "launcher exited with code 1: fiber.yaml: unknown key 'pool_sise'");
+  pods[1]["status"]["containerStatuses"][0]["state"]["terminated"]["message"] =
+      std::string(3000, 'x') + "the end";
+  const std::string message = condition(run(job(), ready_status(1), pods), "Failed")["message"];
+  EXPECT_TRUE(message.starts_with("launcher exited with code 1: ...xxx")) << message;
+  EXPECT_TRUE(message.ends_with("the end"));
+  EXPECT_EQ(message.size(), std::string("launcher exited with code 1: ...").size() + 1024);
+}
+
+TEST(Reconcile, AReleasedWorkerThatEndsIsNoLossAndIsNotReplacedWhenReplicasWentDown) {
+  std::vector<json> pods = running_job_pods(2);
+  pods.push_back(exited(worker(2, "Succeeded"), 0));
+  const JobSpec shrunk = job({{"replicas", 2}, {"workersToDelete", {"pi-worker-2"}}});
+  const ReconcilePlan plan = run(shrunk, ready_status(3), pods);
+  EXPECT_EQ(plan.status["workerReplacements"], 0);
+  EXPECT_FALSE(has_event(plan, "WorkerLost", true));
+  EXPECT_TRUE(plan.creations.empty());
+  EXPECT_EQ(deleted_names(plan), (Names{"pi-worker-2"}));  // finished: its name is freed
+  EXPECT_EQ(plan.status["workers"]["released"], json::array({"pi-worker-2"}));
+}
+
+TEST(Reconcile, AReleasedWorkerThatEndsIsReplacedUncountedWhenReplicasStayed) {
+  const JobSpec same = job({{"replicas", 3}, {"workersToDelete", {"pi-worker-2"}}});
+  // Succeeded, or already gone.
+  std::vector<json> finished = running_job_pods(2);
+  finished.push_back(exited(worker(2, "Succeeded"), 0));
+  for (const std::vector<json>& pods : {finished, running_job_pods(2)}) {
+    const ReconcilePlan plan = run(same, ready_status(3), pods);
+    EXPECT_EQ(plan.status["workerReplacements"], 0);
+    EXPECT_FALSE(has_event(plan, "WorkerLost", true));
+    EXPECT_EQ(plan.creations.size(), 1u);
+  }
+}
+
+TEST(Reconcile, AReleasedWorkerIsExcusedOnceOnly) {
+  // The pod the last pass deleted in a scale-down is listed as released: a real loss in the pass
+  // that sees it gone is still counted.
+  json status = ready_status(2);
+  status["workers"]["released"] = {"pi-worker-2"};
+  std::vector<json> pods = running_job_pods(1);
+  const ReconcilePlan plan =
+      run(job({{"replicas", 2}, {"workersToDelete", {"pi-worker-2"}}}), status, pods);
+  EXPECT_EQ(plan.status["workerReplacements"], 1);
+  EXPECT_TRUE(has_event(plan, "WorkerLost", true));
+}
+
+TEST(Reconcile, AWorkerThatSucceededUnreleasedIsReplacedAsLost) {
+  std::vector<json> pods = running_job_pods(1);
+  pods.push_back(exited(worker(1, "Succeeded"), 0));
+  const ReconcilePlan plan = run(job({{"replicas", 2}}), ready_status(2), pods);
+  EXPECT_EQ(plan.status["workerReplacements"], 1);
+  EXPECT_EQ(plan.events[0].message, "lost 1 worker pod [pi-worker-1 (Succeeded)]; replacing");
+  EXPECT_EQ(created_names(next_pass(job({{"replicas", 2}}), plan, pods)), (Names{"pi-worker-2"}));
 }
 
 }  // namespace

@@ -82,7 +82,8 @@ class Cluster:
         return [(event["reason"], event["message"])
                 for event in self.call("GET", "/api/v1/namespaces/default/events")["items"]]
 
-    def set_phase(self, pod_name: str, phase: str, exit_code: int | None = None, log: str | None = None) -> None:
+    def set_phase(self, pod_name: str, phase: str, exit_code: int | None = None, log: str | None = None,
+                  message: str | None = None) -> None:
         """Plays the node: the pod reaches `phase` (Running means ready), optionally with a log."""
         pod = self.pods()[pod_name]
         if log is not None:
@@ -95,18 +96,30 @@ class Cluster:
         status["phase"] = phase
         status["conditions"] = [{"type": "Ready", "status": "True" if phase == "Running" else "False"}]
         if exit_code is not None:
-            status["containerStatuses"] = [{"name": "c", "state": {"terminated": {"exitCode": exit_code}}}]
+            terminated: dict[str, Any] = {"exitCode": exit_code}
+            if message is not None:
+                terminated["message"] = message
+            status["containerStatuses"] = [{"name": "c", "state": {"terminated": terminated}}]
         self.call("PUT", f"{PODS}/{pod_name}/status", pod)
 
-    def create_job(self, name: str, replicas: int, **run_policy: Any) -> None:
+    def create_job(self, name: str, replicas: int, config: str | None = None, **run_policy: Any) -> None:
         container = {"name": "main", "image": "fibermpi/runtime:0.1.0", "command": ["sleep", "600"]}
-        self.call("POST", JOBS, {
-            "apiVersion": "fibermpi.io/v1alpha1", "kind": "FiberJob",
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": {"launcher": {"template": {"spec": {"containers": [container]}}},
-                     "workers": {"template": {"spec": {"containers": [container]}},
-                                 "replicas": replicas, "maxReplicas": 4},
-                     "runPolicy": run_policy}})
+        spec: dict[str, Any] = {"launcher": {"template": {"spec": {"containers": [container]}}},
+                                "workers": {"template": {"spec": {"containers": [container]}},
+                                            "replicas": replicas, "maxReplicas": 4},
+                                "runPolicy": run_policy}
+        if config is not None:
+            spec["config"] = config
+        self.call("POST", JOBS, {"apiVersion": "fibermpi.io/v1alpha1", "kind": "FiberJob",
+                                 "metadata": {"name": name, "namespace": "default"}, "spec": spec})
+
+    def get(self, path: str) -> dict[str, Any] | None:
+        """The object at `path`, or None when it does not exist."""
+        response = self.http.get(self.url + path, timeout=10)
+        if response.status_code == 404:
+            return None
+        assert response.status_code == 200, f"GET {path}: {response.status_code} {response.text}"
+        return response.json()
 
 
 class Controller:
@@ -345,3 +358,83 @@ def test_the_uri_is_read_from_the_first_container_of_a_name_service_with_two(
     cluster.set_phase("two-nameservice", "Running", log=f"starting\n{URI}\n")
     wait_for("the URI in the status", lambda: cluster.status("two").get("nameService", {}).get("uri") == URI)
     wait_for("the launcher", lambda: "two-launcher" in cluster.pods())
+
+
+def test_a_pod_of_someone_else_holding_the_jobs_name_is_reported_not_adopted(
+        cluster: Cluster, controller: Controller) -> None:
+    """An unlabelled pod named like the job's name service: the create meets AlreadyExists, and the
+    job says so (condition and Warning Event) instead of waiting without a word."""
+    squatter = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "nc-nameservice", "namespace": "default"},
+                "spec": {"containers": [{"name": "main", "image": "busybox", "command": ["sleep", "600"]}]}}
+    cluster.call("POST", PODS, squatter)
+    cluster.create_job("nc", 1)
+    wait_for("NameConflict", lambda: cluster.condition("nc", "NameConflict").get("status") == "True")
+    condition = cluster.condition("nc", "NameConflict")
+    assert condition["reason"] == "ObjectNotOwned"
+    assert "Pod nc-nameservice (no controller)" in condition["message"]
+    assert any(reason == "ObjectNotOwned" and "nc-nameservice" in message for reason, message in cluster.events())
+    assert "ownerReferences" not in cluster.pods()["nc-nameservice"]["metadata"]
+    cluster.call("DELETE", f"{PODS}/nc-nameservice")
+    wait_for("the job's own name-service pod", lambda: cluster.pods().get("nc-nameservice", {}).get(
+        "metadata", {}).get("ownerReferences"))
+    wait_for("NameConflict False", lambda: cluster.condition("nc", "NameConflict").get("status") == "False")
+
+
+RBAC = "/apis/rbac.authorization.k8s.io/v1/namespaces/default"
+
+
+def test_launcher_account_role_binding_and_config_map(cluster: Cluster, controller: Controller) -> None:
+    """The launcher runs as NAME-launcher, whose Role may touch only its own job; spec.config is kept
+    in NAME-config, mounted into the first container of the launcher and the workers, and rewritten
+    when it changes; the launcher's termination message reaches the Failed condition."""
+    start_job(cluster, "cf", 1, config="pool_size: 2\n")
+    job_uid = cluster.job("cf")["metadata"]["uid"]
+    account = cluster.get("/api/v1/namespaces/default/serviceaccounts/cf-launcher")
+    role = cluster.get(f"{RBAC}/roles/cf-launcher")
+    binding = cluster.get(f"{RBAC}/rolebindings/cf-launcher")
+    for owned in (account, role, binding):
+        assert owned is not None
+        (owner,) = owned["metadata"]["ownerReferences"]
+        assert owner["uid"] == job_uid and owner["controller"] is True
+    assert role["rules"] == [
+        {"apiGroups": ["fibermpi.io"], "resources": ["fiberjobs"], "resourceNames": ["cf"], "verbs": ["get", "patch"]},
+        {"apiGroups": ["fibermpi.io"], "resources": ["fiberjobs/scale"], "resourceNames": ["cf"],
+         "verbs": ["get", "patch", "update"]}]
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "cf-launcher"}
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "cf-launcher", "namespace": "default"}]
+
+    config_map = cluster.get("/api/v1/namespaces/default/configmaps/cf-config")
+    assert config_map is not None and config_map["data"] == {"fiber.yaml": "pool_size: 2\n"}
+    assert config_map["metadata"]["ownerReferences"][0]["uid"] == job_uid
+    pods = cluster.pods()
+    assert pods["cf-launcher"]["spec"]["serviceAccountName"] == "cf-launcher"
+    assert pods["cf-launcher"]["spec"]["containers"][0]["terminationMessagePolicy"] == "FallbackToLogsOnError"
+    for name in ("cf-launcher", "cf-worker-0"):
+        spec = pods[name]["spec"]
+        assert {"name": "fibermpi-config", "configMap": {"name": "cf-config"}} in [
+            {key: volume[key] for key in ("name", "configMap") if key in volume} for volume in spec["volumes"]]
+        container = spec["containers"][0]
+        assert {"name": "fibermpi-config", "mountPath": "/etc/fibermpi", "readOnly": True} in container["volumeMounts"]
+        assert {"name": "FIBER_CONFIG", "value": "/etc/fibermpi/fiber.yaml"} in container["env"]
+
+    cluster.call("PATCH", f"{JOBS}/cf", {"spec": {"config": "pool_size: 3\n"}},
+                 content_type="application/merge-patch+json")
+    wait_for("the ConfigMap rewritten", lambda: (cluster.get("/api/v1/namespaces/default/configmaps/cf-config")
+                                                 or {}).get("data") == {"fiber.yaml": "pool_size: 3\n"})
+
+    cluster.set_phase("cf-launcher", "Failed", exit_code=1,
+                      message="fiber::init: /etc/fibermpi/fiber.yaml: unknown key 'pool_sise'\n")
+    wait_for("phase Failed", lambda: cluster.status("cf").get("phase") == "Failed")
+    assert cluster.condition("cf", "Failed")["message"] == (
+        "launcher exited with code 1: fiber::init: /etc/fibermpi/fiber.yaml: unknown key 'pool_sise'")
+    failed_events = [reason for reason, _ in cluster.events() if reason == "LauncherFailed"]
+    assert failed_events == ["LauncherFailed"]
+
+
+def test_a_job_without_config_has_no_config_map_and_no_mount(cluster: Cluster, controller: Controller) -> None:
+    start_job(cluster, "nc2", 1)
+    assert cluster.get("/api/v1/namespaces/default/configmaps/nc2-config") is None
+    for name in ("nc2-launcher", "nc2-worker-0"):
+        container = cluster.pods()[name]["spec"]["containers"][0]
+        assert "FIBER_CONFIG" not in {variable["name"] for variable in container.get("env", [])}
+        assert not container.get("volumeMounts")

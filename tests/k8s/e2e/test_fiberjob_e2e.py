@@ -165,6 +165,14 @@ def test_a_sample_job_runs_scales_and_gets_lost_workers_back(cluster: Cluster, v
     env = {e["name"]: e for e in worker["spec"]["containers"][0]["env"]}
     assert env["FIBER_NAME_SERVICE_URI"]["value"] == job["status"]["nameService"]["uri"]
     assert env["FIBER_K8S_JOB"]["value"] == name
+    # The launcher runs as the job's own ServiceAccount, bound to a Role limited to the job.
+    (launcher,) = cluster.pods(name, "launcher")
+    assert launcher["spec"]["serviceAccountName"] == f"{name}-launcher"
+    for kind in ("serviceaccount", "role", "rolebinding"):
+        owned = cluster.get(kind, f"{name}-launcher")
+        assert owned["metadata"]["ownerReferences"][0]["uid"] == job["metadata"]["uid"], owned
+    assert {rule["resources"][0]: rule.get("resourceNames") for rule in cluster.get("role", f"{name}-launcher")[
+        "rules"]} == {"fiberjobs": [name], "fiberjobs/scale": [name]}
 
     assert "scaled" in cluster.kubectl(version, "scale", f"fj/{name}", "--replicas=4").stdout
     wait_until("4 ready workers", lambda: len(running(cluster.pods(name, "worker"))) == 4
@@ -193,6 +201,9 @@ def test_a_sample_job_runs_scales_and_gets_lost_workers_back(cluster: Cluster, v
     cluster.kubectl(version, "delete", "fj", name, "--wait=false")
     wait_until("every pod of the job gone", lambda: cluster.pods(name) == [], timeout_s=90)
     assert cluster.get("services", "-l", f"fibermpi.io/job-name={name}")["items"] == []
+    wait_until("the launcher's account, Role and RoleBinding gone", lambda: all(
+        cluster.kubectl("1.33", "get", kind, f"{name}-launcher", check=False).returncode != 0
+        for kind in ("serviceaccount", "role", "rolebinding")), timeout_s=60)
 
 
 @pytest.mark.parametrize("version", KUBECTLS)
@@ -225,6 +236,59 @@ def test_the_launcher_decides_the_end_and_pods_are_cleaned(cluster: Cluster, ver
         wait_until(f"the pods of {name} cleaned", lambda n=name: cluster.pods(n) == [], timeout_s=60)
     table = cluster.kubectl(version, "get", "fj", f"ok-{tag}", f"three-{tag}").stdout
     assert "Succeeded" in table and "Failed" in table
+
+
+# The launcher checks, from inside its pod, what the controller gave it: the mounted fiber.yaml, and an
+# API access limited to its own job (read it, scale it; nothing on another job, no delete).
+CHECKING_LAUNCHER = r"""
+fail() { echo "check failed: $*" >&2; exit 9; }
+test "$FIBER_CONFIG" = /etc/fibermpi/fiber.yaml || fail "FIBER_CONFIG is '$FIBER_CONFIG'"
+grep -q "pool_size: 3" "$FIBER_CONFIG" || fail "no pool_size in $FIBER_CONFIG"
+SA=/var/run/secrets/kubernetes.io/serviceaccount
+JOBS="https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT/apis/fibermpi.io/v1alpha1/namespaces/$FIBER_K8S_NAMESPACE/fiberjobs"
+code() { curl -s -o /dev/null -w '%{http_code}' --cacert "$SA/ca.crt" -H "Authorization: Bearer $(cat "$SA/token")" "$@"; }
+test "$(code "$JOBS/$FIBER_K8S_JOB")" = 200 || fail "GET own job"
+test "$(code -X PATCH -H 'Content-Type: application/merge-patch+json' -d '{"spec":{"replicas":2}}' \
+  "$JOBS/$FIBER_K8S_JOB/scale")" = 200 || fail "PATCH own scale"
+test "$(code "$JOBS/another-job")" = 403 || fail "GET another job not refused"
+test "$(code -X DELETE "$JOBS/$FIBER_K8S_JOB")" = 403 || fail "DELETE own job not refused"
+echo "config and access as expected"
+"""
+
+
+def test_the_launcher_gets_its_config_file_and_an_account_limited_to_its_job(cluster: Cluster):
+    job = yaml.safe_load(SAMPLE.read_text())
+    job["metadata"]["name"] = "cfg"
+    job["spec"]["config"] = "pool_size: 3\n"
+    job["spec"]["launcher"]["template"]["spec"]["containers"][0]["args"] = [CHECKING_LAUNCHER]
+    job["spec"]["workers"].update(replicas=1, minReplicas=0)
+    job["spec"]["runPolicy"] = {"cleanPodPolicy": "None"}
+    cluster.kubectl("1.33", "apply", "-f", "-", stdin=yaml.safe_dump(job))
+    done = wait_until("the launcher's end", lambda: (j := cluster.get("fj", "cfg")).get("status", {}).get("phase")
+                      in ("Succeeded", "Failed") and j)
+    conditions = {c["type"]: c for c in done["status"]["conditions"]}
+    assert done["status"]["phase"] == "Succeeded", conditions.get("Failed")
+    assert done["spec"]["workers"]["replicas"] == 2  # the launcher's own scale request
+    config_map = cluster.get("configmap", "cfg-config")
+    assert config_map["data"] == {"fiber.yaml": "pool_size: 3\n"}
+    for pod in cluster.pods("cfg", "worker"):
+        container = pod["spec"]["containers"][0]
+        assert {"name": "FIBER_CONFIG", "value": "/etc/fibermpi/fiber.yaml"} in container["env"]
+        assert any(m["mountPath"] == "/etc/fibermpi" for m in container["volumeMounts"])
+    cluster.kubectl("1.33", "delete", "fj", "cfg", "--wait=false")
+    wait_until("the pods of cfg gone", lambda: cluster.pods("cfg") == [], timeout_s=60)
+
+
+def test_why_the_launcher_failed_reaches_the_jobs_condition(cluster: Cluster):
+    job = yaml.safe_load(exiting_job("why", 4))
+    job["spec"]["launcher"]["template"]["spec"]["containers"][0]["args"] = [
+        "echo 'fiber.yaml: unknown key pool_sise' >&2; exit 4"]
+    cluster.kubectl("1.33", "apply", "-f", "-", stdin=yaml.safe_dump(job))
+    failed = wait_until("Failed", lambda: (j := cluster.get("fj", "why")).get("status", {}).get(
+        "phase") == "Failed" and j)
+    failure = {c["type"]: c for c in failed["status"]["conditions"]}["Failed"]
+    assert failure["message"] == "launcher exited with code 4: fiber.yaml: unknown key pool_sise", failure
+    cluster.kubectl("1.33", "delete", "fj", "why", "--wait=false")
 
 
 def test_a_controller_restarted_mid_job_creates_no_duplicate(cluster: Cluster):

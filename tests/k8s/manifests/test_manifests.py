@@ -88,11 +88,36 @@ def test_rbac_names_exact_resources_and_verbs(rendered):
     for need in [("fibermpi.io", "fiberjobs", "watch"), ("fibermpi.io", "fiberjobs/status", "update"),
                  ("", "pods", "create"), ("", "pods", "delete"), ("", "pods/log", "get"),
                  ("", "services", "create"), ("", "events", "create"),
-                 ("coordination.k8s.io", "leases", "update")]:
+                 ("coordination.k8s.io", "leases", "update"),
+                 ("", "configmaps", "watch"), ("", "configmaps", "create"), ("", "configmaps", "update"),
+                 ("", "serviceaccounts", "create"), ("rbac.authorization.k8s.io", "roles", "create"),
+                 ("rbac.authorization.k8s.io", "rolebindings", "create")]:
         assert need in granted, need
     # What it never does: touch secrets, change a job's spec, write pods in place.
     for never in [("", "secrets", "get"), ("fibermpi.io", "fiberjobs", "update"),
                   ("fibermpi.io", "fiberjobs", "create"), ("", "pods", "update"), ("", "pods", "patch")]:
+        assert never not in granted, never
+
+
+# What the controller's per-job launcher Role (NAME-launcher) grants, limited to the job by name.
+LAUNCHER_ROLE_GRANTS = [("fibermpi.io", "fiberjobs", "get"), ("fibermpi.io", "fiberjobs", "patch"),
+                        ("fibermpi.io", "fiberjobs/scale", "get"), ("fibermpi.io", "fiberjobs/scale", "patch"),
+                        ("fibermpi.io", "fiberjobs/scale", "update")]
+
+
+def test_the_controller_holds_what_the_launcher_role_it_creates_grants(rendered):
+    """The API server refuses a Role (and a RoleBinding to it) that grants more than its creator holds,
+    unless the creator has escalate/bind, which the controller must not have: so its ClusterRole holds
+    every permission of the launcher Role, and deletes nothing but what it needs to."""
+    _, docs = rendered
+    (cluster_role,) = by_kind(docs, "ClusterRole")
+    granted = {(g, r, v) for rule in cluster_role["rules"] if not rule.get("resourceNames")
+               for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
+    for need in LAUNCHER_ROLE_GRANTS:
+        assert need in granted, need
+    for never in [("", "serviceaccounts", "delete"), ("rbac.authorization.k8s.io", "roles", "update"),
+                  ("rbac.authorization.k8s.io", "rolebindings", "update"), ("", "configmaps", "delete"),
+                  ("rbac.authorization.k8s.io", "clusterroles", "create")]:
         assert never not in granted, never
 
 

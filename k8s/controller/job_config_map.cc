@@ -1,0 +1,52 @@
+#include "k8s/controller/job_config_map.h"
+
+#include <string>
+
+#include "k8s/controller/object_names.h"
+#include "k8s/controller/pod_builder.h"
+
+namespace fiber::k8s::controller {
+
+using nlohmann::json;
+
+json build_config_map(const JobSpec& job) {
+  return {{"apiVersion", "v1"},
+          {"kind", "ConfigMap"},
+          {"metadata",
+           {{"name", config_map_name(job.name)},
+            {"namespace", job.ns},
+            {"labels", {{std::string(kJobNameLabel), job.name}}},
+            {"ownerReferences", json::array({owner_reference(job)})}}},
+          {"data", {{kConfigFileKey, job.config.value_or("")}}}};
+}
+
+bool config_map_is_current(const json& config_map, const JobSpec& job) {
+  if (!job.config) return true;
+  const json::json_pointer pointer(std::string("/data/") + kConfigFileKey);
+  return config_map.contains(pointer) && config_map.at(pointer).is_string() &&
+         config_map.at(pointer).get<std::string>() == *job.config;
+}
+
+void mount_config_map(json& pod, const JobSpec& job) {
+  json& spec = pod["spec"];
+  if (!spec.contains("containers") || !spec["containers"].is_array() ||
+      spec["containers"].empty() || !spec["containers"][0].is_object()) {
+    return;
+  }
+  if (!spec.contains("volumes") || !spec["volumes"].is_array()) spec["volumes"] = json::array();
+  spec["volumes"].push_back(
+      {{"name", kConfigVolumeName}, {"configMap", {{"name", config_map_name(job.name)}}}});
+  json& container = spec["containers"][0];
+  if (!container.contains("volumeMounts") || !container["volumeMounts"].is_array()) {
+    container["volumeMounts"] = json::array();
+  }
+  container["volumeMounts"].push_back(
+      {{"name", kConfigVolumeName}, {"mountPath", kConfigMountPath}, {"readOnly", true}});
+  if (!container.contains("env") || !container["env"].is_array()) container["env"] = json::array();
+  for (const json& variable : container["env"]) {
+    if (variable.value("name", "") == "FIBER_CONFIG") return;  // the template's own wins
+  }
+  container["env"].push_back({{"name", "FIBER_CONFIG"}, {"value", kConfigFilePath}});
+}
+
+}  // namespace fiber::k8s::controller

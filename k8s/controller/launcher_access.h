@@ -1,0 +1,22 @@
+// What the launcher may do on the API server: its own ServiceAccount, and a Role (with its
+// RoleBinding) that lets the program read its FiberJob, release workers and grow or shrink its
+// pool through the scale subresource, on that one job alone.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "k8s/controller/job_spec.h"
+
+namespace fiber::k8s::controller {
+
+/// ServiceAccount NAME-launcher, owned by the job; the launcher pod runs as it.
+nlohmann::json build_launcher_service_account(const JobSpec& job);
+
+/// Role NAME-launcher, owned by the job: get and patch on fiberjobs, get, patch and update on
+/// fiberjobs/scale, both limited to the job by resourceNames.
+nlohmann::json build_launcher_role(const JobSpec& job);
+
+/// RoleBinding NAME-launcher, owned by the job: binds the Role to the ServiceAccount.
+nlohmann::json build_launcher_role_binding(const JobSpec& job);
+
+}  // namespace fiber::k8s::controller
