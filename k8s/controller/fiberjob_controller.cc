@@ -298,10 +298,11 @@ KeyOutcome FiberJobController::reconcile_key(const std::string& key) {
           ForeignObject{"Service", service_name(name), describe_controller(*service)});
     }
   }
+  // Someone else's ConfigMap of that name is in the way only of a job that has a spec.config.
   if (const std::optional<json> config_map = config_maps_->get(ns, config_map_name(name))) {
     if (is_controlled_by(*config_map, spec.uid)) {
       observed.config_map = *config_map;
-    } else {
+    } else if (spec.config) {
       observed.foreign_objects.push_back(
           ForeignObject{"ConfigMap", config_map_name(name), describe_controller(*config_map)});
     }
