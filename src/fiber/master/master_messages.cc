@@ -122,7 +122,8 @@ void Master::on_hello_locked(Link& link, int rank, const std::vector<std::byte>&
   const auto module = serial::read<uint64_t>(reader);
   const auto pid = serial::read<int>(reader);
   const auto host = serial::read<std::string>(reader);
-  const auto pod = serial::read<std::string>(reader);
+  // Protocol 6 added the worker's pod; an older worker is refused below without it.
+  const auto pod = protocol == kProtocolVersion ? serial::read<std::string>(reader) : std::string();
   if (slots_expected_ > 0) --slots_expected_;
   ++link.hellos;
   std::string refusal;

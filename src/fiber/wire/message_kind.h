@@ -6,10 +6,10 @@
 namespace fiber::detail {
 
 /// Bumped whenever a message layout changes; checked at handshake.
-inline constexpr uint32_t kProtocolVersion = 5;
+inline constexpr uint32_t kProtocolVersion = 6;
 
 enum class Kind : uint32_t {
-  kHello = 1,    ///< worker -> master: {protocol, main module id, pid, host}
+  kHello = 1,    ///< worker -> master: {protocol, main module id, pid, host, pod}
   kWelcome,      ///< master -> worker: {master pid, master host, signal directory,
                  ///< heartbeat interval in ms}
   kRefuse,       ///< master -> worker: {reason}
