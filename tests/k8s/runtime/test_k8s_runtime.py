@@ -257,3 +257,32 @@ def test_pods_that_never_start_give_a_clear_error(cluster: Cluster):
     log = cluster.log(f"{name}-launcher")
     assert job["status"]["launcher"]["exitCode"] == 3, f"{job['status']}\n{log}"
     assert "did not join within pod_start_timeout (3 s)" in log, log
+
+
+def test_worker_pods_with_several_slots_serve_one_worker_per_slot(cluster: Cluster):
+    name = "slots"
+    job = yaml.safe_load(fiberjob(name, "grow"))
+    job["spec"]["workers"]["slotsPerWorker"] = 2
+    recorder = PodRecorder(cluster, name)
+    cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(job))
+    job = finished(cluster, name)
+    recorder.stop()
+    log = cluster.log(f"{name}-launcher")
+    assert job["status"]["phase"] == "Succeeded", f"{job['status']}\n{log}"
+    workers = workers_in(log, "map of 2000")
+    assert len(workers) == 4 and len(pods_in(log, "map of 2000")) == 2, log
+    assert recorder.most_at_once == 2, recorder.first_seen
+
+
+def test_the_pool_demo_sample_runs_to_success(cluster: Cluster):
+    image = ROOT / "build-openmpi4/image/opt/fibermpi/bin/03_elastic_pool"
+    assert image.exists(), f"{image} is not installed (scripts/setup and scripts/test install it)"
+    recorder = PodRecorder(cluster, "pool-demo")
+    cluster.kubectl("apply", "-f", str(ROOT / "k8s/samples/pool-demo.yaml"))
+    job = finished(cluster, "pool-demo", timeout_s=300)
+    recorder.stop()
+    log = cluster.log("pool-demo-launcher")
+    assert job["status"]["phase"] == "Succeeded", f"{job['status']}\n{log}"
+    assert "pool resized to 8 workers" in log and "pool resized to 2 workers" in log, log
+    assert recorder.most_at_once == 8, recorder.first_seen
+    assert re.search(r"^final loss", log, re.MULTILINE), log
