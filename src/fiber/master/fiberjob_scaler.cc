@@ -77,22 +77,25 @@ FiberJobScaler::Workers FiberJobScaler::grow_to(int replicas) {
   }
 }
 
-std::vector<std::string> FiberJobScaler::release(const std::vector<std::string>& pods) {
+std::vector<std::string> FiberJobScaler::release(const std::vector<std::string>& pods, int held) {
   const auto ref = k8s::fiberjobs_ref(ns_);
   for (int attempt = 1;; ++attempt) {
     json job = client_->get(ref, job_);
     Workers workers = workers_of(job);
     std::set<std::string> names(workers.to_delete.begin(), workers.to_delete.end());
     std::vector<std::string> released;
-    int replicas = workers.replicas;
+    int left = held;
     for (const auto& pod : pods) {
-      if (replicas <= workers.min_replicas) break;
+      if (left <= workers.min_replicas) break;
       if (names.insert(pod).second) {
         released.push_back(pod);
-        --replicas;
+        --left;
       }
     }
     if (released.empty()) return {};
+    // Replicas above the pods left would make the controller replace the released ones; below
+    // (a `kubectl scale` down from outside) they stay as they are.
+    const int replicas = std::min(workers.replicas, left);
     json patch = {
         {"metadata", {{"resourceVersion", resource_version(job)}}},
         {"spec",

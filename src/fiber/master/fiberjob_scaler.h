@@ -38,9 +38,11 @@ class FiberJobScaler {
   /// Asks for at least `replicas` worker pods (never fewer than already asked for, never more
   /// than maxReplicas). Returns the spec as written (or as found, when it asked for enough).
   Workers grow_to(int replicas);
-  /// Names `pods` in workersToDelete and lowers replicas by their number, in one write; pods
-  /// that would take replicas below minReplicas stay. Returns the pods released.
-  std::vector<std::string> release(const std::vector<std::string>& pods);
+  /// Names `pods` (of the `held` pods whose workers joined) in workersToDelete and lowers
+  /// replicas to at most the pods left, in one write, so the controller deletes exactly those
+  /// and replaces none of them; pods that would leave fewer than minReplicas stay. Returns the
+  /// pods released.
+  std::vector<std::string> release(const std::vector<std::string>& pods, int held);
   /// Takes `pods` (released earlier and gone now) out of workersToDelete.
   void forget(const std::vector<std::string>& pods);
 

@@ -81,6 +81,7 @@ PodProvisioner::Plan PodProvisioner::plan_locked(Clock::time_point now) {
     starved_ = plan.fail_why;
     waiting_since_.reset();
   }
+  plan.held = joined;
   if (waiting == 0 && wanted == 0) {
     for (const auto& [name, use] : pods) {
       if (use.releasing || use.live == 0 || use.idle < use.live) continue;
@@ -111,7 +112,7 @@ void PodProvisioner::carry_out(Plan& plan, std::unique_lock<std::mutex>& lock) {
   }
   if (!plan.release.empty()) {
     try {
-      released = scaler_->release(plan.release);
+      released = scaler_->release(plan.release, plan.held);
     } catch (const std::exception& e) {
       report("cannot release worker pods of " + scaler_->describe(), e);
     }
@@ -147,7 +148,7 @@ void PodProvisioner::carry_out(Plan& plan, std::unique_lock<std::mutex>& lock) {
   for (const auto& pod : plan.release) {
     if (std::find(released.begin(), released.end(), pod) != released.end()) {
       released_.insert(pod);
-      replicas_ = std::max(0, replicas_ - 1);
+      replicas_ = std::min(replicas_, --plan.held);
       host_.shut_down_pod_locked(pod);
     } else {
       // minReplicas keeps it (or the write failed): usable again, asked again later.

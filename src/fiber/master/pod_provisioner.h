@@ -70,7 +70,8 @@ class PodProvisioner {
  private:
   struct Plan {
     int grow_to = 0;                   ///< Replicas to ask for (0: no growth).
-    std::vector<std::string> release;  ///< Idle pods to give back.
+    std::vector<std::string> release;  ///< Idle pods to give back...
+    int held = 0;                      ///< ...of the pods whose workers joined.
     std::vector<std::string> forget;   ///< Released pods now gone: names to clear.
     size_t fail = 0;                   ///< Waiting processes to fail (pods did not come).
     std::string fail_why;
