@@ -1,7 +1,9 @@
 """FiberJobs end to end: scripts/dev-cluster brings up the API server stand-in, two nodes and
 fiber-controller; the real kubectl (1.27 and 1.33) does what a user does, and the tests check what the
-cluster shows: pods, the job's columns, scaling, replacement with its Event, validation, the job's end,
-a controller restarted mid-job and two controllers with one leader."""
+cluster shows: pods, the launcher's ServiceAccount, Role and RoleBinding, the job's columns, scaling,
+replacement with its Event, validation, the job's end and why the launcher failed, spec.config mounted
+and the launcher's API access checked from inside its pod, a controller restarted mid-job and two
+controllers with one leader."""
 
 from __future__ import annotations
 
