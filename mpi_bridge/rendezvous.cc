@@ -5,6 +5,17 @@
 #include "mpi_bridge/error.h"
 
 namespace fiber::bridge {
+namespace {
+
+// The accepting side tells every rank of a joined job that its MPI_Comm_accept has returned; a
+// joined rank sends nothing before. Open MPI 4.1 deadlocks otherwise: a joined rank's first
+// message reaches the master while the master still accepts another job, the master's progress
+// thread waits in PMIx for the new peer's address while the accepting thread waits in PMIx for
+// the exchange with the other job, and neither returns (seen with four worker pods joining at
+// once).
+constexpr int kJoinReadyTag = 7118;
+
+}  // namespace
 
 Rendezvous::Rendezvous() {
   char port[MPI_MAX_PORT_NAME] = {};
@@ -22,7 +33,15 @@ Communicator Rendezvous::accept() {
   MPI_Comm joined = MPI_COMM_NULL;
   FIBER_MPI_CHECK(MPI_Comm_accept(port_.c_str(), MPI_INFO_NULL, 0, MPI_COMM_SELF, &joined));
   MPI_Comm_set_errhandler(joined, MPI_ERRORS_RETURN);
-  return Communicator(joined);
+  Communicator communicator(joined);
+  // Sent without waiting: a joined rank that dies at once must not hold up the next accept.
+  const int ranks = communicator.remote_size();
+  for (int rank = 0; rank < ranks; ++rank) {
+    MPI_Request request = MPI_REQUEST_NULL;
+    FIBER_MPI_CHECK(MPI_Isend(nullptr, 0, MPI_BYTE, rank, kJoinReadyTag, joined, &request));
+    MPI_Request_free(&request);
+  }
+  return communicator;
 }
 
 Communicator connect(const std::string& address) {
@@ -34,19 +53,17 @@ Communicator connect(const std::string& address) {
                    code, mpi_error_text(code));
   }
   MPI_Comm_set_errhandler(joined, MPI_ERRORS_RETURN);
-  return Communicator(joined);
+  Communicator communicator(joined);
+  const int ready = MPI_Recv(nullptr, 0, MPI_BYTE, 0, kJoinReadyTag, joined, MPI_STATUS_IGNORE);
+  if (ready != MPI_SUCCESS) {
+    throw MpiError("waiting for the master at " + address + " to take this job", ready,
+                   mpi_error_text(ready));
+  }
+  return communicator;
 }
 
 void publish_name(const std::string& service, const std::string& address) {
-  int code = MPI_Publish_name(service.c_str(), MPI_INFO_NULL, address.c_str());
-  if (code != MPI_SUCCESS) {
-    // An entry left by an earlier launcher of the same job (it was killed before it could
-    // unpublish): the name server refuses to publish twice, so the stale one goes first.
-    char old_port[MPI_MAX_PORT_NAME] = {};
-    if (MPI_Lookup_name(service.c_str(), MPI_INFO_NULL, old_port) == MPI_SUCCESS)
-      MPI_Unpublish_name(service.c_str(), MPI_INFO_NULL, old_port);
-    code = MPI_Publish_name(service.c_str(), MPI_INFO_NULL, address.c_str());
-  }
+  const int code = MPI_Publish_name(service.c_str(), MPI_INFO_NULL, address.c_str());
   if (code != MPI_SUCCESS) {
     throw MpiError("MPI_Publish_name of '" + service + "' on the name server", code,
                    mpi_error_text(code));

@@ -27,12 +27,13 @@ class Rendezvous {
 };
 
 /// Connects the whole job (collective over MPI_COMM_WORLD) to `address`; throws fiber::MpiError
-/// naming the address when it cannot.
+/// naming the address when it cannot. Returns once the accepting side's MPI_Comm_accept has
+/// returned too (it says so), so that nothing is sent to it before.
 Communicator connect(const std::string& address);
 
 /// Publishes `address` under `service` on the job's name server (MPI_Publish_name; Open MPI
-/// 4.1: the ompi-server mpirun was started with). A stale entry of an earlier run under the same
-/// name is replaced. Throws fiber::MpiError naming the service.
+/// 4.1: the ompi-server mpirun was started with), replacing what was published under that name
+/// before. Throws fiber::MpiError naming the service.
 void publish_name(const std::string& service, const std::string& address);
 
 /// The address published under `service`, or empty when nothing is published under it yet.

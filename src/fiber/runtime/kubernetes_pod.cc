@@ -86,6 +86,7 @@ std::optional<KubernetesPod> KubernetesPod::from_environment() {
   pod.ns = required("FIBER_K8S_NAMESPACE", "the namespace of the FiberJob");
   pod.pod_name = required("FIBER_K8S_POD_NAME", "the name of this pod");
   pod.name_service_uri = required("FIBER_NAME_SERVICE_URI", "the URI of the job's name service");
+  if (const char* ip = std::getenv("FIBER_K8S_POD_IP")) pod.pod_ip = ip;
   if (const char* slots = std::getenv("FIBER_SLOTS_PER_WORKER"); slots && *slots) {
     char* end = nullptr;
     const long value = std::strtol(slots, &end, 10);

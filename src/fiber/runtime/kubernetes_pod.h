@@ -16,6 +16,7 @@ struct KubernetesPod {
   std::string ns;                ///< FIBER_K8S_NAMESPACE
   std::string pod_name;          ///< FIBER_K8S_POD_NAME
   std::string name_service_uri;  ///< FIBER_NAME_SERVICE_URI: the job's ompi-server.
+  std::string pod_ip;            ///< FIBER_K8S_POD_IP (may be empty)
   int slots_per_worker = 1;      ///< FIBER_SLOTS_PER_WORKER: ranks in each worker pod.
 
   /// The pod this process runs in, or nothing outside a FiberJob (FIBER_K8S_ROLE unset). Throws
@@ -24,6 +25,8 @@ struct KubernetesPod {
 
   /// The name the launcher publishes its rendezvous under on the name service.
   std::string service_name() const { return "fibermpi:" + ns + "/" + job; }
+  /// ...and the address of its join turns (JoinTurns) under this one.
+  std::string turns_name() const { return service_name() + "#turns"; }
   /// "FiberJob <ns>/<job>", for messages.
   std::string describe() const { return "FiberJob " + ns + "/" + job; }
 };

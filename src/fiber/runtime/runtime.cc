@@ -14,6 +14,7 @@
 #include "fiber/master/fiberjob_scaler.h"
 #include "fiber/master/master.h"
 #include "fiber/master/queue_hub.h"
+#include "fiber/runtime/join_turns.h"
 #include "fiber/runtime/kubernetes_pod.h"
 #include "fiber/worker/master_link.h"
 #include "fiber/worker/start_up_watchdog.h"
@@ -168,7 +169,22 @@ void Runtime::begin(int& argc, char**& argv, const Config&) {
     // Every rank of this job is a worker of the master it joins.
     master = false;
     joined = true;
-    link->comm = bridge::connect(bridge::Environment::connect_address());
+    // Worker pods start together; Open MPI 4.1 needs them to connect one after another: rank 0
+    // waits for its turn from the launcher, and gives it back once connected.
+    int turn = -1;
+    if (pod && bridge::Environment::world_rank() == 0) {
+      const std::string turns = bridge::lookup_name(pod->turns_name());
+      if (turns.empty())
+        throw Error("fibermpi: the launcher of " + pod->describe() + " published no join turns");
+      turn = wait_for_join_turn(turns, settings_.pod_start_timeout);
+    }
+    try {
+      link->comm = bridge::connect(bridge::Environment::connect_address());
+    } catch (...) {
+      if (turn >= 0) ::close(turn);
+      throw;
+    }
+    if (turn >= 0) ::close(turn);
     link->connected = true;
   } else if (mode == bridge::LaunchMode::kStaticWorld && bridge::Environment::world_size() > 1) {
     link->comm = bridge::Communicator::duplicate(MPI_COMM_WORLD);
@@ -200,6 +216,9 @@ void Runtime::begin(int& argc, char**& argv, const Config&) {
     if (pod) {
       // The launcher of a FiberJob: worker pods join through the rendezvous it publishes, and
       // its pools ask the job for them.
+      // Turns first: a worker that finds the rendezvous finds its turns too.
+      join_turns_ = std::make_unique<JoinTurns>(pod->pod_ip, std::chrono::seconds(30));
+      bridge::publish_name(pod->turns_name(), join_turns_->address());
       bridge::publish_name(pod->service_name(), master_->listen());
       master_->provision_pods(std::make_unique<FiberJobScaler>(pod->ns, pod->job),
                               pod->slots_per_worker);

@@ -15,6 +15,7 @@
 
 namespace fiber::detail {
 
+class JoinTurns;
 class Master;
 class MasterLink;
 
@@ -59,6 +60,7 @@ class Runtime {
   std::unique_ptr<ProgressEngine> engine_;
   std::unique_ptr<Master> master_;
   std::unique_ptr<MasterLink> worker_;
+  std::unique_ptr<JoinTurns> join_turns_;  ///< A FiberJob's launcher: turns for joining pods.
   uint64_t self_id_ = 0;
   std::string self_name_ = "MainProcess";
   bool shut_down_ = false;
