@@ -85,7 +85,8 @@ def wait_until(what: str, check: Callable[[], Any], timeout_s: float = 90, inter
 def fiberjob(name: str, scenario: str, config: str | None = FAST_CONFIG, max_replicas: int = 8,
              worker_spec: dict | None = None, launcher_env: list | None = None) -> str:
     """A FiberJob running the test program as its launcher; its worker template names no command,
-    so worker pods run the launcher's."""
+    so worker pods run the launcher's. The default cleanPodPolicy (Running) keeps the finished
+    launcher pod and its log."""
     launcher = {"name": "main", "image": "fibermpi/test", "command": [PROGRAM, scenario]}
     if launcher_env:
         launcher["env"] = launcher_env
@@ -95,55 +96,83 @@ def fiberjob(name: str, scenario: str, config: str | None = FAST_CONFIG, max_rep
             "launcher": {"template": {"spec": {"containers": [launcher]}}},
             "workers": {"minReplicas": 0, "maxReplicas": max_replicas, "replicas": 0,
                         "template": {"spec": {"containers": [{"name": "main", "image": "fibermpi/test"}],
-                                              **(worker_spec or {})}}},
-            "runPolicy": {"cleanPodPolicy": "All"}}}
+                                              **(worker_spec or {})}}}}}
     if config is not None:
         job["spec"]["config"] = config
     return yaml.safe_dump(job)
 
 
+class Watch:
+    """`kubectl get ... --watch --output-watch-events -o json` in the background, calling on_event(type,
+    object, time) for every event as it arrives (a poll would miss short-lived states)."""
+
+    def __init__(self, cluster: Cluster, args: list[str], on_event: Callable[[str, dict, float], None]):
+        self.process = subprocess.Popen([KUBECTL, "get", *args, "--watch", "--output-watch-events", "-o", "json"],
+                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                        env=cluster.env)
+        self.on_event = on_event
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        decoder = json.JSONDecoder()
+        buffer = ""
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            buffer += line
+            while buffer.strip():
+                try:
+                    event, end = decoder.raw_decode(buffer.lstrip())
+                except json.JSONDecodeError:
+                    break
+                buffer = buffer.lstrip()[end:]
+                self.on_event(event["type"], event["object"], time.monotonic())
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+        self.thread.join(timeout=10)
+
+
 class PodRecorder:
-    """Polls a job's worker pods and spec in the background: every worker pod seen, when it was first
-    seen without a deletionTimestamp and when it went, and every name workersToDelete held."""
+    """Watches a job's worker pods and spec: every worker pod seen alive, when it first was and when it
+    went (deleted or deletion begun), the most alive at once, every name workersToDelete held, and when
+    the launcher ended."""
 
     def __init__(self, cluster: Cluster, job: str):
-        self.cluster, self.job = cluster, job
         self.first_seen: dict[str, float] = {}
         self.gone: dict[str, float] = {}
+        self.alive: set[str] = set()
         self.most_at_once = 0
         self.named: set[str] = set()
         self.launcher_done: float | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
+        self.lock = threading.Lock()
+        self.watches = [
+            Watch(cluster, ["pods", "-l", f"fibermpi.io/job-name={job},fibermpi.io/role=worker"], self._on_pod),
+            Watch(cluster, ["fiberjobs", "--field-selector", f"metadata.name={job}"], self._on_job)]
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            now = time.monotonic()
-            try:
-                pods = self.cluster.pods(self.job, "worker")
-                job = self.cluster.job(self.job)
-            except (AssertionError, json.JSONDecodeError, subprocess.TimeoutExpired):
-                continue
-            alive = {p["metadata"]["name"] for p in pods
-                     if "deletionTimestamp" not in p["metadata"]
-                     and p.get("status", {}).get("phase") in ("Pending", "Running")}
-            for name in alive:
+    def _on_pod(self, kind: str, pod: dict, now: float) -> None:
+        name = pod["metadata"]["name"]
+        with self.lock:
+            if (kind != "DELETED" and "deletionTimestamp" not in pod["metadata"]
+                    and pod.get("status", {}).get("phase") in ("Pending", "Running")):
                 self.first_seen.setdefault(name, now)
-                self.gone.pop(name, None)
-            for name in self.first_seen:
-                if name not in alive:
-                    self.gone.setdefault(name, now)
-            self.most_at_once = max(self.most_at_once, len(alive))
+                self.alive.add(name)
+                self.most_at_once = max(self.most_at_once, len(self.alive))
+            elif name in self.alive:
+                self.alive.discard(name)
+                self.gone.setdefault(name, now)
+
+    def _on_job(self, kind: str, job: dict, now: float) -> None:
+        with self.lock:
             self.named.update(job["spec"]["workers"].get("workersToDelete", []))
             if self.launcher_done is None and job.get("status", {}).get("launcher", {}).get("phase") in (
                     "Succeeded", "Failed"):
                 self.launcher_done = now
-            time.sleep(0.1)
 
     def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=30)
+        for watch in self.watches:
+            watch.stop()
 
 
 def phase(cluster: Cluster, name: str) -> str:
