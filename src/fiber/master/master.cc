@@ -314,6 +314,8 @@ std::map<std::string, PodUse> Master::pods_locked() const {
   for (const auto& [key, slot] : table_.slots()) {
     if (slot->pod.empty() || slot->gone()) continue;
     PodUse& use = pods[slot->pod];
+    // The pod's ranks are one joined job, one link: those still to say hello are coming.
+    use.starting = std::max(0, slot->link->expected_hellos - slot->link->hellos);
     ++use.live;
     if (slot->state == Slot::State::kIdle && !slot->process) {
       ++use.idle;

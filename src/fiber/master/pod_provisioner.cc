@@ -50,14 +50,18 @@ PodProvisioner::Plan PodProvisioner::plan_locked(Clock::time_point now) {
   Plan plan;
   const auto pods = host_.pods_locked();
   int joined = 0;
-  for (const auto& [name, use] : pods)
+  int starting = 0;  // workers of joined pods that have not said hello yet
+  for (const auto& [name, use] : pods) {
     if (use.live > 0 && !use.releasing) ++joined;
+    starting += use.starting;
+  }
   for (const auto& name : released_)
     if (!pods.contains(name)) plan.forget.push_back(name);
 
   // Pods asked for that have not joined yet bring slots_per_pod workers each.
   const int coming_pods = std::max(0, replicas_ - joined);
-  const int wanted = host_.pod_slots_wanted_locked(coming_pods * slots_per_pod_);
+  const int wanted = host_.pod_slots_wanted_locked(coming_pods * slots_per_pod_ + starting);
+  joined_starting_ = starting;
   const size_t waiting = host_.waiting_processes_locked();
   if (waiting == 0) {
     waiting_since_.reset();
@@ -134,7 +138,8 @@ void PodProvisioner::carry_out(Plan& plan, std::unique_lock<std::mutex>& lock) {
       // The job allows no more pods: the processes beyond what its pods can hold fail now
       // instead of waiting for pods that will never be asked for.
       const int coming_pods = std::max(0, seen->replicas - joined_pods_seen_);
-      const int short_by = host_.pod_slots_wanted_locked(coming_pods * slots_per_pod_);
+      const int short_by =
+          host_.pod_slots_wanted_locked(coming_pods * slots_per_pod_ + joined_starting_);
       if (short_by > 0) {
         host_.fail_waiting_locked(
             static_cast<size_t>(short_by),

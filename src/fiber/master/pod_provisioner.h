@@ -29,6 +29,7 @@ class FiberJobScaler;
 struct PodUse {
   int live = 0;                  ///< Workers of the pod that have not left.
   int idle = 0;                  ///< ...of which idle, running nothing.
+  int starting = 0;              ///< Workers of its job that have not said hello yet.
   Clock::time_point idle_since;  ///< When the last of them became idle.
   bool releasing = false;        ///< Being released: no new work goes there.
 };
@@ -100,6 +101,7 @@ class PodProvisioner {
   /// Since when processes have waited for pods with none joining meanwhile.
   std::optional<Clock::time_point> waiting_since_;
   int joined_pods_seen_ = 0;
+  int joined_starting_ = 0;  ///< Workers of joined pods still to say hello, as last planned.
   /// Why asked-for pods did not come, once pod_start_timeout has passed with none joining: until
   /// a pod joins, processes that wait for one fail at once with this instead of waiting again.
   std::string starved_;

@@ -111,6 +111,7 @@ class Watch:
                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                                         env=cluster.env)
         self.on_event = on_event
+        self.errors: list[str] = []
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
 
@@ -126,7 +127,10 @@ class Watch:
                 except json.JSONDecodeError:
                     break
                 buffer = buffer.lstrip()[end:]
-                self.on_event(event["type"], event["object"], time.monotonic())
+                try:
+                    self.on_event(event.get("type", ""), event.get("object") or {}, time.monotonic())
+                except Exception as error:  # noqa: BLE001 - reported by the test that reads it
+                    self.errors.append(f"{error!r} on {event}")
 
     def stop(self) -> None:
         self.process.terminate()
@@ -147,11 +151,14 @@ class PodRecorder:
         self.named: set[str] = set()
         self.launcher_done: float | None = None
         self.lock = threading.Lock()
+        self.job = job
         self.watches = [
             Watch(cluster, ["pods", "-l", f"fibermpi.io/job-name={job},fibermpi.io/role=worker"], self._on_pod),
-            Watch(cluster, ["fiberjobs", "--field-selector", f"metadata.name={job}"], self._on_job)]
+            Watch(cluster, ["fiberjobs"], self._on_job)]
 
     def _on_pod(self, kind: str, pod: dict, now: float) -> None:
+        if pod.get("kind") != "Pod":
+            return
         name = pod["metadata"]["name"]
         with self.lock:
             if (kind != "DELETED" and "deletionTimestamp" not in pod["metadata"]
@@ -164,6 +171,8 @@ class PodRecorder:
                 self.gone.setdefault(name, now)
 
     def _on_job(self, kind: str, job: dict, now: float) -> None:
+        if job.get("kind") != "FiberJob" or job["metadata"]["name"] != self.job:
+            return
         with self.lock:
             self.named.update(job["spec"]["workers"].get("workersToDelete", []))
             if self.launcher_done is None and job.get("status", {}).get("launcher", {}).get("phase") in (
@@ -173,6 +182,8 @@ class PodRecorder:
     def stop(self) -> None:
         for watch in self.watches:
             watch.stop()
+        errors = [error for watch in self.watches for error in watch.errors]
+        assert not errors, errors
 
 
 def phase(cluster: Cluster, name: str) -> str:
