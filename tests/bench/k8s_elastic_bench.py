@@ -16,7 +16,7 @@ The development cluster shares the machine with everything else that runs on it:
 include that machine's load.
 
 Usage: k8s_elastic_bench.py [--build-dir build-openmpi4] [--repeats 5] [--sizes 1,4,8]
-                            [--phase-seconds 8] [--only grow-k8s,grow-spawn,grow-join,throughput,detect]
+                            [--phase-seconds 5] [--only grow-k8s,grow-spawn,grow-join,throughput,detect]
                             [--out BUILD/bench/k8s_elastic.json]
 Prints markdown tables and writes the figures as JSON."""
 
@@ -165,9 +165,9 @@ class Cluster:
                 print(f"  {job}: {error}", file=sys.stderr)
             wait_until(f"{job} to finish", finished, timeout_s, 0.2)
             log = self.launcher_log(job)
+            (self.dir / f"{job}.log").write_text(log)
             rows = json_lines(log)
             if self.phase(job) != "Succeeded":
-                (self.dir / f"{job}.log").write_text(log)
                 rows.append({"error": f"FiberJob {job} failed (launcher log: {self.dir / job}.log): "
                                       + " | ".join(log.strip().splitlines()[-3:])})
             return rows
@@ -199,18 +199,26 @@ def grow_k8s(cluster: Cluster, program: str, work: pathlib.Path, sizes: list[int
         k, r = tag.split("-")
         round_dir = work / tag
         round_dir.mkdir()
-        rows += [{**row, "round": int(r)} for row in cluster.run_job(
-            f"elastic-grow-{tag}", program, ["grow", str(round_dir), k, "1"], BASE_CONFIG,
-            lambda alive: drive_growth(round_dir, [int(k)], 1, alive, lambda: None))]
+        try:
+            rows += [{**row, "k": int(k), "round": int(r)} for row in cluster.run_job(
+                f"elastic-grow-{tag}", program, ["grow", str(round_dir), k, "1"], BASE_CONFIG,
+                lambda alive: drive_growth(round_dir, [int(k)], 1, alive, lambda: None))]
+        except (RuntimeError, TimeoutError) as error:
+            rows.append({"k": int(k), "round": int(r), "error": f"elastic-grow-{tag}: {error}"})
     return rows
 
 
-def local_env(build_dir: pathlib.Path) -> dict[str, str]:
-    """Open MPI 4.1 of the build (its mpirun first on PATH), runnable as root, oversubscribing."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FIBER_K8S") and k != "OPAL_PREFIX"}
-    env.update(PATH=f"{build_dir}/mpi-bin:{env.get('PATH', '')}", OMPI_ALLOW_RUN_AS_ROOT="1",
-               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1", FIBER_QUIET="1")
+def local_env() -> dict[str, str]:
+    """Runnable as root, oversubscribing, quiet; the MPI is the build's (see in_build_env)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FIBER_K8S")}
+    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1",
+               PRTE_ALLOW_RUN_AS_ROOT="1", PRTE_ALLOW_RUN_AS_ROOT_CONFIRM="1", FIBER_QUIET="1")
     return env
+
+
+def in_build_env(build_dir: pathlib.Path, command: list[str]) -> list[str]:
+    """`command` run with the build's MPI (its env.sh: mpirun on PATH, OPAL_PREFIX for Open MPI 5)."""
+    return ["bash", "-c", f'. "{build_dir}/env.sh" && exec "$@"', "in-build-env", *command]
 
 
 def run_local(command: list[str], env: dict[str, str], work: pathlib.Path,
@@ -236,21 +244,22 @@ def run_local(command: list[str], env: dict[str, str], work: pathlib.Path,
 def grow_spawn(build_dir: pathlib.Path, program: str, work: pathlib.Path, sizes: list[int],
                repeats: int) -> list[dict]:
     # Without the warm reserve and with batches of one, resize(1 + k) spawns exactly k processes.
-    env = {**local_env(build_dir), "FIBER_RESERVE_MAX_IDLE": "0", "FIBER_MIN_SPAWN_BATCH": "1"}
-    return run_local([program, "grow", str(work), ",".join(map(str, sizes)), str(repeats)], env, work,
+    env = {**local_env(), "FIBER_RESERVE_MAX_IDLE": "0", "FIBER_MIN_SPAWN_BATCH": "1"}
+    command = [program, "grow", str(work), ",".join(map(str, sizes)), str(repeats)]
+    return run_local(in_build_env(build_dir, command), env, work,
                      lambda alive: drive_growth(work, sizes, repeats, alive, lambda: None))
 
 
 def grow_join(build_dir: pathlib.Path, program: str, work: pathlib.Path, sizes: list[int],
               repeats: int) -> list[dict]:
-    env = local_env(build_dir)
+    env = local_env()
     uri = work / "ompi-server.uri"
-    server = subprocess.Popen(["ompi-server", "--no-daemonize", "-r", str(uri)], env=env,
+    server = subprocess.Popen(in_build_env(build_dir, ["ompi-server", "--no-daemonize", "-r", str(uri)]), env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for_file(uri, 60)
         server_uri = f"file:{uri}"
-        mpirun = ["mpirun", "--ompi-server", server_uri, "--enable-recovery"]
+        mpirun = in_build_env(build_dir, ["mpirun", "--ompi-server", server_uri, "--enable-recovery"])
 
         def drive(alive: Callable[[], bool]) -> None:
             address = wait_for_file(work / "address", alive=alive).strip()
@@ -352,12 +361,18 @@ def detect_k8s(cluster: Cluster, program: str, work: pathlib.Path, repeats: int,
 
 # --- report --------------------------------------------------------------------------------------
 
-def summary(values: list[float]) -> dict[str, Any]:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values), "runs": values}
+def summary(values: list[float], errors: list[str] | None = None) -> dict[str, Any]:
+    figure: dict[str, Any] = {"runs": values}
+    if values:
+        figure.update(median=statistics.median(values), min=min(values), max=max(values))
+    if errors:
+        figure["errors"] = errors
+    return figure
 
 
-def latencies(rows: list[dict], k: int) -> list[float]:
-    return [row["latency_s"] for row in rows if row.get("k") == k]
+def growth_summary(rows: list[dict], k: int) -> dict[str, Any]:
+    return summary([row["latency_s"] for row in rows if row.get("k") == k and "latency_s" in row],
+                   [row["error"] for row in rows if row.get("k") == k and "error" in row])
 
 
 def print_growth(figures: dict[str, Any], sizes: list[int]) -> None:
@@ -369,9 +384,12 @@ def print_growth(figures: dict[str, Any], sizes: list[int]) -> None:
     for k in sizes:
         for scenario, name in names.items():
             figure = figures.get(scenario, {}).get(str(k))
-            if figure:
+            if figure and figure["runs"]:
+                failed = f" ({len(figure['errors'])} failed)" if figure.get("errors") else ""
                 print(f"| {k} | {name} | {figure['median']:.2f} | {figure['min']:.2f} | {figure['max']:.2f} "
-                      f"| {len(figure['runs'])} |")
+                      f"| {len(figure['runs'])}{failed} |")
+            elif figure:
+                print(f"| {k} | {name} | failed | | | {'; '.join(figure.get('errors', []))[:200]} |")
 
 
 def print_throughput(figures: dict[str, Any]) -> None:
@@ -407,6 +425,61 @@ def print_detection(figures: dict[str, Any]) -> None:
               f"{len(figure['runs'])} |")
 
 
+def run_scenarios(args: argparse.Namespace, build_dir: pathlib.Path, program: str, controller_build: pathlib.Path,
+                  sizes: list[int], only: list[str], work: Callable[[str], pathlib.Path], scratch: pathlib.Path,
+                  figures: dict[str, Any]) -> None:
+    for scenario, run in (("grow-spawn", grow_spawn), ("grow-join", grow_join)):
+        if scenario in only:
+            try:
+                rows = run(build_dir, program, work(scenario), sizes, args.repeats)
+            except (RuntimeError, TimeoutError, subprocess.TimeoutExpired) as error:
+                rows = [{"k": k, "error": str(error)[-400:]} for k in sizes]
+            figures[scenario] = {str(k): growth_summary(rows, k) for k in sizes}
+    if any(s in only for s in ("grow-k8s", "throughput", "detect")):
+        cluster = Cluster(pathlib.Path(scratch, "cluster"), controller_build, max(sizes) + 10)
+        try:
+            if "grow-k8s" in only:
+                rows = grow_k8s(cluster, program, work("grow-k8s"), sizes, args.repeats)
+                figures["grow-k8s"] = {str(k): growth_summary(rows, k) for k in sizes}
+            if "throughput" in only:
+                figures["throughput"] = {}
+                for disturbance, timeout in (("graceful", "5s"), ("forced", "5s"), ("forced", "2s")):
+                    name = f"{disturbance}, heartbeat_timeout {timeout}"
+                    job = f"elastic-throughput-{disturbance}-{timeout}"
+                    try:
+                        rows = throughput_k8s(cluster, program, work(job), args.phase_seconds, job, disturbance,
+                                              {**BASE_CONFIG, "heartbeat_timeout": timeout})
+                    except (RuntimeError, TimeoutError) as error:
+                        rows = [{"error": str(error)}]
+                    figures["throughput"][name] = {row["phase"]: row for row in rows
+                                                   if row.get("scenario") == "throughput"}
+                    errors = [row["error"] for row in rows if "error" in row]
+                    if errors:
+                        figures["throughput"][name]["error"] = errors[-1]
+            if "detect" in only:
+                figures["detect"] = {}
+                for timeout in ("5s", "2s"):
+                    name = f"{timeout} ({'default' if timeout == '5s' else 'fiber.yaml'})"
+                    try:
+                        runs = detect_k8s(cluster, program, work(f"detect-{timeout}"), args.repeats,
+                                          None if timeout == "5s" else timeout)
+                        figures["detect"][name] = summary(runs)
+                    except (RuntimeError, TimeoutError) as error:
+                        figures["detect"][name] = {"error": str(error)}
+        finally:
+            cluster.down()
+
+
+def report(figures: dict[str, Any], sizes: list[int], out: pathlib.Path) -> None:
+    print(f"Machine: {figures['machine']} (the development cluster's pods, the API server and the "
+          "controller run on the same cores)")
+    print_growth(figures, sizes)
+    print_throughput(figures)
+    print_detection(figures)
+    out.write_text(json.dumps(figures, indent=2))
+    print(f"\nJSON: {out}")
+
+
 def end_on_sigterm(signum: int, frame: Any) -> None:
     """A harness stopped by `timeout` still takes its cluster down (the `finally` blocks run)."""
     raise SystemExit(f"stopped by signal {signum}")
@@ -423,7 +496,7 @@ def main() -> int:
                              "one, else build/)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--sizes", default="1,4,8")
-    parser.add_argument("--phase-seconds", type=float, default=8.0)
+    parser.add_argument("--phase-seconds", type=float, default=5.0)
     parser.add_argument("--only", default=",".join(SCENARIOS), help="comma-separated: " + ", ".join(SCENARIOS))
     parser.add_argument("--out", help="JSON results (default: BUILD_DIR/bench/k8s_elastic.json)")
     args = parser.parse_args()
@@ -455,51 +528,11 @@ def main() -> int:
         path.mkdir()
         return path
 
-    for scenario, run in (("grow-spawn", grow_spawn), ("grow-join", grow_join)):
-        if scenario in only:
-            rows = run(build_dir, program, work(scenario), sizes, args.repeats)
-            figures[scenario] = {str(k): summary(latencies(rows, k)) for k in sizes}
-    if any(s in only for s in ("grow-k8s", "throughput", "detect")):
-        cluster = Cluster(pathlib.Path(scratch, "cluster"), controller_build, max(sizes) + 10)
-        try:
-            if "grow-k8s" in only:
-                rows = grow_k8s(cluster, program, work("grow-k8s"), sizes, args.repeats)
-                figures["grow-k8s"] = {str(k): summary(latencies(rows, k)) for k in sizes}
-            if "throughput" in only:
-                figures["throughput"] = {}
-                for disturbance, timeout in (("graceful", "5s"), ("forced", "5s"), ("forced", "2s")):
-                    name = f"{disturbance}, heartbeat_timeout {timeout}"
-                    job = f"elastic-throughput-{disturbance}-{timeout}"
-                    try:
-                        rows = throughput_k8s(cluster, program, work(job), args.phase_seconds, job, disturbance,
-                                              {**BASE_CONFIG, "heartbeat_timeout": timeout})
-                    except (RuntimeError, TimeoutError) as error:
-                        rows = [{"error": str(error)}]
-                    figures["throughput"][name] = {row["phase"]: row for row in rows
-                                                   if row.get("scenario") == "throughput"}
-                    errors = [row["error"] for row in rows if "error" in row]
-                    if errors:
-                        figures["throughput"][name]["error"] = errors[-1]
-            if "detect" in only:
-                figures["detect"] = {}
-                for timeout in ("5s", "2s"):
-                    name = f"{timeout} ({'default' if timeout == '5s' else 'fiber.yaml'})"
-                    try:
-                        runs = detect_k8s(cluster, program, work(f"detect-{timeout}"), args.repeats,
-                                          None if timeout == "5s" else timeout)
-                        figures["detect"][name] = summary(runs)
-                    except (RuntimeError, TimeoutError) as error:
-                        figures["detect"][name] = {"error": str(error)}
-        finally:
-            cluster.down()
-
-    print(f"Machine: {figures['machine']} (the development cluster's pods, the API server and the "
-          "controller run on the same cores)")
-    print_growth(figures, sizes)
-    print_throughput(figures)
-    print_detection(figures)
-    out.write_text(json.dumps(figures, indent=2))
-    print(f"\nJSON: {out}")
+    try:
+        run_scenarios(args, build_dir, program, controller_build, sizes, only, work, scratch, figures)
+    finally:
+        # What was measured is reported even when a later scenario failed or the run was stopped.
+        report(figures, sizes, out)
     return 0
 
 
