@@ -115,6 +115,7 @@ std::vector<json> fiber_environment(const JobSpec& job, std::string_view role,
           value_env("FIBER_NAME_SERVICE_URI", uri),
           value_env("FIBER_SLOTS_PER_WORKER", std::to_string(job.slots_per_worker)),
           field_env("FIBER_K8S_POD_NAME", "metadata.name"),
+          field_env("FIBER_K8S_POD_UID", "metadata.uid"),
           field_env("FIBER_K8S_POD_IP", "status.podIP")};
 }
 

@@ -56,16 +56,17 @@ FiberJobScaler::Workers FiberJobScaler::read() {
   return workers_of(client_->get(k8s::fiberjobs_ref(ns_), job_));
 }
 
-FiberJobScaler::Workers FiberJobScaler::grow_to(int replicas) {
+FiberJobScaler::Workers FiberJobScaler::grow(int held, int more) {
   const auto ref = k8s::fiberjobs_ref(ns_);
   for (int attempt = 1;; ++attempt) {
-    json job = client_->get(ref, job_);
-    Workers workers = workers_of(job);
-    const int wanted = std::min(replicas, workers.max_replicas);
-    if (workers.replicas >= wanted) return workers;
+    Workers workers = workers_of(client_->get(ref, job_));
     // The scale subresource: the one write `kubectl scale` makes too, allowed to the launcher's
-    // Role without letting it touch the rest of the spec.
+    // Role without letting it touch the rest of the spec. Decided from what it says now, and
+    // written with its resourceVersion.
     json scale = client_->get(ref, job_, "scale");
+    workers.replicas = scale.value("spec", json::object()).value("replicas", 0);
+    const int wanted = std::min(std::max(workers.replicas, held + more), workers.max_replicas);
+    if (workers.replicas >= wanted) return workers;
     scale["spec"]["replicas"] = wanted;
     try {
       client_->request("PUT", ref.object_path(job_, "scale"), {}, scale.dump());

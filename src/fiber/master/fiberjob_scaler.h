@@ -35,9 +35,11 @@ class FiberJobScaler {
 
   /// The job's workers as the API server has them now.
   Workers read();
-  /// Asks for at least `replicas` worker pods (never fewer than already asked for, never more
-  /// than maxReplicas). Returns the spec as written (or as found, when it asked for enough).
-  Workers grow_to(int replicas);
+  /// Asks for `more` worker pods beyond the `held` ones whose workers joined: replicas becomes
+  /// max(replicas, held + more), at most maxReplicas, computed from the scale subresource as read
+  /// just before the write (so a `kubectl scale` meanwhile is neither undone nor doubled).
+  /// Returns the spec as written (or as found, when it asks for enough already).
+  Workers grow(int held, int more);
   /// Names `pods` (of the `held` pods whose workers joined) in workersToDelete and lowers
   /// replicas to at most the pods left, in one write, so the controller deletes exactly those
   /// and replaces none of them; pods that would leave fewer than minReplicas stay. Returns the

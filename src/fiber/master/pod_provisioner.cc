@@ -8,6 +8,17 @@
 namespace fiber::detail {
 namespace {
 
+// The pod's name in a "name/uid" key.
+std::string pod_name(const std::string& key) { return key.substr(0, key.find('/')); }
+
+std::vector<std::string> pod_names(const std::vector<std::string>& keys) {
+  std::vector<std::string> names;
+  for (const auto& key : keys) names.push_back(pod_name(key));
+  return names;
+}
+
+constexpr auto kLongestBackoff = std::chrono::seconds(5);
+
 // How often the provisioner looks again without being woken (idle pods, timeouts), and how old
 // its copy of the job's replica count may get while processes wait for pods (a `kubectl scale`
 // from outside changes how many are coming).
@@ -44,6 +55,10 @@ void PodProvisioner::report(const std::string& what, const std::exception& e) {
   const std::string text = what + ": " + e.what();
   if (text != last_error_) std::fprintf(stderr, "fibermpi: %s\n", text.c_str());
   last_error_ = text;
+  backoff_ = std::min<std::chrono::milliseconds>(
+      std::max(kPollInterval, backoff_ * 2),
+      std::chrono::duration_cast<std::chrono::milliseconds>(kLongestBackoff));
+  quiet_until_ = Clock::now() + backoff_;
 }
 
 PodProvisioner::Plan PodProvisioner::plan_locked(Clock::time_point now) {
@@ -55,8 +70,10 @@ PodProvisioner::Plan PodProvisioner::plan_locked(Clock::time_point now) {
     if (use.live > 0 && !use.releasing) ++joined;
     starting += use.starting;
   }
-  for (const auto& name : released_)
-    if (!pods.contains(name)) plan.forget.push_back(name);
+  // Released pods whose workers are all gone: their names can leave workersToDelete (a
+  // replacement of the same name has another uid, another key).
+  for (const auto& key : released_)
+    if (!pods.contains(key)) plan.forget.push_back(key);
 
   // Pods asked for that have not joined yet bring slots_per_pod workers each.
   const int coming_pods = std::max(0, replicas_ - joined);
@@ -70,7 +87,10 @@ PodProvisioner::Plan PodProvisioner::plan_locked(Clock::time_point now) {
   }
   if (joined > joined_pods_seen_) starved_.clear();
   joined_pods_seen_ = joined;
-  if (wanted > 0) plan.grow_to = replicas_ + (wanted + slots_per_pod_ - 1) / slots_per_pod_;
+  // Pods beyond those joined: the ones already asked for that are still coming, and more for
+  // what they cannot cover. The scaler decides against the replica count it reads just before
+  // writing, so a stale copy here never undoes a `kubectl scale`.
+  if (wanted > 0) plan.grow_by = coming_pods + (wanted + slots_per_pod_ - 1) / slots_per_pod_;
   if (waiting > 0 && !starved_.empty()) {
     plan.fail = waiting;
     plan.fail_why = starved_;
@@ -88,7 +108,8 @@ PodProvisioner::Plan PodProvisioner::plan_locked(Clock::time_point now) {
   plan.held = joined;
   if (waiting == 0 && wanted == 0) {
     for (const auto& [name, use] : pods) {
-      if (use.releasing || use.live == 0 || use.idle < use.live) continue;
+      // A pod whose ranks have not all said hello is not idle: the rest would get work there.
+      if (use.releasing || use.live == 0 || use.idle < use.live || use.starting > 0) continue;
       if (now - use.idle_since < settings_.pod_idle_timeout) continue;
       if (held_by_min_.contains(name) && now < held_by_min_[name]) continue;
       plan.release.push_back(name);
@@ -101,13 +122,14 @@ PodProvisioner::Plan PodProvisioner::plan_locked(Clock::time_point now) {
 void PodProvisioner::carry_out(Plan& plan, std::unique_lock<std::mutex>& lock) {
   const auto now = Clock::now();
   const bool reread = !last_read_ || now - *last_read_ > kRereadInterval;
+  const std::string error_before = last_error_;
   lock.unlock();
   std::optional<FiberJobScaler::Workers> seen;
   std::vector<std::string> released;
   bool forgotten = false;
   try {
-    if (plan.grow_to > 0) {
-      seen = scaler_->grow_to(plan.grow_to);
+    if (plan.grow_by > 0) {
+      seen = scaler_->grow(plan.held, plan.grow_by);
     } else if (reread) {
       seen = scaler_->read();
     }
@@ -116,14 +138,14 @@ void PodProvisioner::carry_out(Plan& plan, std::unique_lock<std::mutex>& lock) {
   }
   if (!plan.release.empty()) {
     try {
-      released = scaler_->release(plan.release, plan.held);
+      released = scaler_->release(pod_names(plan.release), plan.held);
     } catch (const std::exception& e) {
       report("cannot release worker pods of " + scaler_->describe(), e);
     }
   }
   if (!plan.forget.empty()) {
     try {
-      scaler_->forget(plan.forget);
+      scaler_->forget(pod_names(plan.forget));
       forgotten = true;
     } catch (const std::exception& e) {
       report("cannot clear workersToDelete of " + scaler_->describe(), e);
@@ -134,7 +156,7 @@ void PodProvisioner::carry_out(Plan& plan, std::unique_lock<std::mutex>& lock) {
     replicas_ = seen->replicas;
     max_replicas_ = seen->max_replicas;
     last_read_ = now;
-    if (plan.grow_to > seen->replicas && seen->replicas >= seen->max_replicas) {
+    if (plan.held + plan.grow_by > seen->replicas && seen->replicas >= seen->max_replicas) {
       // The job allows no more pods: the processes beyond what its pods can hold fail now
       // instead of waiting for pods that will never be asked for.
       const int coming_pods = std::max(0, seen->replicas - joined_pods_seen_);
@@ -151,7 +173,7 @@ void PodProvisioner::carry_out(Plan& plan, std::unique_lock<std::mutex>& lock) {
     }
   }
   for (const auto& pod : plan.release) {
-    if (std::find(released.begin(), released.end(), pod) != released.end()) {
+    if (std::find(released.begin(), released.end(), pod_name(pod)) != released.end()) {
       released_.insert(pod);
       replicas_ = std::min(replicas_, --plan.held);
       host_.shut_down_pod_locked(pod);
@@ -164,23 +186,33 @@ void PodProvisioner::carry_out(Plan& plan, std::unique_lock<std::mutex>& lock) {
   }
   if (forgotten)
     for (const auto& pod : plan.forget) released_.erase(pod);
-  if (plan.fail > 0) host_.fail_waiting_locked(plan.fail, plan.fail_why);
+  if (last_error_ == error_before) backoff_ = std::chrono::milliseconds(0);
 }
 
 void PodProvisioner::loop() {
   auto lock = engine_.lock();
   while (!stop_ && !host_.stopping_locked()) {
     const auto now = Clock::now();
-    Plan plan = plan_locked(now);
-    const bool reread = !last_read_ || now - *last_read_ > kRereadInterval;
-    const bool waiting = host_.waiting_processes_locked() > 0;
-    if (plan.grow_to > 0 || !plan.release.empty() || !plan.forget.empty() || plan.fail > 0 ||
-        (reread && (waiting || !known_))) {
-      known_ = true;
-      carry_out(plan, lock);
-      if (stop_ || host_.stopping_locked()) break;
+    woken_ = false;
+    try {
+      Plan plan = plan_locked(now);
+      if (plan.fail > 0) host_.fail_waiting_locked(plan.fail, plan.fail_why);
+      const bool reread = !last_read_ || now - *last_read_ > kRereadInterval;
+      const bool waiting = host_.waiting_processes_locked() > 0;
+      if (now < quiet_until_) {
+        // Backing off after a failed request: nothing is asked or released meanwhile.
+        for (const auto& pod : plan.release) host_.set_pod_releasing_locked(pod, false);
+      } else if (plan.grow_by > 0 || !plan.release.empty() || !plan.forget.empty() ||
+                 (reread && (waiting || !known_))) {
+        known_ = true;
+        carry_out(plan, lock);
+        if (stop_ || host_.stopping_locked()) break;
+      }
+    } catch (const std::exception& e) {
+      // The master's side threw (a bug): worth a line, not the launcher.
+      std::fprintf(stderr, "fibermpi: worker pods: %s\n", e.what());
     }
-    wake_.wait_for(lock, kPollInterval);
+    wake_.wait_for(lock, kPollInterval, [this] { return woken_ || stop_.load(); });
   }
 }
 

@@ -25,7 +25,8 @@ namespace fiber::detail {
 
 class FiberJobScaler;
 
-/// The workers of one pod, as the master sees them.
+/// The workers of one pod, as the master sees them. Pods are keyed "name/uid": a replacement may
+/// reuse a lost pod's name.
 struct PodUse {
   int live = 0;                  ///< Workers of the pod that have not left.
   int idle = 0;                  ///< ...of which idle, running nothing.
@@ -63,15 +64,18 @@ class PodProvisioner {
 
   void start();
   /// Something changed (a process waits, a worker joined or went idle); with the lock held.
-  void wake_locked() { wake_.notify_one(); }
+  void wake_locked() {
+    woken_ = true;
+    wake_.notify_one();
+  }
   /// Ends the thread (the host says stopping_locked() by now). A request in flight to the API
   /// server finishes first (bounded by the client's timeouts).
   void stop();
 
  private:
   struct Plan {
-    int grow_to = 0;                   ///< Replicas to ask for (0: no growth).
-    std::vector<std::string> release;  ///< Idle pods to give back...
+    int grow_by = 0;                   ///< Pods to ask for beyond the joined ones (0: none).
+    std::vector<std::string> release;  ///< Idle pods to give back (keys: "name/uid")...
     int held = 0;                      ///< ...of the pods whose workers joined.
     std::vector<std::string> forget;   ///< Released pods now gone: names to clear.
     size_t fail = 0;                   ///< Waiting processes to fail (pods did not come).
@@ -82,6 +86,7 @@ class PodProvisioner {
   Plan plan_locked(Clock::time_point now);
   /// Carries the plan out against the API server (lock released meanwhile).
   void carry_out(Plan& plan, std::unique_lock<std::mutex>& lock);
+  /// Reports a failed request (once per distinct message) and backs off.
   void report(const std::string& what, const std::exception& e);
 
   const Settings& settings_;
@@ -92,6 +97,7 @@ class PodProvisioner {
   std::condition_variable wake_;
   std::thread thread_;
   std::atomic<bool> stop_{false};
+  bool woken_ = false;  ///< Something changed since the last plan (with the lock held).
 
   // With the lock held.
   int replicas_ = 0;      ///< spec.workers.replicas as last read or written.
@@ -109,6 +115,10 @@ class PodProvisioner {
   /// Idle pods minReplicas kept (or whose release failed), not to be tried again before then.
   std::map<std::string, Clock::time_point> held_by_min_;
   std::string last_error_;  ///< The API's last refusal (reported once, quoted on timeout).
+  /// After a failed request none is sent before this (a doubling back-off, so that a refusing or
+  /// unreachable API server is not hammered).
+  Clock::time_point quiet_until_{};
+  std::chrono::milliseconds backoff_{0};
 };
 
 }  // namespace fiber::detail

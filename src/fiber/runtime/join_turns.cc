@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <vector>
@@ -84,11 +85,19 @@ void JoinTurns::loop() {
     std::vector<pollfd> fds = {{wake_[0], POLLIN, 0}, {listener_, POLLIN, 0}};
     if (holder >= 0) fds.push_back({holder, POLLIN, 0});
     const int timeout_ms = holder >= 0 ? 100 : -1;
-    if (::poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) return;
+    if (::poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
+      std::fprintf(stderr, "fibermpi: join turns stop: %s\n", std::strerror(errno));
+      break;
+    }
     if (fds[0].revents != 0) break;
     if (fds[1].revents & POLLIN) {
       const int client = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (client >= 0) waiting.push_back(client);
+      if (client >= 0) {
+        waiting.push_back(client);
+      } else if (errno == EMFILE || errno == ENFILE) {
+        // Out of descriptors: try again shortly instead of spinning on the ready listener.
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
     }
     // The holder gives its turn back by closing the socket (or dies, which closes it too); a
     // holder silent past the limit (its pod vanished without a reset) loses it.

@@ -4,7 +4,7 @@
 // cannot serve as a lock (a name published twice is overwritten, one published by another job
 // cannot be withdrawn), so the master hands out turns itself, over a TCP socket: a joining job
 // asks, waits for its turn, connects, and then closes the socket, which passes the turn on. A
-// turn not given back within a time limit (its job died while joining) passes on too. Internal.
+// turn not given back within a time limit (its job vanished while joining) passes on too. Internal.
 #pragma once
 
 #include <atomic>

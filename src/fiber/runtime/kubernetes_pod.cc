@@ -36,6 +36,16 @@ constexpr const char* kStatusFileVariable = "FIBER_K8S_STATUS_FILE";
 
 pid_t g_mpirun = 0;
 
+// What a pod's end (or a user at a terminal) sends, passed on to mpirun and so to the program.
+constexpr int kForwardedSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+
+sigset_t forwarded_set() {
+  sigset_t set;
+  ::sigemptyset(&set);
+  for (int signal : kForwardedSignals) ::sigaddset(&set, signal);
+  return set;
+}
+
 void forward_signal(int signal) {
   if (g_mpirun > 0) ::kill(g_mpirun, signal);
 }
@@ -47,8 +57,10 @@ void forward_signal(int signal) {
   struct sigaction forward {};
   forward.sa_handler = forward_signal;
   ::sigemptyset(&forward.sa_mask);
-  for (int signal : {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2})
-    ::sigaction(signal, &forward, nullptr);
+  for (int signal : kForwardedSignals) ::sigaction(signal, &forward, nullptr);
+  // Blocked since before the fork, so none sent meanwhile is lost; delivered now.
+  const sigset_t forwarded = forwarded_set();
+  ::sigprocmask(SIG_UNBLOCK, &forwarded, nullptr);
   int wait_status = 0;
   while (::waitpid(mpirun, &wait_status, 0) < 0 && errno == EINTR) {
   }
@@ -63,9 +75,9 @@ void forward_signal(int signal) {
   if (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) != 0) std::_Exit(WEXITSTATUS(wait_status));
   if (WIFSIGNALED(wait_status)) std::_Exit(128 + WTERMSIG(wait_status));
   std::fprintf(stderr,
-               "fibermpi: the launcher's program ended without an exit status (killed by a "
-               "signal?)\n");
-  std::_Exit(137);
+               "fibermpi: the launcher's program ended without reporting its exit status (it "
+               "crashed or was killed: see above)\n");
+  std::_Exit(1);
 }
 
 }  // namespace
@@ -125,13 +137,17 @@ void relaunch_under_mpirun(const KubernetesPod& pod, int argc, char** argv) {
                                     "/fibermpi-launcher-" + std::to_string(::getpid()) + ".status";
     ::unlink(status_file.c_str());
     ::setenv(kStatusFileVariable, status_file.c_str(), 1);
+    const sigset_t forwarded = forwarded_set();
+    ::sigprocmask(SIG_BLOCK, &forwarded, nullptr);
     const pid_t child = ::fork();
     if (child == 0) {
+      ::sigprocmask(SIG_UNBLOCK, &forwarded, nullptr);
       ::execvp(exec_argv[0], exec_argv.data());
       std::fprintf(stderr, "fibermpi: cannot start %s: %s\n", mpirun.c_str(), std::strerror(errno));
       std::_Exit(127);
     }
     if (child > 0) wait_and_exit(child, status_file);
+    ::sigprocmask(SIG_UNBLOCK, &forwarded, nullptr);
   } else {
     ::execvp(exec_argv[0], exec_argv.data());
   }
@@ -143,7 +159,11 @@ void relaunch_under_mpirun(const KubernetesPod& pod, int argc, char** argv) {
 void report_exit_status(int status) {
   const char* file = std::getenv(kStatusFileVariable);
   if (!file || !*file) return;
-  std::ofstream(file) << status << "\n";
+  std::ofstream out(file);
+  out << status << "\n";
+  out.close();
+  if (!out)
+    std::fprintf(stderr, "fibermpi: cannot write the exit status to %s; the pod reports 1\n", file);
 }
 
 }  // namespace fiber::detail

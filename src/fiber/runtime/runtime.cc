@@ -83,6 +83,27 @@ void take_connect_option(int& argc, char**& argv) {
   }
 }
 
+// Set once this worker pod's rank has joined its launcher.
+std::atomic<bool> g_pod_joined{false};
+
+// A worker pod's rank that has not joined within `limit` (the launcher never published, no turn
+// came, a connect hung in Open MPI) ends with status 1, so that its pod fails and is replaced
+// instead of running for ever without serving.
+void exit_unless_joined(const KubernetesPod& pod, std::chrono::seconds limit) {
+  std::thread([limit, what = pod.describe()] {
+    const auto give_up = Clock::now() + limit;
+    while (!g_pod_joined.load() && Clock::now() < give_up)
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (g_pod_joined.load()) return;
+    std::fprintf(stderr,
+                 "fibermpi: this worker pod has not joined the launcher of %s within %d s; "
+                 "exiting\n",
+                 what.c_str(), static_cast<int>(limit.count()));
+    std::fflush(nullptr);
+    std::_Exit(1);
+  }).detach();
+}
+
 // A worker pod's job finds the launcher's rendezvous on the job's name service. The pods of a
 // FiberJob start together, so the launcher may not have published it yet: look again until it
 // has, for at most `limit`.
@@ -140,6 +161,11 @@ void Runtime::begin(int& argc, char**& argv, const Config&) {
     // The pod's own MPI job: the program runs again under mpirun, which finds the job's name
     // service (the user's pod template names only the program).
     if (!started_by_mpi_launcher()) relaunch_under_mpirun(*pod, argc, argv);
+    // The launcher's status for the pod, even if the program exits before init completes (the
+    // handler registered later runs first and reports it too, before a shutdown that may end
+    // the process early).
+    if (pod->role == KubernetesPod::Role::kLauncher)
+      ::on_exit([](int status, void*) { report_exit_status(status); }, nullptr);
   }
   // Open MPI's TCP transport writes to sockets of peers that may have died; the default SIGPIPE
   // would kill this process with them. Ignored unless the program installed its own handler.
@@ -148,8 +174,10 @@ void Runtime::begin(int& argc, char**& argv, const Config&) {
     ::signal(SIGPIPE, SIG_IGN);
   if (std::getenv("FIBER_WORKER")) leave_if_start_up_stalls();
   bridge::Environment::initialize(&argc, &argv);
-  if (pod && pod->role == KubernetesPod::Role::kWorker)
+  if (pod && pod->role == KubernetesPod::Role::kWorker) {
+    exit_unless_joined(*pod, settings_.pod_start_timeout + std::chrono::seconds(30));
     bridge::Environment::join(find_launcher(*pod, settings_.pod_start_timeout));
+  }
   const auto mode = bridge::Environment::launch_mode();
   if (settings_.spawn.executable.empty())
     settings_.spawn.executable = ModuleTable::executable_path();
@@ -173,15 +201,24 @@ void Runtime::begin(int& argc, char**& argv, const Config&) {
     // waits for its turn from the launcher, and gives it back once connected.
     int turn = -1;
     if (pod && bridge::Environment::world_rank() == 0) {
-      const std::string turns = bridge::lookup_name(pod->turns_name());
-      if (turns.empty())
-        throw Error("fibermpi: the launcher of " + pod->describe() + " published no join turns");
-      turn = wait_for_join_turn(turns, settings_.pod_start_timeout);
+      try {
+        const std::string turns = bridge::lookup_name(pod->turns_name());
+        if (turns.empty())
+          throw Error("the launcher of " + pod->describe() + " published no join turns");
+        turn = wait_for_join_turn(turns, settings_.pod_start_timeout);
+      } catch (const std::exception& e) {
+        // The pod's other ranks wait in the collective connect: end the whole pod, it is
+        // replaced.
+        std::fprintf(stderr, "fibermpi: %s\n", e.what());
+        std::fflush(nullptr);
+        std::_Exit(1);
+      }
     }
     try {
       link->comm = bridge::connect(bridge::Environment::connect_address());
     } catch (...) {
       if (turn >= 0) ::close(turn);
+      g_pod_joined.store(true);
       throw;
     }
     if (turn >= 0) ::close(turn);
@@ -217,7 +254,9 @@ void Runtime::begin(int& argc, char**& argv, const Config&) {
       // The launcher of a FiberJob: worker pods join through the rendezvous it publishes, and
       // its pools ask the job for them.
       // Turns first: a worker that finds the rendezvous finds its turns too.
-      join_turns_ = std::make_unique<JoinTurns>(pod->pod_ip, std::chrono::seconds(30));
+      // A turn is a connect/accept (well under a second); one held for a minute belongs to a
+      // pod that vanished without closing its socket.
+      join_turns_ = std::make_unique<JoinTurns>(pod->pod_ip, std::chrono::seconds(60));
       bridge::publish_name(pod->turns_name(), join_turns_->address());
       bridge::publish_name(pod->service_name(), master_->listen());
       master_->provision_pods(std::make_unique<FiberJobScaler>(pod->ns, pod->job),

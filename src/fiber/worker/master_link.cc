@@ -78,8 +78,13 @@ void MasterLink::handshake() {
   serial::save(hello, ModuleTable::instance().main_module_id());
   serial::save(hello, static_cast<int>(::getpid()));
   serial::save(hello, host_);
+  // Its pod: the name, and the uid that tells a replacement of the same name apart.
   const char* pod = std::getenv("FIBER_K8S_POD_NAME");
-  serial::save(hello, std::string(pod && std::getenv("FIBER_K8S_ROLE") ? pod : ""));
+  const char* uid = std::getenv("FIBER_K8S_POD_UID");
+  std::string pod_id;
+  if (pod && *pod && std::getenv("FIBER_K8S_ROLE"))
+    pod_id = std::string(pod) + (uid && *uid ? std::string("/") + uid : std::string());
+  serial::save(hello, pod_id);
   send(Kind::kHello, 0, 0, 0, hello.buffer());
   auto held = engine_.lock();
   engine_.changes().wait(held, [this] { return handshake_ != Handshake::kWaiting; });
