@@ -93,6 +93,8 @@ TEST(PodBuilder, LauncherFromItsTemplateWithOurLabelsAndEnvironment) {
                        {{"name", "FIBER_NAME_SERVICE_URI"}, {"value", "1.0;tcp://10.0.0.1:1"}},
                        {{"name", "FIBER_K8S_POD_NAME"},
                         {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.name"}}}}}},
+                       {{"name", "FIBER_K8S_POD_UID"},
+                        {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.uid"}}}}}},
                        {{"name", "FIBER_K8S_POD_IP"},
                         {"valueFrom", {{"fieldRef", {{"fieldPath", "status.podIP"}}}}}},
                        {{"name", "FIBER_SLOTS_PER_WORKER"}, {"value", "9"}},
