@@ -112,7 +112,8 @@ TEST(PodBuilder, WorkerCarriesItsIndex) {
   EXPECT_EQ(env["FIBER_K8S_ROLE"]["value"], "worker");
   EXPECT_EQ(env["FIBER_SLOTS_PER_WORKER"]["value"], "2");
   EXPECT_EQ(env["FIBER_NAME_SERVICE_URI"]["value"], "u");
-  EXPECT_EQ(env.size(), 8u);
+  EXPECT_EQ(env.size(), 9u);
+  EXPECT_EQ(env["FIBER_K8S_POD_UID"]["valueFrom"]["fieldRef"]["fieldPath"], "metadata.uid");
 }
 
 TEST(PodBuilder, LauncherRunsAsTheJobsAccountAndReportsWhyItFailed) {
