@@ -137,6 +137,10 @@ class Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     block_on_close = False
+    # The listen backlog: socketserver's default of 5 overflowed with dozens of pods, nodes, watches and
+    # the controller connecting at once on a loaded machine, and clients then waited for SYN retries
+    # (connect timeouts of 10 s and more seen from pods).
+    request_queue_size = 512
 
     def __init__(self, address: tuple[str, int], app: App, context: ssl.SSLContext | None, log_requests: bool):
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
