@@ -34,13 +34,10 @@ Communicator Rendezvous::accept() {
   FIBER_MPI_CHECK(MPI_Comm_accept(port_.c_str(), MPI_INFO_NULL, 0, MPI_COMM_SELF, &joined));
   MPI_Comm_set_errhandler(joined, MPI_ERRORS_RETURN);
   Communicator communicator(joined);
-  // Sent without waiting: a joined rank that dies at once must not hold up the next accept.
+  // Sent by this thread itself: the others may be holding their traffic (JoinAcceptor turns).
   const int ranks = communicator.remote_size();
-  for (int rank = 0; rank < ranks; ++rank) {
-    MPI_Request request = MPI_REQUEST_NULL;
-    FIBER_MPI_CHECK(MPI_Isend(nullptr, 0, MPI_BYTE, rank, kJoinReadyTag, joined, &request));
-    MPI_Request_free(&request);
-  }
+  for (int rank = 0; rank < ranks; ++rank)
+    FIBER_MPI_CHECK(MPI_Send(nullptr, 0, MPI_BYTE, rank, kJoinReadyTag, joined));
   return communicator;
 }
 

@@ -36,6 +36,7 @@ void JoinAcceptor::loop() {
     }
     auto link = std::make_unique<Link>();
     const int workers = joined.remote_size();
+    end_turn();
     link->comm = std::move(joined);
     link->connected = true;
     link->live_slots = workers;
@@ -44,6 +45,14 @@ void JoinAcceptor::loop() {
     link->last_heard = link->created;
     engine_.add_link(std::move(link));
   }
+}
+
+void JoinAcceptor::begin_turn() {
+  if (!turn_holds_.exchange(true)) engine_.hold_traffic();
+}
+
+void JoinAcceptor::end_turn() {
+  if (turn_holds_.exchange(false)) engine_.release_traffic();
 }
 
 bool JoinAcceptor::stop() {

@@ -27,6 +27,15 @@ class JoinAcceptor {
   /// still call MPI, so MPI must not be finalised.
   bool stop();
 
+  /// A joining job has been given its turn (JoinTurns) and is about to connect: the process's
+  /// other MPI traffic stops until its accept has returned, or until end_turn(). Open MPI 4.1
+  /// deadlocks when another thread drives MPI during an accept (the progress thread, taking a
+  /// new peer's first bytes, waits in PMIx holding the TCP transport's lock that the accept
+  /// needs to add that peer).
+  void begin_turn();
+  /// The turn ended (its job connected, left or timed out): traffic flows again.
+  void end_turn();
+
  private:
   void loop();
 
@@ -35,6 +44,7 @@ class JoinAcceptor {
   std::thread thread_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> exited_{false};  ///< The thread has returned: it makes no MPI call any more.
+  std::atomic<bool> turn_holds_{false};  ///< Traffic is held for a joining job's turn.
 };
 
 }  // namespace fiber::detail

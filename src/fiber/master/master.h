@@ -68,6 +68,9 @@ class Master final : public MessageSink,
 
   /// Opens (once) the rendezvous other jobs join through; returns its address.
   std::string listen();
+  /// A joining pod got its turn / its turn ended (see JoinAcceptor::begin_turn).
+  void begin_join_turn() { acceptor_.begin_turn(); }
+  void end_join_turn() { acceptor_.end_turn(); }
   /// Runs as the launcher of a FiberJob: workers come from worker pods asked of `scaler`'s job
   /// (`slots_per_pod` workers each) instead of MPI_Comm_spawn. Call after listen().
   void provision_pods(std::unique_ptr<FiberJobScaler> scaler, int slots_per_pod);

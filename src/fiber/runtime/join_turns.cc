@@ -26,8 +26,9 @@ std::string system_error(const std::string& what) { return what + ": " + std::st
 
 }  // namespace
 
-JoinTurns::JoinTurns(const std::string& host, std::chrono::seconds turn_limit)
-    : turn_limit_(turn_limit) {
+JoinTurns::JoinTurns(const std::string& host, std::chrono::seconds turn_limit,
+                     std::function<void()> on_begin, std::function<void()> on_end)
+    : turn_limit_(turn_limit), on_begin_(std::move(on_begin)), on_end_(std::move(on_end)) {
   listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (listener_ < 0) throw Error(system_error("fibermpi: cannot open the join-turn socket"));
   sockaddr_in where{};
@@ -74,10 +75,12 @@ void JoinTurns::loop() {
         const int next = waiting.front();
         waiting.pop_front();
         const char go = 'g';
+        if (on_begin_) on_begin_();
         if (::send(next, &go, 1, MSG_NOSIGNAL) == 1) {
           holder = next;
           granted = Clock::now();
         } else {
+          if (on_end_) on_end_();
           ::close(next);  // it left while it waited
         }
       }
@@ -105,9 +108,13 @@ void JoinTurns::loop() {
         ((fds.size() > 2 && fds[2].revents != 0) || Clock::now() - granted > turn_limit_)) {
       ::close(holder);
       holder = -1;
+      if (on_end_) on_end_();
     }
   }
-  if (holder >= 0) ::close(holder);
+  if (holder >= 0) {
+    ::close(holder);
+    if (on_end_) on_end_();
+  }
   for (int fd : waiting) ::close(fd);
 }
 

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <string>
 #include <thread>
 
@@ -17,7 +18,9 @@ namespace fiber::detail {
 class JoinTurns {
  public:
   /// Listens on `host` (an address of this machine; empty: all) at a port the kernel picks.
-  JoinTurns(const std::string& host, std::chrono::seconds turn_limit);
+  /// `on_begin` runs (on the turns' thread) as a turn is given, `on_end` as it ends.
+  JoinTurns(const std::string& host, std::chrono::seconds turn_limit,
+            std::function<void()> on_begin = {}, std::function<void()> on_end = {});
   ~JoinTurns();
   JoinTurns(const JoinTurns&) = delete;
   JoinTurns& operator=(const JoinTurns&) = delete;
@@ -32,6 +35,8 @@ class JoinTurns {
   int wake_[2] = {-1, -1};
   std::string address_;
   std::chrono::seconds turn_limit_;
+  std::function<void()> on_begin_;
+  std::function<void()> on_end_;
   std::thread thread_;
 };
 

@@ -256,7 +256,10 @@ void Runtime::begin(int& argc, char**& argv, const Config&) {
       // Turns first: a worker that finds the rendezvous finds its turns too.
       // A turn is a connect/accept (well under a second); one held for a minute belongs to a
       // pod that vanished without closing its socket.
-      join_turns_ = std::make_unique<JoinTurns>(pod->pod_ip, std::chrono::seconds(60));
+      Master* master = master_.get();
+      join_turns_ = std::make_unique<JoinTurns>(
+          pod->pod_ip, std::chrono::seconds(60), [master] { master->begin_join_turn(); },
+          [master] { master->end_join_turn(); });
       bridge::publish_name(pod->turns_name(), join_turns_->address());
       bridge::publish_name(pod->service_name(), master_->listen());
       master_->provision_pods(std::make_unique<FiberJobScaler>(pod->ns, pod->job),

@@ -5,6 +5,8 @@
 //            worker busy for a while (the released pods leave meanwhile), exit 0
 //   loss     Pool(4) maps 2,000 tasks of 10 ms while the test deletes worker pods
 //   scale    Pool(1) maps until its tasks have run on 3 pods (the test scales the job to 3)
+//   regrow   Pool(2), resize(1) (a pod is released while the last worker works), then resize(4)
+//            while tasks run: new pods join a launcher busy with traffic
 //   unready  Pool(2) on a job whose worker pods can never start: the map fails, exit 3
 #include <unistd.h>
 
@@ -110,6 +112,22 @@ int scale() {
   return seen.size() >= 3 ? 0 : 1;
 }
 
+int regrow() {
+  fiber::Pool pool(2);
+  pool.wait_ready();
+  const auto first = tasks(200, 1000);
+  print_pods("first", check(first, pool.map(square_on_pod, first)));
+  pool.resize(1);
+  const auto alone = tasks(200, 20000, 200);
+  print_pods("alone", check(alone, pool.map(square_on_pod, alone, 1)));
+  // Growing while a map keeps the launcher's traffic going: the joins happen under load.
+  const auto wide = tasks(3000, 2000, 400);
+  auto result = pool.map_async(square_on_pod, wide, 1);
+  pool.resize(4);
+  print_pods("wide", check(wide, result.get()));
+  return 0;
+}
+
 int unready() {
   try {
     fiber::Pool pool(2);
@@ -134,10 +152,11 @@ int main(int argc, char** argv) {
     if (scenario == "loss") return loss();
     if (scenario == "scale") return scale();
     if (scenario == "unready") return unready();
+    if (scenario == "regrow") return regrow();
   } catch (const std::exception& e) {
     std::printf("FAIL: %s\n", e.what());
     return 1;
   }
-  std::fprintf(stderr, "usage: k8s_pool_test grow|loss|scale|unready\n");
+  std::fprintf(stderr, "usage: k8s_pool_test grow|loss|scale|regrow|unready\n");
   return 2;
 }

@@ -257,6 +257,21 @@ def test_worker_pods_deleted_mid_map_lose_nothing_and_replacements_take_tasks(cl
     assert all(count > 0 for count in mapped.values())
 
 
+def test_a_pool_that_shrank_grows_again_while_its_tasks_run(cluster: Cluster):
+    name = "regrow"
+    recorder = PodRecorder(cluster, name)
+    cluster.kubectl("apply", "-f", "-", stdin=fiberjob(name, "regrow"))
+    job = finished(cluster, name)
+    recorder.stop()
+    log = cluster.log(f"{name}-launcher")
+    assert job["status"]["phase"] == "Succeeded", f"{job['status']}\n{log}"
+    assert len(pods_in(log, "alone")) == 1, log
+    # Pods joined while the launcher's traffic flowed, and took tasks (whether or not the pod idle
+    # after resize(1) was released in the meantime).
+    assert len(pods_in(log, "wide")) >= 3, log
+    assert sum(workers_in(log, "wide").values()) == 3000
+
+
 def test_kubectl_scale_from_outside_grows_a_running_pool(cluster: Cluster):
     name = "scale"
     cluster.kubectl("apply", "-f", "-", stdin=fiberjob(name, "scale"))
