@@ -137,6 +137,13 @@ class ClusterNetwork:
     def create_bridge(self, node_count: int) -> None:
         """The bridge with the API server's and every node's address."""
         run_ip("link", "add", self.bridge, "type", "bridge")
+        # A bridge whose MAC address was not set takes the lowest of its ports' and changes it as pods'
+        # veths come and go; pods then send to the old address of 10.S.0.1 until their neighbour entry
+        # is checked again (30-50 s of an unreachable API server seen from pods while pods were added
+        # and deleted). A fixed, locally administered address keeps it.
+        digest = hashlib.sha256(self.cid.encode()).digest()
+        mac = ":".join(f"{byte:02x}" for byte in (0x02, *digest[:5]))
+        run_ip("link", "set", "dev", self.bridge, "address", mac)
         prefix = self.subnet.prefixlen
         run_ip("addr", "add", f"{self.api_address}/{prefix}", "dev", self.bridge)
         for index in range(1, node_count + 1):
