@@ -195,6 +195,17 @@ def finished(cluster: Cluster, name: str, timeout_s: float = 180) -> dict:
     return cluster.job(name)
 
 
+def succeeded(cluster: Cluster, name: str, recorder: "PodRecorder | None" = None,
+              timeout_s: float = 180) -> str:
+    """Waits for the job's end, stops `recorder`, checks the job Succeeded; the launcher's log."""
+    job = finished(cluster, name, timeout_s)
+    if recorder is not None:
+        recorder.stop()
+    log = cluster.log(f"{name}-launcher")
+    assert job["status"]["phase"] == "Succeeded", f"{job['status']}\n{log}"
+    return log
+
+
 def workers_in(log: str, line: str) -> dict[str, int]:
     """{"pod/pid": tasks} of a line 'LINE: pod/pid=count ...' the program printed."""
     match = re.search(rf"^{re.escape(line)}:(.*)$", log, re.MULTILINE)
@@ -215,10 +226,7 @@ def test_a_pool_grows_onto_pods_maps_and_releases_what_it_no_longer_needs(cluste
     name = "grow"
     recorder = PodRecorder(cluster, name)
     cluster.kubectl("apply", "-f", "-", stdin=fiberjob(name, "grow"))
-    job = finished(cluster, name)
-    recorder.stop()
-    log = cluster.log(f"{name}-launcher")
-    assert job["status"]["phase"] == "Succeeded", f"{job['status']}\n{log}"
+    log = succeeded(cluster, name, recorder)
     mapped = pods_in(log, "map of 2000")
     assert sum(mapped.values()) == 2000
     assert len(mapped) == 4 and all(pod.startswith(f"{name}-worker-") for pod in mapped), log
@@ -248,9 +256,7 @@ def test_worker_pods_deleted_mid_map_lose_nothing_and_replacements_take_tasks(cl
     # One pod deleted the usual way (SIGTERM, then the grace period), one killed at once.
     cluster.kubectl("delete", "pod", first[0], "--wait=false")
     cluster.kubectl("delete", "pod", first[1], "--grace-period=0", "--force", "--wait=false")
-    job = finished(cluster, name)
-    log = cluster.log(f"{name}-launcher")
-    assert job["status"]["phase"] == "Succeeded", f"{job['status']}\n{log}"
+    log = succeeded(cluster, name)
     mapped = workers_in(log, "map of 2000")
     assert sum(mapped.values()) == 2000
     # Four workers to begin with, two lost: any further worker is in a replacement pod (which may
@@ -263,10 +269,7 @@ def test_a_pool_that_shrank_grows_again_while_its_tasks_run(cluster: Cluster):
     name = "regrow"
     recorder = PodRecorder(cluster, name)
     cluster.kubectl("apply", "-f", "-", stdin=fiberjob(name, "regrow"))
-    job = finished(cluster, name)
-    recorder.stop()
-    log = cluster.log(f"{name}-launcher")
-    assert job["status"]["phase"] == "Succeeded", f"{job['status']}\n{log}"
+    log = succeeded(cluster, name, recorder)
     assert len(pods_in(log, "alone")) == 1, log
     # Pods joined while the launcher's traffic flowed, and took tasks (whether or not the pod idle
     # after resize(1) was released in the meantime).
@@ -279,9 +282,7 @@ def test_kubectl_scale_from_outside_grows_a_running_pool(cluster: Cluster):
     cluster.kubectl("apply", "-f", "-", stdin=fiberjob(name, "scale"))
     wait_until("1 worker ready", lambda: "1 worker ready" in cluster.log(f"{name}-launcher"))
     cluster.kubectl("scale", f"fiberjob/{name}", "--replicas=3")
-    job = finished(cluster, name)
-    log = cluster.log(f"{name}-launcher")
-    assert job["status"]["phase"] == "Succeeded", f"{job['status']}\n{log}"
+    log = succeeded(cluster, name)
     assert "tasks ran on 3 pods" in log, log
 
 
@@ -322,10 +323,7 @@ def test_worker_pods_with_several_slots_serve_one_worker_per_slot(cluster: Clust
     job["spec"]["workers"]["slotsPerWorker"] = 2
     recorder = PodRecorder(cluster, name)
     cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(job))
-    job = finished(cluster, name)
-    recorder.stop()
-    log = cluster.log(f"{name}-launcher")
-    assert job["status"]["phase"] == "Succeeded", f"{job['status']}\n{log}"
+    log = succeeded(cluster, name, recorder)
     workers = workers_in(log, "map of 2000")
     assert len(workers) == 4 and len(pods_in(log, "map of 2000")) == 2, log
     assert recorder.most_at_once == 2, recorder.first_seen
@@ -336,10 +334,7 @@ def test_the_pool_demo_sample_runs_to_success(cluster: Cluster):
     assert image.exists(), f"{image} is not installed (scripts/setup and scripts/test install it)"
     recorder = PodRecorder(cluster, "pool-demo")
     cluster.kubectl("apply", "-f", str(ROOT / "k8s/samples/pool-demo.yaml"))
-    job = finished(cluster, "pool-demo", timeout_s=300)
-    recorder.stop()
-    log = cluster.log("pool-demo-launcher")
-    assert job["status"]["phase"] == "Succeeded", f"{job['status']}\n{log}"
+    log = succeeded(cluster, "pool-demo", recorder, timeout_s=300)
     assert "pool resized to 8 workers" in log and "pool resized to 2 workers" in log, log
     assert recorder.most_at_once == 8, recorder.first_seen
     assert re.search(r"^final loss", log, re.MULTILINE), log
