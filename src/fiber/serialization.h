@@ -58,6 +58,7 @@ class Writer {
   void reserve(size_t size) { buffer_.reserve(size); }
   size_t size() const noexcept { return buffer_.size(); }
   std::vector<std::byte>& buffer() noexcept { return buffer_; }
+  const std::vector<std::byte>& buffer() const noexcept { return buffer_; }
   std::vector<std::byte> take() noexcept { return std::move(buffer_); }
 
  private:

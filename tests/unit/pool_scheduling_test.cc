@@ -14,7 +14,7 @@
 #include "fiber/errors.h"
 #include "fiber/master/pool_core.h"
 #include "fiber/serialization.h"
-#include "fiber/wire/task_message.h"
+#include "fiber/wire/pool_messages.h"
 
 namespace fiber::detail {
 namespace {
@@ -25,7 +25,7 @@ using Clock = std::chrono::steady_clock;
 struct Sent {
   Kind kind;
   uint64_t process;
-  uint32_t flags;
+  bool drop_queued;
   std::vector<TaskChunk> chunks;
 };
 
@@ -47,10 +47,12 @@ class FakeHost : public PoolHost {
   void terminate_locked(const std::shared_ptr<ProcessState>& process) override {
     terminated.push_back(process->id);
   }
-  void send_to_process_locked(const ProcessState& process, Kind kind, uint64_t, uint64_t,
-                              std::span<const std::byte> payload, uint32_t flags) override {
-    Sent message{kind, process.id, flags, {}};
-    if (kind == Kind::kPoolTask) message.chunks = split_task_message(payload);
+  void send_to_process_locked(const ProcessState& process, const Outgoing& out) override {
+    // Decoded as the worker would decode it.
+    const bridge::Received in = as_received(out);
+    Sent message{out.kind, process.id, false, {}};
+    if (out.kind == Kind::kPoolTask) message.chunks = wire::PoolTasks::decode(in).second;
+    if (out.kind == Kind::kPoolStop) message.drop_queued = wire::PoolStop::decode(in).drop_queued;
     sent.push_back(std::move(message));
   }
   bool on_static_rank_locked(const ProcessState&) const override { return false; }
@@ -77,6 +79,14 @@ class FakeHost : public PoolHost {
   std::mutex mu_;
 };
 
+wire::PoolResult result_message(uint64_t task, Bytes body) {
+  wire::PoolResult result;
+  result.task = task;
+  result.pool = 5;
+  result.body = std::move(body);
+  return result;
+}
+
 Bytes result_of(int value, std::chrono::microseconds compute) {
   serial::Writer writer;
   serial::save(writer, static_cast<uint64_t>(compute.count() * 1000));
@@ -95,7 +105,7 @@ class PoolSchedulingTest : public ::testing::Test {
     return pool;
   }
   void ready_all(PoolCore& pool) {
-    for (auto& process : host_.started) pool.on_worker_ready(*process, false, {});
+    for (auto& process : host_.started) pool.on_worker_ready(*process, wire::PoolReady{});
   }
   std::shared_ptr<Job> submit(PoolCore& pool, int chunks) {
     auto job = std::make_shared<Job>();
@@ -142,7 +152,7 @@ TEST_F(PoolSchedulingTest, NothingIsSentBeforeAWorkerIsReady) {
   auto pool = make_pool(2);
   submit(*pool, 4);
   EXPECT_TRUE(host_.sent.empty());
-  pool->on_worker_ready(*host_.started[0], false, {});
+  pool->on_worker_ready(*host_.started[0], wire::PoolReady{});
   // Until results tell how long a chunk runs, a worker holds two.
   EXPECT_EQ(host_.tasks_sent_to(host_.started[0]->id).size(), 2u);
 }
@@ -154,13 +164,13 @@ TEST_F(PoolSchedulingTest, QueueDepthFollowsTheMeasuredRunTimeOfChunks) {
   submit(*pool, 40);
   ASSERT_EQ(host_.tasks_sent_to(worker).size(), 2u);
   // Chunks of 100 us: about 2 ms of work queued is 16 chunks (the cap).
-  pool->on_result(*host_.started[0], 1, 0, result_of(1, 100us));
+  pool->on_result(*host_.started[0], result_message(1, result_of(1, 100us)));
   EXPECT_EQ(host_.tasks_sent_to(worker).size(), 2u + 15u);
   // Long chunks (10 ms): one at a time from now on.
   for (uint64_t task = 2; task <= 17; ++task)
-    pool->on_result(*host_.started[0], task, 0, result_of(1, 10000us));
+    pool->on_result(*host_.started[0], result_message(task, result_of(1, 10000us)));
   const size_t sent = host_.tasks_sent_to(worker).size();
-  pool->on_result(*host_.started[0], 18, 0, result_of(1, 10000us));
+  pool->on_result(*host_.started[0], result_message(18, result_of(1, 10000us)));
   EXPECT_EQ(host_.tasks_sent_to(worker).size(), sent + 1);
 }
 
@@ -180,7 +190,7 @@ TEST_F(PoolSchedulingTest, ChunksOfALostWorkerRunAgainAndOnlyTheRunningOneIsChar
   EXPECT_FALSE(job->chunks[held[1] - 1].has_value());
   // A replacement is started; the queued chunk goes to the survivor or to it.
   ASSERT_EQ(host_.started.size(), 3u);
-  pool->on_worker_ready(*host_.started[2], false, {});
+  pool->on_worker_ready(*host_.started[2], wire::PoolReady{});
   EXPECT_NE(holder_of(held[1]), lost->id);
   EXPECT_NE(holder_of(held[1]), 0u);
 }
@@ -191,7 +201,7 @@ TEST_F(PoolSchedulingTest, APoisonTaskFailsWithWorkerLostAfterMaxTaskRetries) {
   auto job = submit(*pool, 1);
   end(*pool, host_.started[0], -11);  // attempt 1: run again
   ASSERT_EQ(host_.started.size(), 2u);
-  pool->on_worker_ready(*host_.started[1], false, {});
+  pool->on_worker_ready(*host_.started[1], wire::PoolReady{});
   EXPECT_EQ(holder_of(1), host_.started[1]->id);
   end(*pool, host_.started[1], -11);  // attempt 2: more than max_task_retries = 1
   ASSERT_TRUE(job->ready());
@@ -214,13 +224,13 @@ TEST_F(PoolSchedulingTest, LateResultOfAWorkerDeclaredLostCountsNotAtAll) {
   const uint64_t second = holder_of(1);
   ASSERT_NE(second, first->id);
   // The first worker's result arrives after all: the copy now held by the other counts.
-  pool->on_result(*first, 1, 0, result_of(111, 10us));
+  pool->on_result(*first, result_message(1, result_of(111, 10us)));
   EXPECT_EQ(job->completed, 0u);
-  pool->on_result(*host_.started[1], 1, 0, result_of(222, 10us));
+  pool->on_result(*host_.started[1], result_message(1, result_of(222, 10us)));
   ASSERT_EQ(job->completed, 1u);
   EXPECT_EQ(value_of(*job, 0), 222);
   // A duplicate of the counted result changes nothing.
-  pool->on_result(*host_.started[1], 1, 0, result_of(333, 10us));
+  pool->on_result(*host_.started[1], result_message(1, result_of(333, 10us)));
   EXPECT_EQ(job->completed, 1u);
   EXPECT_EQ(value_of(*job, 0), 222);
 }
@@ -246,7 +256,7 @@ TEST_F(PoolSchedulingTest, CloseLetsTheBacklogFinishThenStopsEveryWorker) {
   for (const auto& worker : host_.started) {
     const auto tasks = host_.tasks_sent_to(worker->id);
     ASSERT_EQ(tasks.size(), 1u);
-    pool->on_result(*worker, tasks[0], 0, result_of(7, 10us));
+    pool->on_result(*worker, result_message(tasks[0], result_of(7, 10us)));
   }
   EXPECT_EQ(job->completed, 2u);
   size_t stops = 0;
@@ -276,7 +286,7 @@ TEST_F(PoolSchedulingTest, AutoscalingGrowsOnBacklogAndRetiresIdleWorkers) {
         if (!answered.insert(chunk.task).second) continue;
         for (const auto& worker : host_.started)
           if (worker->id == message.process)
-            pool.on_result(*worker, chunk.task, 0, result_of(1, 10us));
+            pool.on_result(*worker, result_message(chunk.task, result_of(1, 10us)));
         more = true;
       }
     }

@@ -30,10 +30,8 @@ Master::Master(Settings& settings, ProgressEngine& engine, std::unique_ptr<Link>
       table_(settings),
       liveness_(settings, pid_gone),
       queues_(engine,
-              [this](MPI_Comm comm, int rank, uint64_t request, Outcome outcome, uint64_t aux,
-                     std::span<const std::byte> payload) {
-                send_locked(comm, rank, Kind::kReply, request, aux, static_cast<uint32_t>(outcome),
-                            payload);
+              [this](MPI_Comm comm, int rank, const wire::Reply& reply) {
+                send_locked(comm, rank, reply.encode());
               }),
       spawner_(settings, engine, *this),
       acceptor_(engine) {
@@ -107,14 +105,11 @@ void Master::assign_idle_slots_locked() {
     process->pid = slot->pid;
     process->host = slot->host;
     process->status = ProcessStatus::kRunning;
-    serial::Writer run;
-    serial::save(run, process->name);
-    save_task(run, process->task);
     // A spawned pool worker waits in the reserve afterwards; anything else run in a spawned
     // process ends it (a Process is the whole life of its process, as in Python).
-    const uint32_t flags = slot->spawned() && process->pool != 0 ? kStayAfterRun : 0;
-    send_locked(slot->link->comm.get(), slot->rank, Kind::kRun, process->id, 0, flags,
-                run.buffer());
+    const bool stay_after = slot->spawned() && process->pool != 0;
+    send_locked(slot->link->comm.get(), slot->rank,
+                wire::Run{process->id, stay_after, process->name, process->task}.encode());
     if (slot->spawned() && process->pool == 0) processes_started_ = true;
   }
   // A Process that has to wait for a spawn: keep some started ahead from now on.
@@ -159,7 +154,7 @@ void Master::retire_locked(Slot& slot) {
 }
 
 void Master::shut_down_slot_locked(Slot& slot) {
-  send_locked(slot.link->comm.get(), slot.rank, Kind::kShutdown, 0, 0, 0, {});
+  send_locked(slot.link->comm.get(), slot.rank, wire::Shutdown{}.encode());
   if (slot.spawned() && slot.local) exiting_pids_.push_back(slot.pid);
   // Gone once its goodbye arrives (or it dies): until then it may still send.
   slot.state = Slot::State::kClosing;
@@ -201,7 +196,7 @@ void Master::terminate_locked(const std::shared_ptr<ProcessState>& process) {
   if (slot->local) {
     ::kill(slot->pid, SIGTERM);
   } else {
-    send_locked(slot->link->comm.get(), slot->rank, Kind::kTerminate, process->id, 0, 0, {});
+    send_locked(slot->link->comm.get(), slot->rank, wire::Terminate{process->id}.encode());
   }
 }
 
@@ -218,12 +213,10 @@ void Master::set_executable(const std::string& path) {
   settings_.spawn.executable = path;
 }
 
-void Master::send_to_process_locked(const ProcessState& process, Kind kind, uint64_t id,
-                                    uint64_t aux, std::span<const std::byte> payload,
-                                    uint32_t flags) {
+void Master::send_to_process_locked(const ProcessState& process, const Outgoing& message) {
   const Slot* slot = process.slot;
   if (!slot || slot->gone()) return;
-  send_locked(slot->link->comm.get(), slot->rank, kind, id, aux, flags, payload);
+  send_locked(slot->link->comm.get(), slot->rank, message);
 }
 
 bool Master::on_static_rank_locked(const ProcessState& process) const {

@@ -22,6 +22,8 @@
 #include "fiber/master/spawner.h"
 #include "fiber/runtime/progress_engine.h"
 #include "fiber/runtime/settings.h"
+#include "fiber/wire/link_messages.h"
+#include "fiber/wire/process_messages.h"
 
 namespace fiber::detail {
 
@@ -77,8 +79,7 @@ class Master final : public MessageSink,
   QueueService& queues() { return queues_; }
 
   // ---- PoolHost ----
-  void send_to_process_locked(const ProcessState& process, Kind kind, uint64_t id, uint64_t aux,
-                              std::span<const std::byte> payload, uint32_t flags = 0) override;
+  void send_to_process_locked(const ProcessState& process, const Outgoing& message) override;
   bool on_static_rank_locked(const ProcessState& process) const override;
   bool on_joined_job_locked(const ProcessState& process) const override;
   std::unique_lock<std::mutex> lock() override { return engine_.lock(); }
@@ -115,10 +116,10 @@ class Master final : public MessageSink,
   void route_locked(Link& link, bridge::Received& message);
   /// True when `message` is the one expected next from `slot`; otherwise the worker is given up.
   bool check_sequence_locked(Slot& slot, const bridge::Received& message);
-  void send_locked(MPI_Comm comm, int dest, Kind kind, uint64_t id, uint64_t aux, uint32_t flags,
-                   std::span<const std::byte> payload);
-  void on_hello_locked(Link& link, int rank, const std::vector<std::byte>& payload);
-  void on_exited_locked(Slot& slot, uint64_t id, const std::vector<std::byte>& payload);
+  /// Numbers the message for the worker at (comm, dest) and sends it.
+  void send_locked(MPI_Comm comm, int dest, const Outgoing& message);
+  void on_hello_locked(Link& link, int rank, const wire::Hello& hello);
+  void on_exited_locked(Slot& slot, const wire::Exited& exited);
   void on_leave_locked(Slot& slot);
   void on_pool_message_locked(Kind kind, Slot* slot, bridge::Received& message);
 

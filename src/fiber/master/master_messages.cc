@@ -11,13 +11,16 @@
 
 namespace fiber::detail {
 
-void Master::send_locked(MPI_Comm comm, int dest, Kind kind, uint64_t id, uint64_t aux,
-                         uint32_t flags, std::span<const std::byte> payload) {
-  bridge::Envelope envelope{static_cast<uint32_t>(kind),       flags, id, aux,
-                            static_cast<uint32_t>(::getpid()), 0};
+void Master::send_locked(MPI_Comm comm, int dest, const Outgoing& message) {
+  bridge::Envelope envelope{static_cast<uint32_t>(message.kind),
+                            message.flags,
+                            message.id,
+                            message.aux,
+                            static_cast<uint32_t>(::getpid()),
+                            0};
   Slot* slot = table_.find(comm, dest);
   if (slot) envelope.seq = static_cast<uint32_t>(slot->messages_sent++);
-  engine_.post(comm, dest, envelope, payload);
+  engine_.post(comm, dest, envelope, message.payload());
   if (slot && slot->local) engine_.ring(slot->pid);
 }
 
@@ -61,18 +64,17 @@ void Master::route_locked(Link& link, bridge::Received& message) {
     if (!check_sequence_locked(*slot, message)) return;
     slot->last_heard = Clock::now();
     if (kind == Kind::kHeartbeat) {
-      // It says how many messages it sent before this one (id), how many of the master's had
-      // arrived (aux), and when it was sent (payload).
-      if (auto verdict = liveness_.on_heartbeat(*slot, message.envelope.id, message.envelope.aux,
-                                                serial::from_bytes<int64_t>(message.payload),
-                                                slot->last_heard, live_slots_locked()))
+      const auto beat = wire::Heartbeat::decode(message);
+      if (auto verdict =
+              liveness_.on_heartbeat(*slot, beat.sent_before, beat.received, beat.sent_at_ns,
+                                     slot->last_heard, live_slots_locked()))
         act_on_locked(*verdict);
     }
     ++slot->messages_received;
   }
   switch (kind) {
     case Kind::kHello:
-      on_hello_locked(link, source, message.payload);
+      on_hello_locked(link, source, wire::Hello::decode(message));
       break;
     case Kind::kHeartbeat:  // checked above
       break;
@@ -84,7 +86,7 @@ void Master::route_locked(Link& link, bridge::Received& message) {
       break;
     case Kind::kExited:
       if (!slot) throw ProtocolError("exit report from an unknown worker");
-      on_exited_locked(*slot, message.envelope.id, message.payload);
+      on_exited_locked(*slot, wire::Exited::decode(message));
       break;
     case Kind::kQueueCreate:
     case Kind::kQueuePut:
@@ -101,7 +103,7 @@ void Master::route_locked(Link& link, bridge::Received& message) {
       on_pool_message_locked(kind, slot, message);
       break;
     default:
-      throw ProtocolError("unexpected message kind " + std::to_string(message.envelope.kind));
+      throw ProtocolError(std::string("unexpected message ") + kind_name(message.envelope.kind));
   }
 }
 
@@ -109,35 +111,28 @@ void Master::on_pool_message_locked(Kind kind, Slot* slot, bridge::Received& mes
   auto pool = pools_.find(message.envelope.aux);
   if (!slot || !slot->process || pool == pools_.end()) return;  // a pool already gone
   if (kind == Kind::kPoolReady) {
-    pool->second->on_worker_ready(*slot->process, message.envelope.flags != 0, message.payload);
+    pool->second->on_worker_ready(*slot->process, wire::PoolReady::decode(message));
   } else {
-    pool->second->on_result(*slot->process, message.envelope.id, message.envelope.flags,
-                            std::move(message.payload));
+    pool->second->on_result(*slot->process, wire::PoolResult::decode(message));
   }
 }
 
-void Master::on_hello_locked(Link& link, int rank, const std::vector<std::byte>& payload) {
-  serial::Reader reader(payload);
-  const auto protocol = serial::read<uint32_t>(reader);
-  const auto module = serial::read<uint64_t>(reader);
-  const auto pid = serial::read<int>(reader);
-  const auto host = serial::read<std::string>(reader);
-  // Protocol 6 added the worker's pod; an older worker is refused below without it.
-  const auto pod = protocol == kProtocolVersion ? serial::read<std::string>(reader) : std::string();
+void Master::on_hello_locked(Link& link, int rank, const wire::Hello& hello) {
   if (slots_expected_ > 0) --slots_expected_;
   ++link.hellos;
   std::string refusal;
-  if (protocol != kProtocolVersion) {
-    refusal = "worker speaks fibermpi protocol " + std::to_string(protocol) + ", the master " +
-              std::to_string(kProtocolVersion);
-  } else if (module != ModuleTable::instance().main_module_id()) {
-    refusal = "worker pid " + std::to_string(pid) + " on " + host +
-              " runs a different binary than the master (build-id hash " + std::to_string(module) +
-              " vs " + std::to_string(ModuleTable::instance().main_module_id()) +
+  if (hello.protocol != kProtocolVersion) {
+    refusal = "worker speaks fibermpi protocol " + std::to_string(hello.protocol) +
+              ", the master " + std::to_string(kProtocolVersion);
+  } else if (hello.module != ModuleTable::instance().main_module_id()) {
+    refusal = "worker pid " + std::to_string(hello.pid) + " on " + hello.host +
+              " runs a different binary than the master (build-id hash " +
+              std::to_string(hello.module) + " vs " +
+              std::to_string(ModuleTable::instance().main_module_id()) +
               "): rebuild or redeploy so every process runs the same executable";
   }
   if (!refusal.empty()) {
-    send_locked(link.comm.get(), rank, Kind::kRefuse, 0, 0, 0, serial::to_bytes(refusal));
+    send_locked(link.comm.get(), rank, wire::Refuse{refusal}.encode());
     --link.live_slots;
     std::fprintf(stderr, "fibermpi: refused a worker: %s\n", refusal.c_str());
     if (link.spawned) fail_pending_locked(1, refusal);
@@ -146,20 +141,18 @@ void Master::on_hello_locked(Link& link, int rank, const std::vector<std::byte>&
   auto created = std::make_unique<Slot>();
   created->link = &link;
   created->rank = rank;
-  created->pid = pid;
-  created->host = host;
-  created->pod = link.connected ? pod : std::string();
-  created->local = host == host_;
+  created->pid = hello.pid;
+  created->host = hello.host;
+  created->pod = link.connected ? hello.pod : std::string();
+  created->local = hello.host == host_;
   created->last_heard = Clock::now();
   created->idle_since = created->last_heard;
   created->messages_received = 1;  // its hello
   table_.add(std::move(created));
-  serial::Writer welcome;
-  serial::save(welcome, static_cast<int>(::getpid()));
-  serial::save(welcome, host_);
-  serial::save(welcome, signal_dir_);
-  serial::save(welcome, static_cast<int64_t>(settings_.heartbeat_interval.count()));
-  send_locked(link.comm.get(), rank, Kind::kWelcome, 0, 0, 0, welcome.buffer());
+  send_locked(
+      link.comm.get(), rank,
+      wire::Welcome{static_cast<int>(::getpid()), host_, signal_dir_, settings_.heartbeat_interval}
+          .encode());
   if (link.connected && table_.pending().empty()) {
     // A worker of a job that joined, and no process waits for one: the first pool that takes
     // such workers grows onto it.
@@ -169,17 +162,16 @@ void Master::on_hello_locked(Link& link, int rank, const std::vector<std::byte>&
   assign_idle_slots_locked();
 }
 
-void Master::on_exited_locked(Slot& slot, uint64_t id, const std::vector<std::byte>& payload) {
-  serial::Reader reader(payload);
-  const auto code = serial::read<int>(reader);
-  serial::read<std::string>(reader);
-  const bool worker_leaves = serial::read<bool>(reader);
-  if (!slot.process || slot.process->id != id) {
+void Master::on_exited_locked(Slot& slot, const wire::Exited& exited) {
+  if (!slot.process || slot.process->id != exited.process) {
     throw ProtocolError("worker pid " + std::to_string(slot.pid) + " reported the end of process " +
-                        std::to_string(id) + ", which it was not running");
+                        std::to_string(exited.process) + ", which it was not running");
   }
+  const int code = exited.code;
+  const bool worker_leaves = exited.worker_leaves;
   auto process = slot.process;
   slot.process.reset();
+  process->error = exited.error;
   // The slot's fate is settled before the process ends, so that a replacement the pool starts
   // as it learns of the end can take this very slot (a static rank stays in use).
   if (worker_leaves) {

@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "fiber/errors.h"
-#include "fiber/wire/message_kind.h"
+#include "fiber/wire/pool_messages.h"
 #include "fiber/worker/pool_worker.h"
 
 namespace fiber::detail {
@@ -80,7 +80,7 @@ void PoolCore::resize_locked(int processes) {
     worker->retired = true;
     worker->leaving = true;
     if (worker->ready) {
-      host_.send_to_process_locked(*worker->process, Kind::kPoolStop, 0, id_, {});
+      host_.send_to_process_locked(*worker->process, wire::PoolStop{id_}.encode());
     } else {
       not_started.push_back(worker->process);
     }
@@ -125,22 +125,19 @@ void PoolCore::release_idle_workers_locked() {
     if (!worker.ready || worker.leaving || worker.in_flight > 0) continue;
     worker.leaving = true;
     worker.retired = true;
-    host_.send_to_process_locked(*worker.process, Kind::kPoolStop, 0, id_, {});
+    host_.send_to_process_locked(*worker.process, wire::PoolStop{id_}.encode());
   }
 }
 
-void PoolCore::on_worker_ready(const ProcessState& process, bool initializer_failed,
-                               const Bytes& payload) {
+void PoolCore::on_worker_ready(const ProcessState& process, const wire::PoolReady& ready) {
   auto it = workers_.find(process.id);
   if (it == workers_.end()) return;
-  if (initializer_failed) {
-    serial::Reader reader(payload);
-    auto type = serial::read<std::string>(reader);
-    auto message = serial::read<std::string>(reader);
-    broken_ = "the initializer raised " + type + " in " + describe_worker(process) + ": " + message;
+  if (ready.initializer_failed) {
+    broken_ = "the initializer raised " + ready.error_type + " in " + describe_worker(process) +
+              ": " + ready.error_message;
     std::fprintf(stderr, "fibermpi: %s\n", broken_.c_str());
-    fail_all_locked(
-        std::make_exception_ptr(RemoteError(type, "in the pool's initializer: " + message)));
+    fail_all_locked(std::make_exception_ptr(
+        RemoteError(ready.error_type, "in the pool's initializer: " + ready.error_message)));
     return;
   }
   it->second.ready = true;
@@ -150,21 +147,20 @@ void PoolCore::on_worker_ready(const ProcessState& process, bool initializer_fai
   replacements_stopped_ = false;
   if (state_ == State::kTerminated) {
     it->second.leaving = true;
-    host_.send_to_process_locked(process, Kind::kPoolStop, 0, id_, {});
+    host_.send_to_process_locked(process, wire::PoolStop{id_}.encode());
     return;
   }
   if (it->second.retired) {
     // Retired by a resize while it was starting.
     it->second.leaving = true;
-    host_.send_to_process_locked(process, Kind::kPoolStop, 0, id_, {});
+    host_.send_to_process_locked(process, wire::PoolStop{id_}.encode());
     return;
   }
   dispatch_locked();
 }
 
-void PoolCore::on_result(const ProcessState& process, uint64_t task_id, uint32_t outcome,
-                         Bytes payload) {
-  auto found = in_flight_.find(task_id);
+void PoolCore::on_result(const ProcessState& process, wire::PoolResult result_message) {
+  auto found = in_flight_.find(result_message.task);
   // A result for a task no longer held by this worker: it was declared lost and resubmitted, and
   // the resubmitted copy is the one that counts (each result reaches the caller exactly once).
   if (found == in_flight_.end() || found->second.worker != process.id) return;
@@ -177,18 +173,14 @@ void PoolCore::on_result(const ProcessState& process, uint64_t task_id, uint32_t
   }
 
   ChunkOutcome result;
-  if (static_cast<PoolOutcome>(outcome) == PoolOutcome::kResults) {
-    serial::Reader reader(payload);
-    const auto compute_ns = serial::read<uint64_t>(reader);
-    const double compute_us = static_cast<double>(compute_ns) / 1000.0;
+  if (result_message.outcome == PoolOutcome::kResults) {
+    const double compute_us = static_cast<double>(result_message.compute_ns()) / 1000.0;
     mean_compute_us_ =
         compute_samples_++ == 0 ? compute_us : 0.9 * mean_compute_us_ + 0.1 * compute_us;
-    result.offset = sizeof(uint64_t);
-    result.results = std::move(payload);
+    result.offset = wire::PoolResult::kResultsOffset;
+    result.results = std::move(result_message.body);
   } else {
-    serial::Reader reader(payload);
-    auto type = serial::read<std::string>(reader);
-    auto message = serial::read<std::string>(reader);
+    auto [type, message] = result_message.raised();
     result.error = std::make_exception_ptr(RemoteError(std::move(type), std::move(message)));
   }
   complete_chunk(*task.job, task.chunk, std::move(result));
@@ -359,13 +351,13 @@ void PoolCore::terminate_locked() {
     if (worker.ready && worker.in_flight == 0) {
       // Between tasks: it leaves by itself.
       if (!worker.leaving)
-        host_.send_to_process_locked(*worker.process, Kind::kPoolStop, 0, id_, {});
+        host_.send_to_process_locked(*worker.process, wire::PoolStop{id_}.encode());
     } else if (worker.ready && (host_.on_static_rank_locked(*worker.process) ||
                                 host_.on_joined_job_locked(*worker.process))) {
       // Killing a rank of the static world would cost the job that rank for good (and Open MPI
       // copes badly with it): it drops what is queued, leaves after its current task, and is
       // no longer waited for.
-      host_.send_to_process_locked(*worker.process, Kind::kPoolStop, 0, id_, {}, kDropQueuedTasks);
+      host_.send_to_process_locked(*worker.process, wire::PoolStop{id_, true}.encode());
       detached.push_back(id);
     } else {
       // Running user code in a spawned process, or still starting: killed, like Python's.

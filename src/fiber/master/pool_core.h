@@ -22,6 +22,7 @@
 #include "fiber/detail/job.h"
 #include "fiber/invoke.h"
 #include "fiber/master/pool_host.h"
+#include "fiber/wire/pool_messages.h"
 
 namespace fiber::detail {
 
@@ -92,8 +93,8 @@ class PoolCore {
   void pause_over_locked();
 
   // Runtime events, with the lock held.
-  void on_worker_ready(const ProcessState& process, bool initializer_failed, const Bytes& payload);
-  void on_result(const ProcessState& process, uint64_t task, uint32_t outcome, Bytes payload);
+  void on_worker_ready(const ProcessState& process, const wire::PoolReady& ready);
+  void on_result(const ProcessState& process, wire::PoolResult result);
   void on_worker_ended(const std::shared_ptr<ProcessState>& process);
 
   /// Runs queued callbacks until stop_callbacks; started on first use.

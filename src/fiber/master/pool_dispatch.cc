@@ -7,6 +7,7 @@
 #include "fiber/errors.h"
 #include "fiber/master/pool_core.h"
 #include "fiber/wire/message_kind.h"
+#include "fiber/wire/pool_messages.h"
 #include "fiber/wire/task_message.h"
 
 namespace fiber::detail {
@@ -97,7 +98,7 @@ void PoolCore::release_worker_locked(uint64_t process_id) {
   worker.leaving = true;
   settings_.processes = std::max(1, settings_.processes - 1);
   if (autoscaling()) settings_.max_processes = std::max(1, settings_.max_processes - 1);
-  if (worker.ready) host_.send_to_process_locked(*worker.process, Kind::kPoolStop, 0, id_, {});
+  if (worker.ready) host_.send_to_process_locked(*worker.process, wire::PoolStop{id_}.encode());
 }
 
 void PoolCore::tick_locked(std::chrono::steady_clock::time_point now) {
@@ -108,7 +109,7 @@ void PoolCore::tick_locked(std::chrono::steady_clock::time_point now) {
     if (now - worker.idle_since < settings_.idle_timeout) continue;
     worker.retired = true;
     worker.leaving = true;
-    host_.send_to_process_locked(*worker.process, Kind::kPoolStop, 0, id_, {});
+    host_.send_to_process_locked(*worker.process, wire::PoolStop{id_}.encode());
   }
   settings_.processes = std::max(settings_.min_processes, members_locked());
 }
@@ -183,7 +184,8 @@ void PoolCore::flush_sends_locked() {
       }
       if (batch.empty()) continue;
       try {
-        host_.send_to_process_locked(*worker.process, Kind::kPoolTask, 0, id_, message.bytes());
+        host_.send_to_process_locked(*worker.process,
+                                     wire::PoolTasks{id_, message.bytes()}.encode());
       } catch (const std::exception& e) {
         fail_unsent_locked(worker, batch,
                            std::string("could not send tasks to the worker: ") + e.what());

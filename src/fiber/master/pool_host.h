@@ -12,7 +12,7 @@
 
 #include "fiber/invoke.h"
 #include "fiber/master/process_state.h"
-#include "fiber/wire/message_kind.h"
+#include "fiber/wire/outgoing.h"
 
 namespace fiber::detail {
 
@@ -25,9 +25,7 @@ class PoolHost {
   /// SIGTERM for a running process; a pending one ends at once.
   virtual void terminate_locked(const std::shared_ptr<ProcessState>& process) = 0;
   /// Sends to the worker running `process`; dropped when it runs nowhere any more.
-  virtual void send_to_process_locked(const ProcessState& process, Kind kind, uint64_t id,
-                                      uint64_t aux, std::span<const std::byte> payload,
-                                      uint32_t flags = 0) = 0;
+  virtual void send_to_process_locked(const ProcessState& process, const Outgoing& message) = 0;
   /// It runs on a rank of the static world (never killed by fibermpi).
   virtual bool on_static_rank_locked(const ProcessState& process) const = 0;
   /// It runs in a job that joined through the rendezvous.

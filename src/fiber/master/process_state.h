@@ -28,6 +28,8 @@ struct ProcessState {
   int pid = 0;
   std::string host;
   std::exception_ptr start_error;  ///< Why it never ran (spawn or handshake failure).
+  /// How it ended when not by returning, as its worker reported it ("uncaught ...: ...").
+  std::string error;
   int signal_sent = 0;
   Slot* slot = nullptr;
   uint64_t pool = 0;  ///< The pool it serves as a worker, 0 for a plain Process.
@@ -38,7 +40,8 @@ struct ProcessState {
 
 /// "name (pid N)".
 std::string describe(const ProcessState& process);
-/// How it ended: "... exited with code 3", "... was killed by signal 9", "... could not start".
+/// How it ended: "... exited with code 3", "... was killed by signal 9", "... could not start",
+/// with its worker's account when there is one ("... exited with code 1 (uncaught ...)").
 std::string describe_exit(const ProcessState& process, std::optional<int> code);
 
 }  // namespace fiber::detail

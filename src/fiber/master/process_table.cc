@@ -10,8 +10,10 @@ std::string describe(const ProcessState& process) {
 
 std::string describe_exit(const ProcessState& process, std::optional<int> code) {
   if (!code) return describe(process) + " could not start";
-  if (*code < 0) return describe(process) + " was killed by signal " + std::to_string(-*code);
-  return describe(process) + " exited with code " + std::to_string(*code);
+  const std::string account = process.error.empty() ? "" : " (" + process.error + ")";
+  if (*code < 0)
+    return describe(process) + " was killed by signal " + std::to_string(-*code) + account;
+  return describe(process) + " exited with code " + std::to_string(*code) + account;
 }
 
 std::shared_ptr<ProcessState> ProcessTable::create(TaskSpec task, const std::string& name_prefix) {

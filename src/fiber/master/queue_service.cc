@@ -3,8 +3,6 @@
 #include <cstdio>
 #include <memory>
 
-#include "fiber/serialization.h"
-
 namespace fiber::detail {
 
 uint64_t QueueService::queue_create(bool pipe_channel) {
@@ -49,62 +47,72 @@ void QueueService::queue_close(uint64_t queue) {
 
 void QueueService::on_request_locked(Kind kind, MPI_Comm comm, int source, uint64_t requester,
                                      const std::string& who, bridge::Received& message) {
-  const uint64_t request = message.envelope.id;
-  const uint64_t queue = message.envelope.aux;
-  auto reply_text = [&](Outcome outcome, const std::string& text) {
-    reply_(comm, source, request, outcome, 0, std::as_bytes(std::span(text.data(), text.size())));
+  auto reply_text = [&](uint64_t request, Outcome outcome, const std::string& text) {
+    const auto* bytes = reinterpret_cast<const std::byte*>(text.data());
+    reply_(comm, source, wire::Reply{request, outcome, 0, {bytes, bytes + text.size()}});
   };
   switch (kind) {
-    case Kind::kQueueCreate:
-      reply_(comm, source, request, Outcome::kValue, hub_.create(message.envelope.aux == 1), {});
+    case Kind::kQueueCreate: {
+      const auto create = wire::QueueCreate::decode(message);
+      reply_(comm, source,
+             wire::Reply{create.request, Outcome::kValue, hub_.create(create.pipe_channel), {}});
       break;
-    case Kind::kQueuePut:
-      hub_.put(queue, std::move(message.payload));
+    }
+    case Kind::kQueuePut: {
+      auto put = wire::QueuePut::decode(message);
+      hub_.put(put.queue, std::move(put.item));
       break;
+    }
     case Kind::kQueueGet:
     case Kind::kQueuePoll: {
-      int64_t timeout_us = -1;
+      wire::QueueWait wait;
       try {
-        timeout_us = serial::from_bytes<int64_t>(message.payload);
+        wait = wire::QueueWait::decode(message);
       } catch (const std::exception& e) {
-        reply_text(Outcome::kError, std::string("malformed queue request: ") + e.what());
+        reply_text(message.envelope.id, Outcome::kError,
+                   std::string("malformed queue request: ") + e.what());
         break;
       }
       std::optional<Clock::time_point> deadline;
-      if (timeout_us >= 0) deadline = Clock::now() + std::chrono::microseconds(timeout_us);
-      auto done = [this, comm, source, request](Outcome outcome, QueueHub::Bytes item,
-                                                const std::string& reason) {
+      if (wait.timeout_us >= 0)
+        deadline = Clock::now() + std::chrono::microseconds(wait.timeout_us);
+      auto done = [this, comm, source, request = wait.request](
+                      Outcome outcome, QueueHub::Bytes item, const std::string& reason) {
         if (outcome == Outcome::kEof)
           item.assign(reinterpret_cast<const std::byte*>(reason.data()),
                       reinterpret_cast<const std::byte*>(reason.data() + reason.size()));
         // A completion runs inside hub bookkeeping, which must not be cut short by a throw.
         try {
-          reply_(comm, source, request, outcome, 0, item);
+          reply_(comm, source, wire::Reply{request, outcome, 0, std::move(item)});
         } catch (const std::exception& e) {
           std::fprintf(stderr, "fibermpi: could not answer rank %d: %s\n", source, e.what());
         }
       };
-      if (!hub_.exists(queue)) {
-        reply_text(Outcome::kError, "unknown queue id " + std::to_string(queue));
-      } else if (kind == Kind::kQueueGet) {
-        hub_.get(queue, requester, deadline, std::move(done));
+      if (!hub_.exists(wait.queue)) {
+        reply_text(wait.request, Outcome::kError, "unknown queue id " + std::to_string(wait.queue));
+      } else if (wait.take) {
+        hub_.get(wait.queue, requester, deadline, std::move(done));
       } else {
-        hub_.poll(queue, requester, deadline, std::move(done));
+        hub_.poll(wait.queue, requester, deadline, std::move(done));
       }
       note_deadline(deadline);
       break;
     }
-    case Kind::kQueueSize:
-      if (!hub_.exists(queue)) {
-        reply_text(Outcome::kError, "unknown queue id " + std::to_string(queue));
+    case Kind::kQueueSize: {
+      const auto size = wire::QueueSize::decode(message);
+      if (!hub_.exists(size.queue)) {
+        reply_text(size.request, Outcome::kError, "unknown queue id " + std::to_string(size.queue));
       } else {
-        reply_(comm, source, request, Outcome::kValue, hub_.size(queue), {});
+        reply_(comm, source, wire::Reply{size.request, Outcome::kValue, hub_.size(size.queue), {}});
       }
       break;
-    case Kind::kQueueClose:
-      if (hub_.exists(queue) && requester != UINT64_MAX)
-        hub_.close_producer(queue, requester, who + " closed its end");
+    }
+    case Kind::kQueueClose: {
+      const auto close = wire::QueueClose::decode(message);
+      if (hub_.exists(close.queue) && requester != UINT64_MAX)
+        hub_.close_producer(close.queue, requester, who + " closed its end");
       break;
+    }
     default:
       break;
   }

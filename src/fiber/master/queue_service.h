@@ -12,14 +12,14 @@
 #include "fiber/master/queue_hub.h"
 #include "fiber/runtime/progress_engine.h"
 #include "fiber/runtime/queue_access.h"
+#include "fiber/wire/queue_messages.h"
 
 namespace fiber::detail {
 
 class QueueService final : public QueueAccess {
  public:
-  /// Sends a kReply to a worker (numbered and counted by the master); with the lock held.
-  using Reply = std::function<void(MPI_Comm comm, int rank, uint64_t request, Outcome outcome,
-                                   uint64_t aux, std::span<const std::byte> payload)>;
+  /// Sends a reply to a worker (numbered and counted by the master); with the lock held.
+  using Reply = std::function<void(MPI_Comm comm, int rank, const wire::Reply& reply)>;
 
   QueueService(ProgressEngine& engine, Reply reply) : engine_(engine), reply_(std::move(reply)) {}
 
@@ -32,7 +32,8 @@ class QueueService final : public QueueAccess {
   void queue_close(uint64_t queue) override;
 
   /// A queue request (kQueueCreate..kQueueClose, kQueuePut) from the worker at (comm, source),
-  /// which runs process `requester` (UINT64_MAX: none); `who` names it. With the lock held.
+  /// which runs process `requester` (UINT64_MAX: none); `who` names it. Takes the message's
+  /// payload. With the lock held.
   void on_request_locked(Kind kind, MPI_Comm comm, int source, uint64_t requester,
                          const std::string& who, bridge::Received& message);
   /// Completes waiting gets whose deadline passed. Takes the lock when one is due.

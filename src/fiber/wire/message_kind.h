@@ -1,4 +1,7 @@
-// Message kinds of the runtime protocol between the master and its workers.
+// Message kinds of the runtime protocol between the master and its workers. Each kind has one
+// struct in wire/ (link_messages.h, process_messages.h, queue_messages.h, pool_messages.h,
+// group_messages.h) that both sides encode and decode it with; the comments here only say who
+// sends it.
 #pragma once
 
 #include <cstdint>
@@ -6,36 +9,33 @@
 namespace fiber::detail {
 
 /// Bumped whenever a message layout changes; checked at handshake.
-inline constexpr uint32_t kProtocolVersion = 6;
+inline constexpr uint32_t kProtocolVersion = 7;
 
 enum class Kind : uint32_t {
-  kHello = 1,    ///< worker -> master: {protocol, main module id, pid, host, pod}
-  kWelcome,      ///< master -> worker: {master pid, master host, signal directory,
-                 ///< heartbeat interval in ms}
-  kRefuse,       ///< master -> worker: {reason}
-  kRun,          ///< master -> worker: id = process id; flags = kStayAfterRun when the
-                 ///< worker serves on after it (the reserve); {name, invoker, fn, args}
+  kHello = 1,    ///< worker -> master: who it is
+  kWelcome,      ///< master -> worker: accepted
+  kRefuse,       ///< master -> worker: refused (another binary or protocol)
+  kRun,          ///< master -> worker: run a process
   kTerminate,    ///< master -> worker: raise SIGTERM (for workers on other hosts)
-  kExited,       ///< worker -> master: id = process id; {exit code, error text}
+  kExited,       ///< worker -> master: a process ended
   kShutdown,     ///< master -> worker: finalise and exit
-  kQueueCreate,  ///< worker -> master: id = request; aux = 1 for a pipe channel
-  kQueuePut,     ///< any -> master: aux = queue; payload = item
-  kQueueGet,     ///< worker -> master: id = request; aux = queue; {timeout us, -1 = none}
-  kQueuePoll,    ///< worker -> master: like kQueueGet but leaves the item
-  kQueueSize,    ///< worker -> master: id = request; aux = queue
-  kQueueClose,   ///< worker -> master: aux = queue; this process stops producing into it
-  kReply,        ///< master -> worker: id = request; flags = Outcome; payload = item or text
-  kPoolReady,    ///< worker -> master: aux = pool; flags = 1 when the initializer threw
-                 ///< ({type, message}); the pool worker takes tasks from now on
-  kPoolTask,     ///< master -> worker: aux = pool; {chunks, then per chunk: task id, size,
-                 ///< {invoker, fn, count, args...}}: several chunks per message
-  kPoolResult,   ///< worker -> master: id = task; aux = pool; flags = PoolOutcome;
-                 ///< {compute ns, results...} or {type, message}
+  kQueueCreate,  ///< worker -> master: a new queue or pipe channel (a request)
+  kQueuePut,     ///< any -> master: an item
+  kQueueGet,     ///< worker -> master: take an item (a request)
+  kQueuePoll,    ///< worker -> master: wait for an item without taking it (a request)
+  kQueueSize,    ///< worker -> master: how many items wait (a request)
+  kQueueClose,   ///< worker -> master: this process stops producing into a queue
+  kReply,        ///< master -> worker: the answer to a request
+  kPoolReady,    ///< worker -> master: a pool worker takes tasks from now on
+  kPoolTask,     ///< master -> worker: chunks of pool tasks, several per message
+  kPoolResult,   ///< worker -> master: the results of one chunk
   kHeartbeat,    ///< worker -> master: still alive (sent every Config::heartbeat_interval)
   kLeave,        ///< worker -> master: a joined worker asks to leave once its work is done
-  kPoolStop,     ///< master -> worker: aux = pool; leave the pool once nothing is left to run;
-                 ///< flags = kDropQueuedTasks: leave after the current task, dropping the rest
+  kPoolStop,     ///< master -> worker: leave the pool
   kGoodbye,      ///< worker -> master: its last message, answering kShutdown
+  kGroupPlan,    ///< master -> group member: who the members are, to build the communicator
+  kGroupPorts,   ///< member -> master -> member: ports the group's islands connect through
+  kGroupStop,    ///< master -> group member: the attempt failed or was terminated: end now
 };
 
 /// A worker sends nothing after its last message (kGoodbye, or kExited when its process ends),
@@ -43,12 +43,6 @@ enum class Kind : uint32_t {
 /// died, and nothing has arrived on it for a while. A message arriving for a communicator that
 /// was freed is kept by Open MPI and delivered, in place of the real one, to whichever
 /// communicator later reuses its context id (a later spawn): a task result was lost that way.
-
-inline constexpr uint32_t kDropQueuedTasks = 1;
-/// kRun flag: a spawned worker stays (waiting in the reserve) after the process ends.
-inline constexpr uint32_t kStayAfterRun = 1;
-/// kExited flag: the worker process ends too; this is its last message.
-inline constexpr uint32_t kWorkerLeaves = 1;
 
 /// How a pool task ended.
 enum class PoolOutcome : uint32_t {
@@ -61,8 +55,11 @@ enum class Outcome : uint32_t {
   kItem = 0,     ///< payload is the item (get) or nothing (poll: data ready)
   kTimeout = 1,  ///< the deadline passed with nothing to take
   kEof = 2,      ///< empty, and nobody who could still put into it is alive; payload = reason
-  kValue = 3,    ///< a number answer (size): aux holds it
+  kValue = 3,    ///< a number answer (size, a new queue's id)
   kError = 4,    ///< the request was invalid; payload = reason
 };
+
+/// "kPoolTask", for messages about a kind.
+const char* kind_name(uint32_t kind);
 
 }  // namespace fiber::detail

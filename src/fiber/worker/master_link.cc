@@ -12,7 +12,9 @@
 #include "fiber/errors.h"
 #include "fiber/function_ref.h"
 #include "fiber/serialization.h"
-#include "fiber/wire/task_message.h"
+#include "fiber/wire/link_messages.h"
+#include "fiber/wire/pool_messages.h"
+#include "fiber/wire/process_messages.h"
 #include "fiber/worker/fatal_signal.h"
 #include "fiber/worker/start_up_watchdog.h"
 #include "mpi_bridge/environment.h"
@@ -42,20 +44,22 @@ MasterLink::MasterLink(const Settings& settings, ProgressEngine& engine, Link& l
   }
 }
 
-void MasterLink::send(Kind kind, uint64_t id, uint64_t aux, uint32_t flags,
-                      std::span<const std::byte> payload) {
-  bridge::Envelope envelope{static_cast<uint32_t>(kind),       flags, id, aux,
-                            static_cast<uint32_t>(::getpid()), 0};
+void MasterLink::send(const Outgoing& message) {
+  bridge::Envelope envelope{static_cast<uint32_t>(message.kind),
+                            message.flags,
+                            message.id,
+                            message.aux,
+                            static_cast<uint32_t>(::getpid()),
+                            0};
   {
     // Numbered and posted in one step, so the numbers follow the order MPI delivers them in (a
-    // heartbeat also tells how many went before it).
+    // heartbeat also tells how many went before it: wire::Heartbeat::sent_before).
     std::lock_guard order(send_order_mu_);
     if (last_word_sent_) return;
-    if (kind == Kind::kGoodbye || (kind == Kind::kExited && (flags & kWorkerLeaves) != 0))
-      last_word_sent_ = true;
-    if (kind == Kind::kHeartbeat) envelope.id = messages_sent_;
+    if (wire::is_last_word(message)) last_word_sent_ = true;
+    if (message.kind == Kind::kHeartbeat) envelope.id = messages_sent_;
     envelope.seq = static_cast<uint32_t>(messages_sent_++);
-    engine_.post(link_.comm.get(), master_rank_, envelope, payload);
+    engine_.post(link_.comm.get(), master_rank_, envelope, message.payload());
   }
   if (const int master = master_bell_pid_.load(std::memory_order_acquire); master != 0)
     engine_.ring(master);
@@ -63,29 +67,22 @@ void MasterLink::send(Kind kind, uint64_t id, uint64_t aux, uint32_t flags,
 
 void MasterLink::report_exit(uint64_t process_id, int code, const std::string& error,
                              bool worker_leaves) {
-  serial::Writer report;
-  serial::save(report, code);
-  serial::save(report, error);
-  serial::save(report, worker_leaves);
-  send(Kind::kExited, process_id, 0, worker_leaves ? kWorkerLeaves : 0, report.buffer());
+  send(wire::Exited{process_id, code, error, worker_leaves}.encode());
 }
 
-void MasterLink::say_goodbye() { send(Kind::kGoodbye, 0, 0, 0, {}); }
+void MasterLink::say_goodbye() { send(wire::Goodbye{}.encode()); }
 
 void MasterLink::handshake() {
-  serial::Writer hello;
-  serial::save(hello, kProtocolVersion);
-  serial::save(hello, ModuleTable::instance().main_module_id());
-  serial::save(hello, static_cast<int>(::getpid()));
-  serial::save(hello, host_);
+  wire::Hello hello;
+  hello.module = ModuleTable::instance().main_module_id();
+  hello.pid = static_cast<int>(::getpid());
+  hello.host = host_;
   // Its pod: the name, and the uid that tells a replacement of the same name apart.
   const char* pod = std::getenv("FIBER_K8S_POD_NAME");
   const char* uid = std::getenv("FIBER_K8S_POD_UID");
-  std::string pod_id;
   if (pod && *pod && std::getenv("FIBER_K8S_ROLE"))
-    pod_id = std::string(pod) + (uid && *uid ? std::string("/") + uid : std::string());
-  serial::save(hello, pod_id);
-  send(Kind::kHello, 0, 0, 0, hello.buffer());
+    hello.pod = std::string(pod) + (uid && *uid ? std::string("/") + uid : std::string());
+  send(hello.encode());
   auto held = engine_.lock();
   engine_.changes().wait(held, [this] { return handshake_ != Handshake::kWaiting; });
   if (handshake_ == Handshake::kRefused) {
@@ -101,8 +98,8 @@ void MasterLink::on_message(Link&, bridge::Received& message) {
   try {
     handle_locked(message);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "fibermpi worker %d: ignored a bad message (kind %u): %s\n",
-                 static_cast<int>(::getpid()), message.envelope.kind, e.what());
+    std::fprintf(stderr, "fibermpi worker %d: ignored a bad %s message: %s\n",
+                 static_cast<int>(::getpid()), kind_name(message.envelope.kind), e.what());
   }
   engine_.notify_locked();
 }
@@ -129,11 +126,11 @@ void MasterLink::handle_locked(bridge::Received& message) {
   ++messages_received_;
   switch (static_cast<Kind>(message.envelope.kind)) {
     case Kind::kWelcome: {
-      serial::Reader reader(message.payload);
-      master_pid_ = serial::read<int>(reader);
-      master_local_ = serial::read<std::string>(reader) == host_;
-      run_directory_ = serial::read<std::string>(reader);
-      heartbeat_interval_ = std::chrono::milliseconds(serial::read<int64_t>(reader));
+      const auto welcome = wire::Welcome::decode(message);
+      master_pid_ = welcome.master_pid;
+      master_local_ = welcome.master_host == host_;
+      run_directory_ = welcome.run_directory;
+      heartbeat_interval_ = welcome.heartbeat_interval;
       if (master_local_ && engine_.open_doorbell(run_directory_, static_cast<int>(::getpid())))
         master_bell_pid_.store(master_pid_, std::memory_order_release);
       handshake_ = Handshake::kAccepted;
@@ -141,39 +138,40 @@ void MasterLink::handle_locked(bridge::Received& message) {
       break;
     }
     case Kind::kRefuse:
-      refusal_ = serial::from_bytes<std::string>(message.payload);
+      refusal_ = wire::Refuse::decode(message).reason;
       handshake_ = Handshake::kRefused;
       break;
     case Kind::kRun:
     case Kind::kShutdown:
       mailbox_.push_back(std::move(message));
       break;
-    case Kind::kPoolTask:
+    case Kind::kPoolTask: {
       // Several chunks per message: each becomes an inbox entry of its own.
-      for (auto& chunk : split_task_message(message.payload)) {
-        bridge::Received entry;
-        entry.envelope = message.envelope;
-        entry.envelope.id = chunk.task;
-        entry.source = message.source;
-        entry.payload = std::move(chunk.payload);
-        pool_inbox_.push_back(std::move(entry));
-      }
+      auto [pool, chunks] = wire::PoolTasks::decode(message);
+      for (auto& chunk : chunks)
+        pool_inbox_.push_back(
+            PoolDelivery{pool, false, false, chunk.task, std::move(chunk.payload)});
       break;
-    case Kind::kPoolStop:
-      pool_inbox_.push_back(std::move(message));
+    }
+    case Kind::kPoolStop: {
+      const auto stop = wire::PoolStop::decode(message);
+      pool_inbox_.push_back(PoolDelivery{stop.pool, true, stop.drop_queued, 0, {}});
       break;
+    }
     case Kind::kTerminate:
+      wire::Terminate::decode(message);
       ::kill(::getpid(), SIGTERM);
       break;
     case Kind::kReply: {
-      auto it = replies_.find(message.envelope.id);
+      auto reply = wire::Reply::decode(message);
+      auto it = replies_.find(reply.request);
       if (it == replies_.end())
-        throw ProtocolError("reply to an unknown request " + std::to_string(message.envelope.id));
-      it->second = std::move(message);
+        throw ProtocolError("reply to an unknown request " + std::to_string(reply.request));
+      it->second = std::move(reply);
       break;
     }
     default:
-      throw ProtocolError("unexpected message kind " + std::to_string(message.envelope.kind));
+      throw ProtocolError(std::string("unexpected message ") + kind_name(message.envelope.kind));
   }
 }
 
@@ -195,7 +193,7 @@ void MasterLink::after_receiving(Clock::time_point now, bool tick) {
   if (interval.count() == 0) return;  // not welcomed yet
   if (joined_ && !leave_sent_ && g_leave_requested.load()) {
     leave_sent_ = true;
-    send(Kind::kLeave, 0, 0, 0, {});
+    send(wire::Leave{}.encode());
   }
   if (now < next_heartbeat_) return;
   next_heartbeat_ = now + interval;
@@ -205,8 +203,7 @@ void MasterLink::after_receiving(Clock::time_point now, bool tick) {
     received = messages_received_;
   }
   // How many messages arrived, for the master's delivery check.
-  send(Kind::kHeartbeat, 0, received, 0,
-       serial::to_bytes(static_cast<int64_t>(now.time_since_epoch().count())));
+  send(wire::Heartbeat{0, received, static_cast<int64_t>(now.time_since_epoch().count())}.encode());
 }
 
 void MasterLink::check_master_alive() {
@@ -234,84 +231,76 @@ Assignment MasterLink::next_assignment() {
     assignment.shutdown = true;
     return assignment;
   }
-  assignment.process_id = message.envelope.id;
-  assignment.stay_after = (message.envelope.flags & kStayAfterRun) != 0;
-  serial::Reader reader(message.payload);
-  assignment.name = serial::read<std::string>(reader);
-  assignment.task = load_task(reader);
+  auto run = wire::Run::decode(message);
+  assignment.process_id = run.process;
+  assignment.stay_after = run.stay_after;
+  assignment.name = std::move(run.name);
+  assignment.task = std::move(run.task);
   return assignment;
 }
 
-bridge::Received MasterLink::next_pool_message(uint64_t pool) {
+PoolDelivery MasterLink::next_pool_delivery(uint64_t pool) {
   auto held = engine_.lock();
-  // Messages of a pool this process served before (it came back to the reserve or its rank
+  // Deliveries of a pool this process served before (it came back to the reserve or its rank
   // serves one pool after another) are no business of this one.
   engine_.await(held, [this, pool] {
-    std::erase_if(pool_inbox_,
-                  [pool](const bridge::Received& m) { return m.envelope.aux != pool; });
+    std::erase_if(pool_inbox_, [pool](const PoolDelivery& d) { return d.pool != pool; });
     return !pool_inbox_.empty();
   });
   // A terminated pool's stop overtakes the tasks still queued here.
   for (auto it = pool_inbox_.begin(); it != pool_inbox_.end(); ++it) {
-    if (static_cast<Kind>(it->envelope.kind) == Kind::kPoolStop &&
-        it->envelope.flags == kDropQueuedTasks) {
-      bridge::Received stop = std::move(*it);
+    if (it->stop && it->drop_queued) {
+      PoolDelivery stop = std::move(*it);
       pool_inbox_.clear();
       return stop;
     }
   }
-  bridge::Received message = std::move(pool_inbox_.front());
+  PoolDelivery delivery = std::move(pool_inbox_.front());
   pool_inbox_.pop_front();
-  return message;
+  return delivery;
 }
 
-bridge::Received MasterLink::call_master(Kind kind, uint64_t aux,
-                                         std::span<const std::byte> payload) {
-  uint64_t request = 0;
+wire::Reply MasterLink::call_master(Outgoing request) {
   {
     auto held = engine_.lock();
-    request = next_request_++;
-    replies_.emplace(request, std::nullopt);
+    request.id = next_request_++;
+    replies_.emplace(request.id, std::nullopt);
   }
-  send(kind, request, aux, 0, payload);
+  send(request);
   auto held = engine_.lock();
-  engine_.await(held, [&] { return replies_[request].has_value(); });
-  bridge::Received reply = std::move(*replies_[request]);
-  replies_.erase(request);
-  if (static_cast<Outcome>(reply.envelope.flags) == Outcome::kError) {
-    throw Error(
-        std::string(reinterpret_cast<const char*>(reply.payload.data()), reply.payload.size()));
-  }
+  engine_.await(held, [&] { return replies_[request.id].has_value(); });
+  wire::Reply reply = std::move(*replies_[request.id]);
+  replies_.erase(request.id);
+  if (reply.outcome == Outcome::kError) throw Error(reply.text());
   return reply;
 }
 
 uint64_t MasterLink::queue_create(bool pipe_channel) {
-  return call_master(Kind::kQueueCreate, pipe_channel ? 1 : 0, {}).envelope.aux;
+  return call_master(wire::QueueCreate{0, pipe_channel}.encode()).value;
 }
 
 void MasterLink::queue_put(uint64_t queue, std::vector<std::byte> item) {
-  send(Kind::kQueuePut, 0, queue, 0, item);
+  send(wire::QueuePut{queue, std::move(item)}.encode());
 }
 
 QueueResult MasterLink::queue_wait(uint64_t queue, bool take,
                                    std::optional<std::chrono::microseconds> timeout) {
   const int64_t timeout_us = timeout ? std::max<int64_t>(0, timeout->count()) : -1;
-  bridge::Received reply =
-      call_master(take ? Kind::kQueueGet : Kind::kQueuePoll, queue, serial::to_bytes(timeout_us));
+  wire::Reply reply = call_master(wire::QueueWait{0, queue, take, timeout_us}.encode());
   QueueResult result;
-  result.outcome = static_cast<Outcome>(reply.envelope.flags);
+  result.outcome = reply.outcome;
   if (result.outcome == Outcome::kItem) {
     result.item = std::move(reply.payload);
   } else {
-    result.reason.assign(reinterpret_cast<const char*>(reply.payload.data()), reply.payload.size());
+    result.reason = reply.text();
   }
   return result;
 }
 
 size_t MasterLink::queue_size(uint64_t queue) {
-  return call_master(Kind::kQueueSize, queue, {}).envelope.aux;
+  return call_master(wire::QueueSize{0, queue}.encode()).value;
 }
 
-void MasterLink::queue_close(uint64_t queue) { send(Kind::kQueueClose, 0, queue, 0, {}); }
+void MasterLink::queue_close(uint64_t queue) { send(wire::QueueClose{queue}.encode()); }
 
 }  // namespace fiber::detail

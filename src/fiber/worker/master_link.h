@@ -17,14 +17,24 @@
 #include "fiber/runtime/progress_engine.h"
 #include "fiber/runtime/queue_access.h"
 #include "fiber/runtime/settings.h"
-#include "fiber/wire/message_kind.h"
+#include "fiber/wire/outgoing.h"
+#include "fiber/wire/queue_messages.h"
 
 namespace fiber::detail {
+
+/// What the pool inbox hands a pool worker: a chunk of a task to run, or the pool's stop.
+struct PoolDelivery {
+  uint64_t pool = 0;
+  bool stop = false;
+  bool drop_queued = false;  ///< A stop that overtakes the chunks still queued.
+  uint64_t task = 0;
+  std::vector<std::byte> chunk;
+};
 
 /// What a worker is told to do next.
 struct Assignment {
   bool shutdown = false;
-  bool stay_after = false;  ///< kStayAfterRun: serve on after this process ends.
+  bool stay_after = false;  ///< Serve on after this process ends (wire::Run::stay_after).
   uint64_t process_id = 0;
   std::string name;
   TaskSpec task;
@@ -42,12 +52,11 @@ class MasterLink final : public MessageSink, public QueueAccess {
   void handshake();
   /// The next process to run, or shutdown.
   Assignment next_assignment();
-  /// The next kPoolTask chunk or kPoolStop for `pool` (messages left over from a pool this
-  /// process served before are dropped).
-  bridge::Received next_pool_message(uint64_t pool);
-  /// Sends to the master (dropped once the last word is sent).
-  void send(Kind kind, uint64_t id, uint64_t aux, uint32_t flags,
-            std::span<const std::byte> payload);
+  /// The next chunk or stop for `pool` (messages left over from a pool this process served
+  /// before are dropped).
+  PoolDelivery next_pool_delivery(uint64_t pool);
+  /// Numbers the message and sends it to the master (dropped once the last word is sent).
+  void send(const Outgoing& message);
   /// Tells the master a process ended; `worker_leaves` when this worker process ends with it:
   /// its last message.
   void report_exit(uint64_t process_id, int code, const std::string& error, bool worker_leaves);
@@ -76,7 +85,8 @@ class MasterLink final : public MessageSink, public QueueAccess {
 
  private:
   void handle_locked(bridge::Received& message);
-  bridge::Received call_master(Kind kind, uint64_t aux, std::span<const std::byte> payload);
+  /// Sends a request (its id set here) and waits for the reply; throws Error on kError.
+  wire::Reply call_master(Outgoing request);
   void check_master_alive();
 
   const Settings& settings_;
@@ -96,9 +106,9 @@ class MasterLink final : public MessageSink, public QueueAccess {
   enum class Handshake { kWaiting, kAccepted, kRefused } handshake_ = Handshake::kWaiting;
   std::string refusal_;
   std::deque<bridge::Received> mailbox_;
-  std::deque<bridge::Received> pool_inbox_;
+  std::deque<PoolDelivery> pool_inbox_;
   uint64_t next_request_ = 1;
-  std::unordered_map<uint64_t, std::optional<bridge::Received>> replies_;
+  std::unordered_map<uint64_t, std::optional<wire::Reply>> replies_;
   uint64_t messages_received_ = 0;  ///< Messages from the master so far (the next one's number).
   bool leave_sent_ = false;
   /// Fault injection (FIBER_FAULT_DROP_MESSAGE=<n>@<file>): the one worker that creates <file>

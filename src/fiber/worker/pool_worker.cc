@@ -12,13 +12,14 @@
 #include "fiber/function_ref.h"
 #include "fiber/invoke.h"
 #include "fiber/runtime/runtime.h"
-#include "fiber/wire/message_kind.h"
+#include "fiber/wire/pool_messages.h"
 #include "fiber/worker/master_link.h"
 
 namespace fiber::detail {
 namespace {
 
-void save_current_exception(serial::Writer& writer) {
+/// The type name and message of the exception being handled.
+std::pair<std::string, std::string> current_exception_account() {
   std::string message;
   try {
     throw;
@@ -26,16 +27,13 @@ void save_current_exception(serial::Writer& writer) {
     message = e.what();
   } catch (...) {
   }
-  serial::save(writer, current_exception_type_name());
-  serial::save(writer, message);
+  return {current_exception_type_name(), std::move(message)};
 }
 
 /// Runs one chunk: every item through the same invoker, results appended in order.
 PoolOutcome run_chunk(const Bytes& payload, serial::Writer& out) {
   const auto started = std::chrono::steady_clock::now();
-  // The compute time leads the results; its slot is reserved now and filled in at the end.
-  const uint64_t compute_ns_slot = 0;
-  out.write_bytes(&compute_ns_slot, sizeof compute_ns_slot);
+  wire::PoolResult::begin_results(out);
   try {
     serial::Reader reader(payload);
     const ChunkHead head = read_chunk_head(reader);
@@ -44,15 +42,16 @@ PoolOutcome run_chunk(const Bytes& payload, serial::Writer& out) {
     void* fn = head.fn.module_id == 0 ? nullptr : modules.decode(head.fn);
     for (uint32_t i = 0; i < head.count; ++i) invoker(fn, reader, &out);
   } catch (...) {
+    const auto [type, message] = current_exception_account();
     out.buffer().clear();
-    save_current_exception(out);
+    wire::PoolResult::write_raised(out, type, message);
     return PoolOutcome::kRaised;
   }
   const auto compute_ns =
       static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                 std::chrono::steady_clock::now() - started)
                                 .count());
-  std::memcpy(out.buffer().data(), &compute_ns, sizeof compute_ns);
+  wire::PoolResult::finish_results(out, compute_ns);
   return PoolOutcome::kResults;
 }
 
@@ -65,22 +64,28 @@ void pool_worker_main(uint64_t pool, std::vector<std::byte> initializer, uint64_
       serial::Reader reader(initializer);
       run_task(load_task(reader), nullptr);
     } catch (...) {
-      serial::Writer error;
-      save_current_exception(error);
-      link.send(Kind::kPoolReady, 0, pool, 1, error.buffer());
+      const auto [type, message] = current_exception_account();
+      link.send(wire::PoolReady{pool, true, type, message}.encode());
       return;
     }
   }
-  link.send(Kind::kPoolReady, 0, pool, 0, {});
+  wire::PoolReady ready;
+  ready.pool = pool;
+  link.send(ready.encode());
   uint64_t done = 0;
+  wire::PoolResult result;
+  result.pool = pool;
   serial::Writer out;
   for (;;) {
-    bridge::Received message = link.next_pool_message(pool);
-    if (static_cast<Kind>(message.envelope.kind) == Kind::kPoolStop) return;
+    PoolDelivery delivery = link.next_pool_delivery(pool);
+    if (delivery.stop) return;
     out.buffer().clear();
-    const PoolOutcome outcome = run_chunk(message.payload, out);
-    link.send(Kind::kPoolResult, message.envelope.id, pool, static_cast<uint32_t>(outcome),
-              out.buffer());
+    result.task = delivery.task;
+    result.outcome = run_chunk(delivery.chunk, out);
+    // The writer's buffer travels as the result's body and comes back for the next chunk.
+    result.body = std::move(out.buffer());
+    link.send(result.encode());
+    out.buffer() = std::move(result.body);
     if (maxtasks > 0 && ++done >= maxtasks) return;
   }
 }

@@ -28,19 +28,21 @@ void report_exit_from_task(int status, void*) {
   g_worker_runtime->finish_worker(0);
 }
 
-int execute(const Assignment& assignment) {
+/// Runs the assignment's process; its exit code, and how it ended when it threw.
+std::pair<int, std::string> execute(const Assignment& assignment) {
+  std::string error;
   try {
     run_task(assignment.task, nullptr);
-    return 0;
+    return {0, {}};
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s (pid %d): uncaught %s: %s\n", assignment.name.c_str(),
-                 static_cast<int>(::getpid()), current_exception_type_name().c_str(), e.what());
+    error = "uncaught " + current_exception_type_name() + ": " + e.what();
   } catch (...) {
-    std::fprintf(stderr, "%s (pid %d): uncaught %s\n", assignment.name.c_str(),
-                 static_cast<int>(::getpid()), current_exception_type_name().c_str());
+    error = "uncaught " + current_exception_type_name();
   }
+  std::fprintf(stderr, "%s (pid %d): %s\n", assignment.name.c_str(), static_cast<int>(::getpid()),
+               error.c_str());
   std::fflush(stderr);
-  return 1;
+  return {1, std::move(error)};
 }
 
 }  // namespace
@@ -65,12 +67,12 @@ int execute(const Assignment& assignment) {
     }
     runtime.set_current(assignment.process_id, assignment.name);
     set_running_process(assignment.process_id);
-    const int code = execute(assignment);
+    const auto [code, error] = execute(assignment);
     set_running_process(0);
     std::fflush(nullptr);
     // A spawned worker ends with its process unless the master keeps it in the reserve.
     const bool leaves = link.spawned() && !assignment.stay_after;
-    link.report_exit(assignment.process_id, code, {}, leaves);
+    link.report_exit(assignment.process_id, code, error, leaves);
     if (leaves) runtime.finish_worker(0);
   }
 }

@@ -1,0 +1,81 @@
+#include "fiber/wire/outgoing.h"
+
+#include "fiber/errors.h"
+
+namespace fiber::detail {
+
+const char* kind_name(uint32_t kind) {
+  switch (static_cast<Kind>(kind)) {
+    case Kind::kHello:
+      return "kHello";
+    case Kind::kWelcome:
+      return "kWelcome";
+    case Kind::kRefuse:
+      return "kRefuse";
+    case Kind::kRun:
+      return "kRun";
+    case Kind::kTerminate:
+      return "kTerminate";
+    case Kind::kExited:
+      return "kExited";
+    case Kind::kShutdown:
+      return "kShutdown";
+    case Kind::kQueueCreate:
+      return "kQueueCreate";
+    case Kind::kQueuePut:
+      return "kQueuePut";
+    case Kind::kQueueGet:
+      return "kQueueGet";
+    case Kind::kQueuePoll:
+      return "kQueuePoll";
+    case Kind::kQueueSize:
+      return "kQueueSize";
+    case Kind::kQueueClose:
+      return "kQueueClose";
+    case Kind::kReply:
+      return "kReply";
+    case Kind::kPoolReady:
+      return "kPoolReady";
+    case Kind::kPoolTask:
+      return "kPoolTask";
+    case Kind::kPoolResult:
+      return "kPoolResult";
+    case Kind::kHeartbeat:
+      return "kHeartbeat";
+    case Kind::kLeave:
+      return "kLeave";
+    case Kind::kPoolStop:
+      return "kPoolStop";
+    case Kind::kGoodbye:
+      return "kGoodbye";
+    case Kind::kGroupPlan:
+      return "kGroupPlan";
+    case Kind::kGroupPorts:
+      return "kGroupPorts";
+    case Kind::kGroupStop:
+      return "kGroupStop";
+  }
+  return "an unknown kind";
+}
+
+bridge::Received as_received(const Outgoing& out, uint32_t sender, uint32_t seq) {
+  bridge::Received in;
+  in.envelope =
+      bridge::Envelope{static_cast<uint32_t>(out.kind), out.flags, out.id, out.aux, sender, seq};
+  const auto payload = out.payload();
+  in.payload.assign(payload.begin(), payload.end());
+  return in;
+}
+
+void expect_kind(const bridge::Received& in, Kind kind) {
+  if (in.envelope.kind == static_cast<uint32_t>(kind)) return;
+  throw ProtocolError(std::string("expected a ") + kind_name(static_cast<uint32_t>(kind)) +
+                      " message, got " + kind_name(in.envelope.kind) + " (kind " +
+                      std::to_string(in.envelope.kind) + ")");
+}
+
+std::string payload_text(const bridge::Received& in) {
+  return std::string(reinterpret_cast<const char*>(in.payload.data()), in.payload.size());
+}
+
+}  // namespace fiber::detail
