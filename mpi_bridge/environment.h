@@ -51,13 +51,9 @@ class Environment {
   static int world_size();
   /// Intercommunicator to the spawning parent, or MPI_COMM_NULL.
   static MPI_Comm parent();
-  /// True when started by mpirun without recovery_option(): a killed child aborts the job.
+  /// True when started by mpirun without launch_environment.h's recovery_option(): a killed
+  /// child aborts the job.
   static bool recovery_disabled_under_launcher();
-  /// The mpirun options that keep a job alive when one of its processes is killed: Open MPI
-  /// 4.1's "--enable-recovery", Open MPI 5's "--with-ft ulfm --prtemca state_base_recoverable 1"
-  /// (the second part keeps the other workers of a spawn batch alive when one of them dies; it
-  /// cannot be seen from inside the program, so only the first part is checked).
-  static const char* recovery_option();
   static std::string hostname();
 };
 

@@ -12,6 +12,7 @@
 #include "fiber/function_ref.h"
 #include "mpi_bridge/environment.h"
 #include "mpi_bridge/error.h"
+#include "mpi_bridge/launch_environment.h"
 
 namespace fiber::bridge {
 namespace {
@@ -93,8 +94,10 @@ Communicator spawn(const SpawnOptions& options, int count) {
   const int code = MPI_Comm_spawn(executable.c_str(), argv.data(), count, *info, 0, MPI_COMM_SELF,
                                   &intercomm, errors.data());
   if (code != MPI_SUCCESS) {
+    const std::string hint = root_refusal_hint();
     throw SpawnError("MPI_Comm_spawn of " + std::to_string(count) + " x '" + executable +
-                     "' failed: " + mpi_error("MPI_Comm_spawn", code).what());
+                     "' failed: " + mpi_error("MPI_Comm_spawn", code).what() +
+                     (hint.empty() ? "" : " (" + hint + ")"));
   }
   return Communicator(intercomm);
 }

@@ -13,6 +13,7 @@
 
 #include "fiber/errors.h"
 #include "fiber/function_ref.h"
+#include "mpi_bridge/launch_environment.h"
 
 #ifndef FIBER_MPIRUN
 #define FIBER_MPIRUN "mpirun"
@@ -111,21 +112,17 @@ std::optional<KubernetesPod> KubernetesPod::from_environment() {
   return pod;
 }
 
-bool started_by_mpi_launcher() {
-  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK") || std::getenv("PMI_RANK");
-}
-
 void relaunch_under_mpirun(const KubernetesPod& pod, int argc, char** argv) {
   const char* override_path = std::getenv("FIBER_MPIRUN");
   const std::string mpirun = override_path && *override_path ? override_path : FIBER_MPIRUN;
   const int ranks = pod.role == KubernetesPod::Role::kLauncher ? 1 : pod.slots_per_worker;
   std::vector<std::string> words = {mpirun, "--ompi-server", pod.name_service_uri};
-  // Containers often run as root; mpirun refuses that unless told.
-  if (::geteuid() == 0) words.emplace_back("--allow-run-as-root");
   // A rank that dies (a task that crashed its worker) must not take the other ranks of this pod
-  // with it: the master runs its tasks elsewhere and keeps the rest.
-  words.insert(words.end(), {"--enable-recovery", "--oversubscribe", "--bind-to", "none", "-n",
-                             std::to_string(ranks), ModuleTable::executable_path()});
+  // with it: the master runs its tasks elsewhere and keeps the rest. Containers often run as
+  // root, which mpirun refuses unless told.
+  for (auto& option : bridge::mpirun_options()) words.push_back(std::move(option));
+  words.insert(words.end(),
+               {"--bind-to", "none", "-n", std::to_string(ranks), ModuleTable::executable_path()});
   for (int i = 1; i < argc; ++i) words.emplace_back(argv[i]);
   std::vector<char*> exec_argv;
   for (auto& word : words) exec_argv.push_back(word.data());

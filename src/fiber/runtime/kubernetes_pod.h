@@ -31,9 +31,6 @@ struct KubernetesPod {
   std::string describe() const { return "FiberJob " + ns + "/" + job; }
 };
 
-/// True when this process was started by mpirun (or another MPI launcher).
-bool started_by_mpi_launcher();
-
 /// Runs this program again as `mpirun --ompi-server <uri> --enable-recovery -n <ranks> <this
 /// program> <args>`: the launcher as a job of one rank, a worker pod as a job of
 /// slots_per_worker ranks, each meeting the others through the job's name service. A worker pod

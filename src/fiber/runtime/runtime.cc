@@ -20,6 +20,7 @@
 #include "fiber/worker/start_up_watchdog.h"
 #include "fiber/worker/worker_loop.h"
 #include "mpi_bridge/environment.h"
+#include "mpi_bridge/launch_environment.h"
 #include "mpi_bridge/rendezvous.h"
 
 namespace fiber::detail {
@@ -160,7 +161,7 @@ void Runtime::begin(int& argc, char**& argv, const Config&) {
     }
     // The pod's own MPI job: the program runs again under mpirun, which finds the job's name
     // service (the user's pod template names only the program).
-    if (!started_by_mpi_launcher()) relaunch_under_mpirun(*pod, argc, argv);
+    if (!bridge::started_by_launcher()) relaunch_under_mpirun(*pod, argc, argv);
     // The launcher's status for the pod, even if the program exits before init completes (the
     // handler registered later runs first and reports it too, before a shutdown that may end
     // the process early).
@@ -241,7 +242,7 @@ void Runtime::begin(int& argc, char**& argv, const Config&) {
                                                settings_.liveness_interval);
     master_ = std::make_unique<Master>(settings_, *engine_, std::move(link));
     if (bridge::Environment::recovery_disabled_under_launcher() && !std::getenv("FIBER_QUIET")) {
-      const char* option = bridge::Environment::recovery_option();
+      const char* option = bridge::recovery_option();
       std::fprintf(stderr,
                    "fibermpi: started by mpirun without %s: a child process that is killed will "
                    "abort the whole job (add %s, or set FIBER_QUIET=1 to hide this)\n",

@@ -1,0 +1,49 @@
+// How this MPI is launched, in one place: whether a launcher started this process, what a
+// process that starts Open MPI's runtime itself puts into its environment first (recovery, the
+// root opt-in, the relocated installation), and the options an mpirun of this MPI needs. Used
+// by the runtime's start (a launcher-less program's runtime: Open MPI 5's prte, 4.1's orted,
+// started at the first spawn), by the Kubernetes mode's mpirun, and by tools that launch
+// programs.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace fiber::bridge {
+
+/// Started by mpirun or srun (a PMIx or PMI rank).
+bool started_by_launcher();
+
+/// This process runs as root (effective uid 0), as in most containers and CI machines.
+bool running_as_root();
+
+/// The variables a launcher-less process sets before MPI starts its runtime: the recovery that
+/// keeps the program alive when a spawned child dies and, when running as root, the opt-in
+/// Open MPI's runtime refuses to start without (OMPI_ALLOW_RUN_AS_ROOT and
+/// OMPI_ALLOW_RUN_AS_ROOT_CONFIRM for 4.1's orted, PRTE_ALLOW_RUN_AS_ROOT and
+/// PRTE_ALLOW_RUN_AS_ROOT_CONFIRM for 5's prte): the user who runs `./prog` as root has
+/// chosen to, and has no mpirun command line to say so on.
+std::vector<std::pair<std::string, std::string>> own_runtime_variables();
+
+/// Sets own_runtime_variables(), each unless the user set it already, and points a relocated
+/// Open MPI 5 at its installation (OPAL_PREFIX, prte on PATH).
+void prepare_own_runtime();
+
+/// The mpirun options that keep a job alive when one of its processes is killed: Open MPI
+/// 4.1's "--enable-recovery", Open MPI 5's "--with-ft ulfm --prtemca state_base_recoverable 1"
+/// (the second part keeps the other workers of a spawn batch alive when one of them dies).
+const char* recovery_option();
+
+/// The variable a launcher sets when recovery is on (checked to warn when it is not).
+const char* recovery_variable();
+
+/// mpirun's options for a fibermpi job of this MPI: recovery, oversubscription, and
+/// --allow-run-as-root when running as root.
+std::vector<std::string> mpirun_options();
+
+/// One line saying why Open MPI refused to start its runtime and how to fix it, when this
+/// process runs as root without the full opt-in; empty otherwise.
+std::string root_refusal_hint();
+
+}  // namespace fiber::bridge
