@@ -21,6 +21,15 @@ void check_mpi(int code, const char* routine);
 /// program initialised MPI itself and finalises it.
 bool owns_mpi();
 
+/// Inside a member of a fiber::Group: the intracommunicator of all its members, ranked as
+/// fiber::group_rank() says; what an SPMD code used MPI_COMM_WORLD for. fibermpi owns it (never
+/// free it) and ends it once every member's function has returned. A failed MPI call on it ends
+/// the member with exit code 1 and MPI's error text (its group then stops the others) instead of
+/// returning garbage or aborting the job; a program may set its own error handler on it
+/// (MPI_Comm_set_errhandler(fiber::group_comm(), MPI_ERRORS_RETURN)). Throws fiber::UsageError
+/// outside a member.
+MPI_Comm group_comm();
+
 }  // namespace fiber
 
 /// Calls an MPI routine and throws fiber::MpiError naming it when it fails:

@@ -110,6 +110,7 @@ void Master::assign_idle_slots_locked() {
     const bool stay_after = slot->spawned() && process->pool != 0;
     send_locked(slot->link->comm.get(), slot->rank,
                 wire::Run{process->id, stay_after, process->name, process->task}.encode());
+    if (GroupCore* group = group_of_locked(*process)) group->on_member_placed_locked(*process);
     if (slot->spawned() && process->pool == 0) processes_started_ = true;
   }
   // A Process that has to wait for a spawn: keep some started ahead from now on.
@@ -128,12 +129,21 @@ void Master::end_process_locked(const std::shared_ptr<ProcessState>& process,
   process->exitcode = code;
   process->slot = nullptr;
   table_.children().erase(process->id);
-  queues_.hub().process_ended(process->id, how);
   if (process->pool != 0) {
     if (auto pool = pools_.find(process->pool); pool != pools_.end())
       pool->second->on_worker_ended(process);
   }
+  // A group's next attempt starts its members (producers of the queues they were given) before
+  // the queues learn that this one ended, so no get sees a moment without producers.
+  if (GroupCore* group = group_of_locked(*process)) group->on_member_ended_locked(*process);
+  queues_.hub().process_ended(process->id, how);
   engine_.notify_locked();
+}
+
+GroupCore* Master::group_of_locked(const ProcessState& process) {
+  if (process.group == 0) return nullptr;
+  auto group = groups_.find(process.group);
+  return group == groups_.end() ? nullptr : group->second.get();
 }
 
 void Master::fail_pending_locked(size_t count, const std::string& reason) {
@@ -242,6 +252,37 @@ std::shared_ptr<PoolCore> Master::create_pool(PoolSettings settings) {
 void Master::release_pool(uint64_t id) {
   auto held = engine_.lock();
   pools_.erase(id);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Groups
+
+std::shared_ptr<GroupCore> Master::create_group(GroupSettings settings) {
+  auto held = engine_.lock();
+  if (stopping_ || shut_down_) throw UsageError("cannot create a Group: fibermpi is shutting down");
+  // A member told to stop ends within moments; one whose runtime cannot act is given up on
+  // after a heartbeat timeout, as a silent worker is.
+  auto group = std::make_shared<GroupCore>(*this, next_group_id_++, std::move(settings),
+                                           settings_.heartbeat_timeout);
+  groups_[group->id()] = group;
+  return group;
+}
+
+void Master::release_group(uint64_t id) {
+  auto held = engine_.lock();
+  groups_.erase(id);
+}
+
+std::optional<GroupHost::Placement> Master::placement_locked(const ProcessState& process) const {
+  const Slot* slot = process.slot;
+  if (!slot || slot->gone()) return std::nullopt;
+  // A link is one MPI world seen from here: the static world, one spawn batch (whose children's
+  // world is the link's remote group, in the same order) or one joined job.
+  return Placement{slot->link, slot->rank, slot->static_rank()};
+}
+
+void Master::give_up_locked(const ProcessState& process, const std::string& why) {
+  if (Slot* slot = process.slot; slot && !slot->gone()) declare_unreachable_locked(*slot, why);
 }
 
 std::string Master::listen() {

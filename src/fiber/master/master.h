@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "fiber/master/group_core.h"
 #include "fiber/master/join_acceptor.h"
 #include "fiber/master/liveness_monitor.h"
 #include "fiber/master/pod_provisioner.h"
@@ -31,6 +32,7 @@ class FiberJobScaler;
 
 class Master final : public MessageSink,
                      public PoolHost,
+                     public GroupHost,
                      public SpawnerHost,
                      public PodProvisionerHost {
  public:
@@ -68,6 +70,11 @@ class Master final : public MessageSink,
   /// Forgets a pool whose workers have all left.
   void release_pool(uint64_t id);
 
+  // ---- Groups ----
+  std::shared_ptr<GroupCore> create_group(GroupSettings settings);
+  /// Forgets a group nobody holds any more.
+  void release_group(uint64_t id);
+
   /// Opens (once) the rendezvous other jobs join through; returns its address.
   std::string listen();
   /// A joining pod got its turn / its turn ended (see JoinAcceptor::begin_turn).
@@ -84,6 +91,9 @@ class Master final : public MessageSink,
   bool on_joined_job_locked(const ProcessState& process) const override;
   std::unique_lock<std::mutex> lock() override { return engine_.lock(); }
   Clock::time_point now() const override { return Clock::now(); }
+  // ---- GroupHost ----
+  std::optional<Placement> placement_locked(const ProcessState& process) const override;
+  void give_up_locked(const ProcessState& process, const std::string& why) override;
 
   // ---- MessageSink ----
   void on_message(Link& link, bridge::Received& message) override;
@@ -122,6 +132,7 @@ class Master final : public MessageSink,
   void on_exited_locked(Slot& slot, const wire::Exited& exited);
   void on_leave_locked(Slot& slot);
   void on_pool_message_locked(Kind kind, Slot* slot, bridge::Received& message);
+  GroupCore* group_of_locked(const ProcessState& process);
 
   // Processes and slots (master.cc).
   void assign_idle_slots_locked();
@@ -157,6 +168,8 @@ class Master final : public MessageSink,
   std::unique_ptr<PodProvisioner> pods_;  ///< In a FiberJob's launcher: workers come from pods.
   std::unordered_map<uint64_t, std::shared_ptr<PoolCore>> pools_;
   uint64_t next_pool_id_ = 1;
+  std::unordered_map<uint64_t, std::shared_ptr<GroupCore>> groups_;
+  uint64_t next_group_id_ = 1;
 
   bool stopping_ = false;
   bool shut_down_ = false;

@@ -66,6 +66,7 @@ void Master::periodic_checks_locked(Clock::time_point now) {
   for (const auto& verdict : liveness_.check(live_slots_locked(), now, engine_.receiving_since()))
     act_on_locked(verdict);
   for (auto& [id, pool] : pools_) pool->tick_locked(now);
+  for (auto& [id, group] : std::unordered_map(groups_)) group->tick_locked(now);
   trim_reserve_locked(now);
   table_.erase_gone();
 }

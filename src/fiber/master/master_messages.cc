@@ -102,6 +102,13 @@ void Master::route_locked(Link& link, bridge::Received& message) {
     case Kind::kPoolResult:
       on_pool_message_locked(kind, slot, message);
       break;
+    case Kind::kGroupPorts:
+      if (slot && slot->process) {
+        const auto ports = wire::GroupPorts::decode(message);
+        if (GroupCore* group = group_of_locked(*slot->process))
+          group->on_ports_locked(*slot->process, ports);
+      }
+      break;
     default:
       throw ProtocolError(std::string("unexpected message ") + kind_name(message.envelope.kind));
   }

@@ -32,7 +32,8 @@ struct ProcessState {
   std::string error;
   int signal_sent = 0;
   Slot* slot = nullptr;
-  uint64_t pool = 0;  ///< The pool it serves as a worker, 0 for a plain Process.
+  uint64_t pool = 0;   ///< The pool it serves as a worker, 0 for a plain Process.
+  uint64_t group = 0;  ///< The group it is a member of, 0 for none.
   /// The worker process it runs in leaves when it ends instead of waiting in the reserve (a pool
   /// worker at maxtasksperchild wants a fresh process next).
   bool retire_worker_after = false;

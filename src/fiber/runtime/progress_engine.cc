@@ -148,8 +148,12 @@ bool ProgressEngine::poll_once() {
     ~PollGuard() { running.fetch_sub(1); }
   } poll_guard(polls_running_);
   if (traffic_held_.load()) {
-    sink_->while_held(Clock::now());
-    return false;
+    const int64_t until = hold_until_ns_.load();
+    if (until == 0 || now_ns() < until) {
+      sink_->while_held(Clock::now());
+      return false;
+    }
+    release_traffic();
   }
   bool active = outbox_.progress() > 0;
   const auto pass = Clock::now();
@@ -279,7 +283,13 @@ void ProgressEngine::hold_traffic() {
   while (polls_running_.load() > 0) std::this_thread::yield();
 }
 
+void ProgressEngine::hold_traffic_until(Clock::time_point until) {
+  hold_until_ns_.store(until.time_since_epoch().count());
+  hold_traffic();
+}
+
 void ProgressEngine::release_traffic() {
+  hold_until_ns_.store(0);
   traffic_held_.store(false);
   outbox_.hold(false);
 }

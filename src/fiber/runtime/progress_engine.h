@@ -103,6 +103,9 @@ class ProgressEngine {
   /// is inside MPI any more. Open MPI 4.1 can hang or crash a spawn when other threads drive MPI
   /// meanwhile.
   void hold_traffic();
+  /// hold_traffic() that ends by itself at `until` unless released before: for holds around a
+  /// collective that waits for peers, one of which may have died (a stop must still be read).
+  void hold_traffic_until(Clock::time_point until);
   void release_traffic();
   bool traffic_held() const { return traffic_held_.load(); }
 
@@ -142,7 +145,8 @@ class ProgressEngine {
   std::atomic<int> active_waiters_{0};
   std::atomic<int64_t> last_waiter_left_ns_{0};
   std::atomic<bool> traffic_held_{false};
-  std::atomic<int> polls_running_{0};  ///< Threads inside poll_once's MPI calls.
+  std::atomic<int64_t> hold_until_ns_{0};  ///< When a hold_traffic_until ends; 0: no limit.
+  std::atomic<int> polls_running_{0};      ///< Threads inside poll_once's MPI calls.
 
   Clock::time_point next_tick_{};
   Clock::time_point last_receive_pass_{};

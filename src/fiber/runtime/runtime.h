@@ -35,6 +35,7 @@ class Runtime {
   MasterLink& worker();
   QueueAccess& queues();
   ProgressEngine& engine() { return *engine_; }
+  const Settings& settings() const { return settings_; }
 
   std::unique_lock<std::mutex> lock() { return engine_->lock(); }
   void notify_locked() { engine_->notify_locked(); }

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 #include "fiber/errors.h"
 #include "fiber/function_ref.h"
@@ -71,6 +72,64 @@ void MasterLink::report_exit(uint64_t process_id, int code, const std::string& e
 }
 
 void MasterLink::say_goodbye() { send(wire::Goodbye{}.encode()); }
+
+void MasterLink::end_process_now(uint64_t process, int code, const std::string& error) {
+  std::fflush(nullptr);
+  send(wire::Exited{process, code, error, true}.encode());
+  // The report must leave before the process does; nothing else is waited for (another thread
+  // may be stuck in a collective with a dead peer, so MPI is not finalised).
+  const auto give_up = Clock::now() + std::chrono::seconds(2);
+  while (!engine_.outbox().empty() && Clock::now() < give_up) {
+    try {
+      engine_.outbox().progress();
+    } catch (const std::exception&) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  std::_Exit(0);
+}
+
+wire::GroupPlan MasterLink::enter_group(uint64_t group, uint32_t attempt, uint64_t process) {
+  const GroupAttempt key{group, attempt};
+  auto held = engine_.lock();
+  group_member_ = GroupMember{key, process};
+  if (auto stopped = group_stops_.find(key); stopped != group_stops_.end())
+    end_process_now(process, -SIGTERM, "stopped with its group: " + stopped->second);
+  // A stop that arrives while waiting ends the process from the receiving thread.
+  engine_.await(held, [&] { return group_plans_.count(key) != 0; });
+  wire::GroupPlan plan = std::move(group_plans_.at(key));
+  group_plans_.erase(key);
+  return plan;
+}
+
+std::vector<std::string> MasterLink::wait_group_ports(uint64_t group, uint32_t attempt) {
+  const GroupAttempt key{group, attempt};
+  auto held = engine_.lock();
+  engine_.await(held, [&] { return group_ports_.count(key) != 0; });
+  auto ports = std::move(group_ports_.at(key));
+  group_ports_.erase(key);
+  if (ports.empty()) throw ProtocolError("the master relayed no port for this group member");
+  return ports;
+}
+
+void MasterLink::leave_group() {
+  auto held = engine_.lock();
+  if (!group_member_) return;
+  const uint64_t group = group_member_->attempt.first;
+  group_member_.reset();
+  auto of_group = [group](const auto& entry) { return entry.first.first == group; };
+  std::erase_if(group_plans_, of_group);
+  std::erase_if(group_ports_, of_group);
+  std::erase_if(group_stops_, of_group);
+}
+
+void MasterLink::on_group_stop_locked(const wire::GroupStop& stop) {
+  const GroupAttempt key{stop.group, stop.attempt};
+  group_stops_[key] = stop.reason;
+  if (group_member_ && group_member_->attempt == key)
+    end_process_now(group_member_->process, -SIGTERM, "stopped with its group: " + stop.reason);
+}
 
 void MasterLink::handshake() {
   wire::Hello hello;
@@ -161,6 +220,20 @@ void MasterLink::handle_locked(bridge::Received& message) {
     case Kind::kTerminate:
       wire::Terminate::decode(message);
       ::kill(::getpid(), SIGTERM);
+      break;
+    case Kind::kGroupPlan: {
+      auto plan = wire::GroupPlan::decode(message);
+      const GroupAttempt key{plan.group, plan.attempt};
+      group_plans_[key] = std::move(plan);
+      break;
+    }
+    case Kind::kGroupPorts: {
+      auto ports = wire::GroupPorts::decode(message);
+      group_ports_[{ports.group, ports.attempt}] = std::move(ports.ports);
+      break;
+    }
+    case Kind::kGroupStop:
+      on_group_stop_locked(wire::GroupStop::decode(message));
       break;
     case Kind::kReply: {
       auto reply = wire::Reply::decode(message);

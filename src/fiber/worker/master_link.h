@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -17,6 +18,7 @@
 #include "fiber/runtime/progress_engine.h"
 #include "fiber/runtime/queue_access.h"
 #include "fiber/runtime/settings.h"
+#include "fiber/wire/group_messages.h"
 #include "fiber/wire/outgoing.h"
 #include "fiber/wire/queue_messages.h"
 
@@ -62,6 +64,19 @@ class MasterLink final : public MessageSink, public QueueAccess {
   void report_exit(uint64_t process_id, int code, const std::string& error, bool worker_leaves);
   /// Answers the master's kShutdown: its last message.
   void say_goodbye();
+  /// Ends this worker process now, whatever its threads are doing (a group member stopped with
+  /// its group, or whose MPI call on the group's communicator failed): `process` is reported
+  /// ended with `code` as the last message, then the process exits without finalising MPI.
+  [[noreturn]] void end_process_now(uint64_t process, int code, const std::string& error);
+
+  // ---- Group membership (worker/group_member.cc) ----
+  /// `process` runs as a member of attempt `attempt` of `group`: returns the master's plan
+  /// once it comes. A stop of the attempt (before or after) ends the process.
+  wire::GroupPlan enter_group(uint64_t group, uint32_t attempt, uint64_t process);
+  /// The ports the master relayed for this member's attempt (its island's leader waits).
+  std::vector<std::string> wait_group_ports(uint64_t group, uint32_t attempt);
+  /// The member's function is over; stops no longer end the process.
+  void leave_group();
 
   bool spawned() const noexcept { return spawned_; }
   bool joined() const noexcept { return joined_; }
@@ -85,6 +100,7 @@ class MasterLink final : public MessageSink, public QueueAccess {
 
  private:
   void handle_locked(bridge::Received& message);
+  void on_group_stop_locked(const wire::GroupStop& stop);
   /// Sends a request (its id set here) and waits for the reply; throws Error on kError.
   wire::Reply call_master(Outgoing request);
   void check_master_alive();
@@ -110,6 +126,15 @@ class MasterLink final : public MessageSink, public QueueAccess {
   uint64_t next_request_ = 1;
   std::unordered_map<uint64_t, std::optional<wire::Reply>> replies_;
   uint64_t messages_received_ = 0;  ///< Messages from the master so far (the next one's number).
+  using GroupAttempt = std::pair<uint64_t, uint32_t>;
+  struct GroupMember {
+    GroupAttempt attempt;
+    uint64_t process = 0;
+  };
+  std::optional<GroupMember> group_member_;
+  std::map<GroupAttempt, wire::GroupPlan> group_plans_;
+  std::map<GroupAttempt, std::vector<std::string>> group_ports_;
+  std::map<GroupAttempt, std::string> group_stops_;  ///< Why each stopped attempt stopped.
   bool leave_sent_ = false;
   /// Fault injection (FIBER_FAULT_DROP_MESSAGE=<n>@<file>): the one worker that creates <file>
   /// discards the n-th message from its master, as a faulty transport would.
