@@ -10,9 +10,11 @@ std::vector<double> log_softmax(std::span<const double> logits) {
   const double top = *std::max_element(logits.begin(), logits.end());
   double sum = 0;
   for (double logit : logits) sum += std::exp(logit - top);
-  const double log_normaliser = top + std::log(sum);
+  // Shifting by the largest logit before the sum keeps exp() finite and, subtracted first,
+  // keeps the small differences between logits exact however large the logits are.
+  const double log_sum = std::log(sum);
   std::vector<double> result(logits.size());
-  for (std::size_t i = 0; i < logits.size(); ++i) result[i] = logits[i] - log_normaliser;
+  for (std::size_t i = 0; i < logits.size(); ++i) result[i] = (logits[i] - top) - log_sum;
   return result;
 }
 

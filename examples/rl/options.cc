@@ -1,6 +1,7 @@
 #include "rl/options.h"
 
 #include <charconv>
+#include <cstdio>
 #include <system_error>
 #include <utility>
 
@@ -38,14 +39,25 @@ ParseResult parse_options(int argc, char** argv, std::span<const IntOption> opti
   return {};
 }
 
-std::string usage(std::string_view program, std::span<const IntOption> options) {
-  std::string text = "usage: " + std::string(program) + " [options]\n";
+std::string usage(std::string_view command, std::span<const IntOption> options) {
+  std::string text = "usage: " + std::string(command) + " [options]\n";
   for (const IntOption& option : options) {
     text += "  --" + std::string(option.name) + " N  " + std::string(option.help) + " (" +
             std::to_string(option.min) + ".." + std::to_string(option.max) + ", default " +
             std::to_string(*option.value) + ")\n";
   }
   return text;
+}
+
+int reject(const ParseResult& result, std::string_view program, std::string_view usage_text,
+           bool print) {
+  if (print) {
+    if (!result.error.empty())
+      std::fprintf(stderr, "%.*s: %s\n", static_cast<int>(program.size()), program.data(),
+                   result.error.c_str());
+    std::fwrite(usage_text.data(), 1, usage_text.size(), stderr);
+  }
+  return result.status == ParseResult::Status::kHelp ? 0 : 2;
 }
 
 }  // namespace rl

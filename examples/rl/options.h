@@ -28,7 +28,14 @@ struct ParseResult {
 // malformed value, or one out of range gives kError with a message naming it.
 ParseResult parse_options(int argc, char** argv, std::span<const IntOption> options);
 
-// A usage text: one line per option with its help, range and default.
-std::string usage(std::string_view program, std::span<const IntOption> options);
+// A usage text for `command` (how the program is started): one line per option with its help,
+// range and default.
+std::string usage(std::string_view command, std::span<const IntOption> options);
+
+// Ends the handling of a parse that did not give kOk: when `print` (on rank 0 of an MPI job),
+// writes "program: error" and `usage_text` to stderr; returns the exit status to end with, 0
+// after --help and 2 after an error.
+int reject(const ParseResult& result, std::string_view program, std::string_view usage_text,
+           bool print);
 
 }  // namespace rl

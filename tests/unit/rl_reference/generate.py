@@ -101,6 +101,9 @@ def main():
         "",
         "namespace rl_reference {",
         "",
+        "// The layout is the generator's.",
+        "// clang-format off",
+        "",
     ]
     for name, env_id, start, controller in TRAJECTORIES:
         actions, checkpoints, total_reward, steps = record(env_id, start, controller)
@@ -125,6 +128,8 @@ def main():
         lines.append(f"    {cpp_double(total_reward)},")
         lines.append(f"    {steps}}};")
         lines.append("")
+    lines.append("// clang-format on")
+    lines.append("")
     lines.append("}  // namespace rl_reference")
     out = pathlib.Path(__file__).with_name("gymnasium_trajectories.h")
     out.write_text("\n".join(lines) + "\n")

@@ -7,6 +7,9 @@
 
 namespace rl_reference {
 
+// The layout is the generator's.
+// clang-format off
+
 // CartPole-v1 from [0.01, -0.02, 0.03, 0.04]: 500 steps, return 500.0.
 inline const Trajectory cartpole_truncated = {
     {0.01, -0.02, 0.03, 0.04},
@@ -733,5 +736,7 @@ inline const Trajectory pendulum_truncated = {
     },
     -1062.0962624211143,
     200};
+
+// clang-format on
 
 }  // namespace rl_reference
