@@ -39,9 +39,6 @@ class Mlp {
   // Width of the output.
   int output_size() const { return layer_sizes_.back(); }
 
-  // The sizes given to the constructor.
-  const std::vector<int>& layer_sizes() const { return layer_sizes_; }
-
   // Length of the flat parameter vector.
   std::size_t parameter_count() const { return parameter_count_; }
 

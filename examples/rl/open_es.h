@@ -38,7 +38,7 @@ class OpenEs {
   // non-positive population.
   OpenEs(std::vector<double> initial_mean, OpenEsOptions options);
 
-  // The next population, row-major: options.population rows of parameter_count() values. Row i
+  // The next population, row-major: options.population rows of mean().size() values. Row i
   // and row i + population/2 are a pair.
   const std::vector<double>& ask();
 
@@ -53,9 +53,6 @@ class OpenEs {
 
   // Size of a population.
   int population() const { return options_.population; }
-
-  // Length of a parameter vector.
-  std::size_t parameter_count() const { return mean_.size(); }
 
  private:
   OpenEsOptions options_;

@@ -2,9 +2,9 @@
 // Rank 0 is the master: it holds the optimiser (antithetic sampling, centered ranks, Adam), cuts
 // each population into one packet per worker and sends it with MPI_Send; ranks 1..N-1 are workers
 // that receive a packet (the solutions and an episode seed for each), run one episode per
-// solution and send the fitnesses back. Every few iterations the master has the workers play
-// the current mean for 10 episodes, and stops once their average reaches the target (475,
-// CartPole-v1's reward threshold).
+// solution and send the fitnesses back. After every --eval-every iterations (default 1) the
+// master has the workers play the current mean for 10 episodes, and stops once their average
+// reaches the target (475, CartPole-v1's reward threshold).
 //
 // Measured (RelWithDebInfo, mpirun -n 3 on 2 cores, defaults: population 128, sigma 0.2,
 // learning rate 0.1, seed 0): the mean's average over 10 evaluation episodes first passes 475 at
@@ -79,7 +79,7 @@ void worker(MPI_Comm comm) {
 
 // Master: the fitness of every row of `solutions`, row i played from seeds[i]. The rows are cut
 // into contiguous blocks, one per worker; the first workers take one more when they do not
-// divide evenly.
+// divide evenly, and a worker left without rows gets no packet (an empty one would stop it).
 std::vector<double> evaluate_on_workers(MPI_Comm comm, std::span<const double> solutions,
                                         std::span<const std::uint64_t> seeds) {
   int size = 0;
@@ -91,8 +91,8 @@ std::vector<double> evaluate_on_workers(MPI_Comm comm, std::span<const double> s
   for (int w = 0; w < workers; ++w) first[w + 1] = first[w] + jobs / workers + (w < jobs % workers);
   for (int w = 0; w < workers; ++w) {
     const int count = first[w + 1] - first[w];
-    MPI_Send(seeds.data() + first[w], count, MPI_UINT64_T, w + 1, kTagJobs, comm);
     if (count == 0) continue;
+    MPI_Send(seeds.data() + first[w], count, MPI_UINT64_T, w + 1, kTagJobs, comm);
     MPI_Send(solutions.data() + first[w] * n, static_cast<int>(count * n), MPI_DOUBLE, w + 1,
              kTagSolutions, comm);
   }
@@ -125,6 +125,7 @@ double evaluate_mean(MPI_Comm comm, const std::vector<double>& mean, std::mt1993
   return std::accumulate(returns.begin(), returns.end(), 0.0) / kEvaluationEpisodes;
 }
 
+// Master: the ES loop, printing the mean's evaluations and the final line.
 void master(MPI_Comm comm, const Settings& settings) {
   const auto seed = static_cast<std::uint64_t>(settings.seed);
   rl::OpenEs es(policy().initial_parameters(seed),
