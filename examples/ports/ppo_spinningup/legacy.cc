@@ -8,10 +8,11 @@
 // with their own Adam; GAE-lambda advantages; full-batch updates, 80 for each network, the policy's
 // stopped early once the KL from the epoch's policy passes 1.5 times 0.01.
 //
-// Measured (RelWithDebInfo, defaults: 4000 steps an epoch, seed 0, on 2 cores that other work
-// shared): the epoch's average episode return first reaches 400 at epoch 12 (405.9) with
-// mpirun -n 1, in 51 s, and at epoch 14 (400.7) with mpirun -n 2, in 71 s (the ranks draw other
-// episodes, so the curve differs; a core shared with another job made the two ranks slower).
+// Measured (RelWithDebInfo, defaults: 4000 steps an epoch, on 2 cores that other work shared
+// at times): with seed 0 the epoch's average episode return first reaches 400 at epoch 12
+// (438.9) with mpirun -n 1, in 57 s, and at epoch 15 (465.8) with mpirun -n 2, in 37 s; the ranks
+// draw other episodes, so the curves differ. Seeds 1 and 2: epochs 11 and 14 with -n 1, 14 and 13
+// with -n 2 (45-64 s each).
 //
 // Usage: mpirun -n 2 ppo_spinningup_legacy [--epochs N] [--steps N] [--seed N] [--target N]
 // --epochs 2 --steps 1000 is the smoke budget CI runs.
