@@ -3,36 +3,33 @@
 #include <cstdio>
 
 #include "fiber/errors.h"
-#include "fiber/master/master.h"
+#include "fiber/master/group_core.h"
+#include "fiber/runtime/group_client.h"
 #include "fiber/runtime/runtime.h"
 #include "fiber/worker/group_member.h"
 
 namespace fiber {
 namespace detail {
 
-/// What the copies of a Group share: the master's side of the group, released (after waiting
-/// for a started group's end) when the last copy goes.
+/// What the copies of a Group share; the last copy waits for a started group's end.
 class GroupHandle {
  public:
-  explicit GroupHandle(std::shared_ptr<GroupCore> core) : core_(std::move(core)) {}
+  explicit GroupHandle(std::shared_ptr<GroupClient> client) : client_(std::move(client)) {}
   GroupHandle(const GroupHandle&) = delete;
   GroupHandle& operator=(const GroupHandle&) = delete;
   ~GroupHandle() {
     if (!Runtime::exists()) return;
     try {
-      auto& runtime = Runtime::instance();
-      runtime.engine().wait_until(
-          [this] { return !core_->started_locked() || core_->ended_locked(); });
-      runtime.master().release_group(core_->id());
+      client_->release();
     } catch (const std::exception& e) {
       std::fprintf(stderr, "fibermpi: ending a Group: %s\n", e.what());
     }
   }
 
-  GroupCore& core() { return *core_; }
+  GroupClient& client() { return *client_; }
 
  private:
-  std::shared_ptr<GroupCore> core_;
+  std::shared_ptr<GroupClient> client_;
 };
 
 }  // namespace detail
@@ -58,53 +55,31 @@ Group::Group(Options options, detail::TaskSpec task) {
   if (options.max_restarts < 0)
     throw UsageError("Group: max_restarts cannot be negative, got " +
                      std::to_string(options.max_restarts));
-  detail::GroupSettings settings{options.size, options.max_restarts, std::move(task)};
-  handle_ = std::make_shared<detail::GroupHandle>(
-      runtime()
-          .master("a Group can only be created in the master process")
-          .create_group(std::move(settings)));
+  handle_ = std::make_shared<detail::GroupHandle>(runtime().make_group(
+      detail::GroupSettings{options.size, options.max_restarts, std::move(task)}));
 }
 
-void Group::start() {
-  auto lock = runtime().lock();
-  handle_->core().start_locked();
-}
+void Group::start() { handle_->client().start(); }
 
 void Group::join() { join_for(std::chrono::nanoseconds::max()); }
 
 bool Group::join_for(std::chrono::nanoseconds timeout) {
-  detail::GroupCore& core = handle_->core();
-  {
-    auto lock = runtime().lock();
-    if (!core.started_locked())
-      throw UsageError("can only join a started group (" + core.name() + ")");
-  }
+  detail::GroupClient& client = handle_->client();
+  if (!client.started()) throw UsageError("can only join a started group (" + client.name() + ")");
   std::optional<detail::Clock::time_point> deadline;
   if (timeout != std::chrono::nanoseconds::max()) deadline = detail::Clock::now() + timeout;
-  const bool ended =
-      runtime().engine().wait_until([&core] { return core.ended_locked(); }, deadline);
-  auto lock = runtime().lock();
-  if (ended && core.start_error_locked()) std::rethrow_exception(core.start_error_locked());
+  const bool ended = client.wait_ended(deadline);
+  if (ended && client.start_error()) std::rethrow_exception(client.start_error());
   return ended;
 }
 
-void Group::terminate() {
-  auto lock = runtime().lock();
-  handle_->core().terminate_locked();
-  runtime().notify_locked();
-}
+void Group::terminate() { handle_->client().terminate(); }
 
-int Group::size() const { return handle_->core().size(); }
+int Group::size() const { return handle_->client().size(); }
 
-int Group::restarts() const {
-  auto lock = runtime().lock();
-  return handle_->core().restarts_locked();
-}
+int Group::restarts() const { return handle_->client().restarts(); }
 
-std::vector<std::optional<int>> Group::exitcodes() const {
-  auto lock = runtime().lock();
-  return handle_->core().exitcodes_locked();
-}
+std::vector<std::optional<int>> Group::exitcodes() const { return handle_->client().exitcodes(); }
 
 int group_rank() { return membership("group_rank").rank; }
 int group_size() { return membership("group_size").size; }

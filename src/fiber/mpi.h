@@ -1,10 +1,11 @@
 // Using MPI directly in a fibermpi program: the one public header that includes <mpi.h>.
 //
 // fiber::init initialises MPI with MPI_THREAD_MULTIPLE (or adopts an MPI the program initialised
-// at that level before calling it), so the master may call MPI itself: under
-// `mpirun -n N` the ranks of MPI_COMM_WORLD are the static world whose idle ranks serve pools
-// and Processes, and a ported MPI code keeps its own collectives beside Pool::map. Check the
-// codes MPI returns with FIBER_CHECK_MPI to get fibermpi's error type.
+// at that level before calling it), so the master may call MPI itself. Under `mpirun -n N` the
+// ranks 1..N-1 of MPI_COMM_WORLD serve fibermpi's pools and Processes, so a collective over
+// MPI_COMM_WORLD in the master never completes: a ported code keeps its own collectives in a
+// fiber::Group (fiber::group_comm() below), which runs beside Pool::map. Check the codes MPI
+// returns with FIBER_CHECK_MPI to get fibermpi's error type.
 #pragma once
 
 #include <mpi.h>

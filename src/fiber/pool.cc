@@ -6,8 +6,8 @@
 #include <thread>
 
 #include "fiber/errors.h"
-#include "fiber/master/master.h"
-#include "fiber/master/pool_core.h"
+#include "fiber/runtime/pool_client.h"
+#include "fiber/runtime/pool_settings.h"
 #include "fiber/runtime/runtime.h"
 
 namespace fiber {
@@ -101,14 +101,12 @@ Pool::Pool(int processes, Initializer init, uint64_t maxtasksperchild)
     : Pool(options_of(processes, std::move(init), maxtasksperchild)) {}
 
 Pool::Pool(Options options)
-    : core_(detail::Runtime::instance()
-                .master("a Pool can only be created in the master process")
-                .create_pool(settings_from(std::move(options)))) {}
+    : client_(detail::Runtime::instance().make_pool(settings_from(std::move(options)))) {}
 
 Pool& Pool::operator=(Pool&& other) noexcept {
   if (this != &other) {
     release();
-    core_ = std::move(other.core_);
+    client_ = std::move(other.client_);
   }
   return *this;
 }
@@ -116,86 +114,47 @@ Pool& Pool::operator=(Pool&& other) noexcept {
 Pool::~Pool() { release(); }
 
 void Pool::release() {
-  if (!core_) return;
+  if (!client_) return;
   try {
     close();
     join();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fibermpi: ending a Pool: %s\n", e.what());
   }
-  core_->stop_callbacks();
-  if (detail::Runtime::exists()) detail::Runtime::instance().master().release_pool(core_->id());
-  core_.reset();
+  try {
+    if (detail::Runtime::exists()) client_->release();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fibermpi: ending a Pool: %s\n", e.what());
+  }
+  client_.reset();
 }
 
 namespace {
-detail::PoolCore& require(const std::shared_ptr<detail::PoolCore>& core) {
-  if (!core) throw UsageError("this Pool was moved from");
-  return *core;
+detail::PoolClient& require(const std::shared_ptr<detail::PoolClient>& client) {
+  if (!client) throw UsageError("this Pool was moved from");
+  return *client;
 }
 }  // namespace
 
 int Pool::size() const {
-  if (!core_) return 0;
-  auto lock = detail::Runtime::instance().lock();
-  return core_->size();
+  if (!client_) return 0;
+  return client_->size();
 }
 
-void Pool::wait_ready() {
-  auto& core = require(core_);
-  detail::wait_for_job(
-      [&core] {
-        return core.ready_workers_locked() >= core.size() || !core.broken_locked().empty() ||
-               !core.running_locked();
-      },
-      {});
-  auto lock = detail::Runtime::instance().lock();
-  if (!core.broken_locked().empty())
-    throw Error("the Pool cannot run tasks: " + core.broken_locked());
-  if (!core.running_locked()) throw UsageError("wait_ready() on a closed or terminated Pool");
-}
+void Pool::wait_ready() { require(client_).wait_ready(); }
 
-void Pool::resize(int processes) {
-  auto& core = require(core_);
-  auto lock = detail::Runtime::instance().lock();
-  core.resize_locked(processes);
-  detail::Runtime::instance().notify_locked();
-}
+void Pool::resize(int processes) { require(client_).resize(processes); }
 
-std::vector<int> Pool::worker_pids() const {
-  auto& core = require(core_);
-  auto lock = detail::Runtime::instance().lock();
-  return core.pids_locked();
-}
+std::vector<int> Pool::worker_pids() const { return require(client_).worker_pids(); }
 
 void Pool::submit_job(const std::shared_ptr<detail::Job>& job, std::vector<detail::Bytes> chunks) {
-  auto& core = require(core_);
-  auto lock = detail::Runtime::instance().lock();
-  core.submit_locked(job, std::move(chunks));
-  detail::Runtime::instance().notify_locked();
+  require(client_).submit(job, std::move(chunks));
 }
 
-void Pool::close() {
-  auto& core = require(core_);
-  auto lock = detail::Runtime::instance().lock();
-  core.close_locked();
-  detail::Runtime::instance().notify_locked();
-}
+void Pool::close() { require(client_).close(); }
 
-void Pool::terminate() {
-  auto& core = require(core_);
-  auto lock = detail::Runtime::instance().lock();
-  core.terminate_locked();
-  detail::Runtime::instance().notify_locked();
-}
+void Pool::terminate() { require(client_).terminate(); }
 
-void Pool::join() {
-  auto& core = require(core_);
-  {
-    auto lock = detail::Runtime::instance().lock();
-    if (core.running_locked()) throw UsageError("Pool::join() needs close() or terminate() first");
-  }
-  detail::wait_for_job([&core] { return core.finished_locked(); }, {});
-}
+void Pool::join() { require(client_).join(); }
 
 }  // namespace fiber

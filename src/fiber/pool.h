@@ -24,7 +24,7 @@
 namespace fiber {
 
 namespace detail {
-class PoolCore;
+class PoolClient;
 struct PoolSettings;
 }  // namespace detail
 
@@ -302,7 +302,7 @@ class Pool {
   void submit_job(const std::shared_ptr<detail::Job>& job, std::vector<detail::Bytes> chunks);
   void release();
 
-  std::shared_ptr<detail::PoolCore> core_;
+  std::shared_ptr<detail::PoolClient> client_;
 };
 
 }  // namespace fiber

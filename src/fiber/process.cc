@@ -5,25 +5,14 @@
 #include <atomic>
 
 #include "fiber/errors.h"
-#include "fiber/master/master.h"
+#include "fiber/runtime/process_control.h"
 #include "fiber/runtime/runtime.h"
 
 namespace fiber {
 namespace detail {
 
 std::shared_ptr<ProcessState> make_process_state(TaskSpec task) {
-  auto& runtime = Runtime::instance();
-  auto lock = runtime.lock();
-  if (!runtime.is_master()) {
-    // Made in a worker: it can be looked at, and starting it says why it cannot run.
-    static std::atomic<uint64_t> next_id{uint64_t{1} << 62};
-    auto state = std::make_shared<ProcessState>();
-    state->id = next_id++;
-    state->task = std::move(task);
-    state->name = "Process-" + std::to_string(state->id);
-    return state;
-  }
-  return runtime.master().new_process_locked(std::move(task), "Process");
+  return Runtime::instance().processes().new_process(std::move(task));
 }
 
 }  // namespace detail
@@ -31,7 +20,7 @@ std::shared_ptr<ProcessState> make_process_state(TaskSpec task) {
 namespace {
 
 detail::Runtime& runtime() { return detail::Runtime::instance(); }
-detail::Master& master(const char* what) { return runtime().master(what); }
+detail::ProcessControl& processes() { return runtime().processes(); }
 
 void require_started(const detail::ProcessState& state, const char* what) {
   if (state.status == detail::ProcessStatus::kCreated) {
@@ -47,7 +36,7 @@ bool Process::is_self() const {
 
 void Process::start() {
   if (is_self()) throw UsageError("cannot start " + state_->name + ": it is the current process");
-  master("a Process can only be started from the master process").start_process(state_);
+  processes().start_process(state_);
 }
 
 void Process::join() {
@@ -56,7 +45,7 @@ void Process::join() {
     auto lock = runtime().lock();
     require_started(*state_, "join");
   }
-  master("a Process can only be joined in the master process").wait_ended(state_, std::nullopt);
+  processes().wait_ended(state_, std::nullopt);
   auto lock = runtime().lock();
   if (state_->start_error) std::rethrow_exception(state_->start_error);
 }
@@ -67,8 +56,7 @@ bool Process::join_for(std::chrono::nanoseconds timeout) {
     auto lock = runtime().lock();
     require_started(*state_, "join");
   }
-  const bool ended = master("a Process can only be joined in the master process")
-                         .wait_ended(state_, detail::Clock::now() + timeout);
+  const bool ended = processes().wait_ended(state_, detail::Clock::now() + timeout);
   auto lock = runtime().lock();
   if (ended && state_->start_error) std::rethrow_exception(state_->start_error);
   return ended;
@@ -76,7 +64,7 @@ bool Process::join_for(std::chrono::nanoseconds timeout) {
 
 void Process::terminate() {
   if (is_self()) throw UsageError("a process cannot terminate itself; return or call std::exit");
-  master("a Process can only be terminated from the master process").terminate(state_);
+  processes().terminate(state_);
 }
 
 bool Process::is_alive() const {
@@ -98,7 +86,7 @@ int Process::pid() const {
     auto lock = runtime().lock();
     if (state_->status == detail::ProcessStatus::kCreated) return 0;
   }
-  return master("a Process's pid is known in the master process only").wait_pid(state_);
+  return processes().wait_pid(state_);
 }
 
 std::string Process::name() const {
@@ -136,8 +124,7 @@ Process current_process() {
 
 std::vector<Process> active_children() {
   std::vector<Process> children;
-  if (!runtime().is_master()) return children;
-  for (auto& state : runtime().master().live_children()) children.push_back(Process(state));
+  for (auto& state : processes().live_children()) children.push_back(Process(state));
   return children;
 }
 

@@ -18,6 +18,7 @@
 #include <span>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <unordered_map>
@@ -134,8 +135,17 @@ concept WireHandle = requires(const T& value, Writer& writer, Reader& reader) {
   { T::fiber_load(reader) } -> std::same_as<T>;
 };
 
+/// Views (std::span, std::string_view) are trivially copyable, but what they copy is a pointer
+/// into this process's memory.
 template <class T>
-concept Memcpyable = std::is_trivially_copyable_v<T> && !std::is_pointer_v<T> &&
+inline constexpr bool is_view = false;
+template <class T, size_t N>
+inline constexpr bool is_view<std::span<T, N>> = true;
+template <class C, class Tr>
+inline constexpr bool is_view<std::basic_string_view<C, Tr>> = true;
+
+template <class T>
+concept Memcpyable = std::is_trivially_copyable_v<T> && !is_view<T> && !std::is_pointer_v<T> &&
                      !std::is_member_pointer_v<T> && !std::is_array_v<T> && !is_std_array<T> &&
                      !is_specialization<T, std::pair> && !is_specialization<T, std::tuple> &&
                      !is_specialization<T, std::optional> && !is_specialization<T, std::variant>;
@@ -221,6 +231,10 @@ struct is_serializable<std::variant<Ts...>>
 /// Compile-time gate with the message users see when they pass something that cannot travel.
 template <class T>
 constexpr void require_serializable() {
+  static_assert(!detail::is_view<std::remove_cvref_t<T>>,
+                "fibermpi: a view (std::span, std::string_view) cannot be sent to another "
+                "process: it points into this process's memory. Take the container "
+                "(std::vector, std::string) as the parameter instead.");
   static_assert(serializable_v<T>,
                 "fibermpi: this type cannot be sent to another process. Use a trivially copyable "
                 "type (no pointers), a standard container/string/pair/tuple/optional/variant of "

@@ -30,9 +30,25 @@ struct Job {
   size_t completed = 0;
   std::exception_ptr first_error;
   std::vector<std::function<void()>> on_ready;  ///< Run on the pool's callback thread.
+  /// Called with the lock held as each chunk completes (a nested pool's master side relays
+  /// every outcome to the worker that submitted the job).
+  std::function<void(size_t chunk)> on_chunk;
 
   /// Every chunk is in, or one failed (a map fails as a whole, like Python's).
   bool ready() const { return first_error != nullptr || completed == chunks.size(); }
+
+  /// Stores a chunk's outcome (a chunk completes once: a later outcome is dropped). True when
+  /// the job became ready with it.
+  bool complete(size_t chunk, ChunkOutcome outcome) {
+    if (chunks[chunk]) return false;
+    const bool was_ready = ready();
+    if (outcome.error && !first_error) first_error = outcome.error;
+    chunks[chunk] = std::move(outcome);
+    ++completed;
+    arrivals.push_back(chunk);
+    if (on_chunk) on_chunk(chunk);
+    return !was_ready && ready();
+  }
 };
 
 }  // namespace fiber::detail

@@ -148,6 +148,7 @@ void GroupCore::on_member_ended_locked(const ProcessState& process) {
     stop_members_locked(why);
   }
   attempt_over_locked();
+  if (observer_) observer_();
 }
 
 void GroupCore::stop_members_locked(const std::string& why) {
@@ -189,6 +190,7 @@ void GroupCore::terminate_locked() {
     stop_members_locked(name() + " was terminated");
   }
   attempt_over_locked();
+  if (observer_) observer_();
 }
 
 void GroupCore::tick_locked(std::chrono::steady_clock::time_point now) {

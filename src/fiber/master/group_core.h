@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -79,6 +80,9 @@ class GroupCore {
   void on_ports_locked(const ProcessState& from, const wire::GroupPorts& ports);
   /// Gives up on members that were told to stop and have not ended within the grace.
   void tick_locked(std::chrono::steady_clock::time_point now);
+  /// Called after every change of restarts, exit codes or the end (a nested group's master
+  /// side tells its owner); with the lock held.
+  void set_observer(std::function<void()> observer) { observer_ = std::move(observer); }
 
  private:
   enum class State { kCreated, kRunning, kEnded };
@@ -112,6 +116,7 @@ class GroupCore {
   bool terminated_ = false;
   std::vector<size_t> island_leaders_;  ///< Index in members_ of each island's first member.
   std::exception_ptr start_error_;
+  std::function<void()> observer_;
 };
 
 }  // namespace fiber::detail

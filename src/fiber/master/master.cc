@@ -61,6 +61,11 @@ bool Master::worker_lost() const {
 // ---------------------------------------------------------------------------------------------
 // Processes
 
+std::shared_ptr<ProcessState> Master::new_process(TaskSpec task) {
+  auto held = engine_.lock();
+  return new_process_locked(std::move(task), "Process");
+}
+
 std::shared_ptr<ProcessState> Master::new_process_locked(TaskSpec task,
                                                          const std::string& name_prefix) {
   return table_.create(std::move(task), name_prefix);
@@ -111,11 +116,15 @@ void Master::assign_idle_slots_locked() {
     send_locked(slot->link->comm.get(), slot->rank,
                 wire::Run{process->id, stay_after, process->name, process->task}.encode());
     if (GroupCore* group = group_of_locked(*process)) group->on_member_placed_locked(*process);
+    nested_process_placed_locked(*process);
     if (slot->spawned() && process->pool == 0) processes_started_ = true;
   }
-  // A Process that has to wait for a spawn: keep some started ahead from now on.
-  if (std::any_of(pending.begin(), pending.end(), [](const auto& p) { return p->pool == 0; }))
-    processes_started_ = true;
+  // A Process that has to wait for a spawn: keep some started ahead from now on. Those that
+  // workers already starting will take (static ranks saying hello at the start of a run) do not
+  // count: one placed on a spawned worker sets it above.
+  const auto waiting =
+      std::count_if(pending.begin(), pending.end(), [](const auto& p) { return p->pool == 0; });
+  if (waiting > slots_expected_) processes_started_ = true;
   // A never-used worker may have been taken: the spawner tops the reserve up.
   spawner_.wake_locked();
   if (pods_) pods_->wake_locked();
@@ -136,6 +145,7 @@ void Master::end_process_locked(const std::shared_ptr<ProcessState>& process,
   // A group's next attempt starts its members (producers of the queues they were given) before
   // the queues learn that this one ended, so no get sees a moment without producers.
   if (GroupCore* group = group_of_locked(*process)) group->on_member_ended_locked(*process);
+  nested_process_ended_locked(*process);
   queues_.hub().process_ended(process->id, how);
   engine_.notify_locked();
 }
@@ -203,11 +213,10 @@ void Master::terminate_locked(const std::shared_ptr<ProcessState>& process) {
   }
   Slot* slot = process->slot;
   if (!slot) return;
-  if (slot->local) {
-    ::kill(slot->pid, SIGTERM);
-  } else {
-    send_locked(slot->link->comm.get(), slot->rank, wire::Terminate{process->id}.encode());
-  }
+  // In band, also for workers on this host: a SIGTERM sent from here could reach the worker
+  // before the message that tells it to run the process, and be taken for a late one (a child
+  // terminated just after it started lived on). The worker raises it once it knows the process.
+  send_locked(slot->link->comm.get(), slot->rank, wire::Terminate{process->id}.encode());
 }
 
 std::vector<std::shared_ptr<ProcessState>> Master::live_children() {
@@ -242,6 +251,10 @@ bool Master::on_joined_job_locked(const ProcessState& process) const {
 
 std::shared_ptr<PoolCore> Master::create_pool(PoolSettings settings) {
   auto held = engine_.lock();
+  return create_pool_locked(std::move(settings));
+}
+
+std::shared_ptr<PoolCore> Master::create_pool_locked(PoolSettings settings) {
   if (stopping_ || shut_down_) throw UsageError("cannot create a Pool: fibermpi is shutting down");
   auto pool = std::make_shared<PoolCore>(*this, next_pool_id_++, std::move(settings));
   pools_[pool->id()] = pool;
@@ -259,6 +272,10 @@ void Master::release_pool(uint64_t id) {
 
 std::shared_ptr<GroupCore> Master::create_group(GroupSettings settings) {
   auto held = engine_.lock();
+  return create_group_locked(std::move(settings));
+}
+
+std::shared_ptr<GroupCore> Master::create_group_locked(GroupSettings settings) {
   if (stopping_ || shut_down_) throw UsageError("cannot create a Group: fibermpi is shutting down");
   // A member told to stop ends within moments; one whose runtime cannot act is given up on
   // after a heartbeat timeout, as a silent worker is.

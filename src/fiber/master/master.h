@@ -21,9 +21,11 @@
 #include "fiber/master/process_table.h"
 #include "fiber/master/queue_service.h"
 #include "fiber/master/spawner.h"
+#include "fiber/runtime/process_control.h"
 #include "fiber/runtime/progress_engine.h"
 #include "fiber/runtime/settings.h"
 #include "fiber/wire/link_messages.h"
+#include "fiber/wire/nested_messages.h"
 #include "fiber/wire/process_messages.h"
 
 namespace fiber::detail {
@@ -31,6 +33,7 @@ namespace fiber::detail {
 class FiberJobScaler;
 
 class Master final : public MessageSink,
+                     public ProcessControl,
                      public PoolHost,
                      public GroupHost,
                      public SpawnerHost,
@@ -50,28 +53,29 @@ class Master final : public MessageSink,
   /// A worker was lost in this run (finalize may then hang: see Settings::finalize_watchdog).
   bool worker_lost() const;
 
-  // ---- Processes ----
+  // ---- Processes (ProcessControl: the master's own children) ----
+  std::shared_ptr<ProcessState> new_process(TaskSpec task) override;
   std::shared_ptr<ProcessState> new_process_locked(TaskSpec task,
                                                    const std::string& name_prefix) override;
-  void start_process(const std::shared_ptr<ProcessState>& process);
+  void start_process(const std::shared_ptr<ProcessState>& process) override;
   void start_process_locked(const std::shared_ptr<ProcessState>& process) override;
-  void terminate(const std::shared_ptr<ProcessState>& process);
+  void terminate(const std::shared_ptr<ProcessState>& process) override;
   void terminate_locked(const std::shared_ptr<ProcessState>& process) override;
-  /// Waits until the process ends or the deadline passes; true when it ended.
   bool wait_ended(const std::shared_ptr<ProcessState>& process,
-                  std::optional<Clock::time_point> deadline);
-  /// Waits until the process has a pid (or ended); returns it, 0 if it never ran.
-  int wait_pid(const std::shared_ptr<ProcessState>& process);
-  std::vector<std::shared_ptr<ProcessState>> live_children();
+                  std::optional<Clock::time_point> deadline) override;
+  int wait_pid(const std::shared_ptr<ProcessState>& process) override;
+  std::vector<std::shared_ptr<ProcessState>> live_children() override;
   void set_executable(const std::string& path);
 
   // ---- Pools ----
   std::shared_ptr<PoolCore> create_pool(PoolSettings settings);
+  std::shared_ptr<PoolCore> create_pool_locked(PoolSettings settings);
   /// Forgets a pool whose workers have all left.
   void release_pool(uint64_t id);
 
   // ---- Groups ----
   std::shared_ptr<GroupCore> create_group(GroupSettings settings);
+  std::shared_ptr<GroupCore> create_group_locked(GroupSettings settings);
   /// Forgets a group nobody holds any more.
   void release_group(uint64_t id);
 
@@ -134,6 +138,25 @@ class Master final : public MessageSink,
   void on_pool_message_locked(Kind kind, Slot* slot, bridge::Received& message);
   GroupCore* group_of_locked(const ProcessState& process);
 
+  // Nesting (master_nested.cc): what workers' code starts, owned by the process that started it.
+  void on_nested_request_locked(Kind kind, Slot& slot, bridge::Received& message);
+  void on_pool_call_locked(Slot& slot, uint64_t owner, const wire::PoolCall& call);
+  void on_pool_submit_locked(uint64_t owner, wire::PoolSubmit submit);
+  void on_group_call_locked(uint64_t owner, const wire::GroupCall& call);
+  /// Sends an event to the worker running `owner`; dropped when it runs nowhere any more.
+  void notify_owner_locked(uint64_t owner, const Outgoing& event);
+  void reply_locked(const Slot& slot, const wire::Reply& reply);
+  void reply_error_locked(const Slot& slot, uint64_t request, const std::exception_ptr& error);
+  /// The live slot running `process`, or null.
+  Slot* slot_of_locked(uint64_t process);
+  /// `process` was placed or ended: its owner is told; when it ended, what it owned ends too.
+  void nested_process_placed_locked(const ProcessState& process);
+  void nested_process_ended_locked(const ProcessState& process);
+  /// Answers the requests that wait for a pool (wait_ready, join) once they can be.
+  void answer_nested_waits_locked();
+  PoolCore& owned_pool_locked(uint64_t owner, uint64_t pool);
+  GroupCore& owned_group_locked(uint64_t owner, uint64_t group);
+
   // Processes and slots (master.cc).
   void assign_idle_slots_locked();
   void end_process_locked(const std::shared_ptr<ProcessState>& process, std::optional<int> code,
@@ -170,6 +193,19 @@ class Master final : public MessageSink,
   uint64_t next_pool_id_ = 1;
   std::unordered_map<uint64_t, std::shared_ptr<GroupCore>> groups_;
   uint64_t next_group_id_ = 1;
+  /// Owners of the pools and groups workers' code made (the master's own are not listed).
+  std::unordered_map<uint64_t, uint64_t> pool_owners_;
+  std::unordered_map<uint64_t, uint64_t> group_owners_;
+  /// Groups whose owner ended, forgotten once they end.
+  std::vector<uint64_t> orphan_groups_;
+  /// A request answered once its pool is ready (wait_ready) or finished (join).
+  struct NestedWait {
+    uint64_t owner = 0;
+    uint64_t request = 0;
+    uint64_t pool = 0;
+    wire::PoolCall::Op op = wire::PoolCall::Op::kWaitReady;
+  };
+  std::vector<NestedWait> nested_waits_;
 
   bool stopping_ = false;
   bool shut_down_ = false;

@@ -67,6 +67,7 @@ void Master::periodic_checks_locked(Clock::time_point now) {
     act_on_locked(verdict);
   for (auto& [id, pool] : pools_) pool->tick_locked(now);
   for (auto& [id, group] : std::unordered_map(groups_)) group->tick_locked(now);
+  answer_nested_waits_locked();
   trim_reserve_locked(now);
   table_.erase_gone();
 }

@@ -102,6 +102,16 @@ void Master::route_locked(Link& link, bridge::Received& message) {
     case Kind::kPoolResult:
       on_pool_message_locked(kind, slot, message);
       break;
+    case Kind::kProcessStart:
+    case Kind::kProcessTerminate:
+    case Kind::kPoolCreate:
+    case Kind::kPoolCall:
+    case Kind::kPoolSubmit:
+    case Kind::kGroupCreate:
+    case Kind::kGroupCall:
+      if (!slot) throw ProtocolError("a request to start work from an unknown worker");
+      on_nested_request_locked(kind, *slot, message);
+      break;
     case Kind::kGroupPorts:
       if (slot && slot->process) {
         const auto ports = wire::GroupPorts::decode(message);

@@ -28,7 +28,10 @@ std::string describe_end(const ProcessState& process) {
 }  // namespace
 
 PoolCore::PoolCore(PoolHost& host, uint64_t id, PoolSettings settings)
-    : host_(host), id_(id), settings_(std::move(settings)) {
+    : host_(host),
+      id_(id),
+      settings_(std::move(settings)),
+      callbacks_([this] { return host_.lock(); }) {
   if (settings_.initializer) {
     serial::Writer writer;
     save_task(writer, *settings_.initializer);
@@ -196,52 +199,12 @@ void PoolCore::on_result(const ProcessState& process, wire::PoolResult result_me
 }
 
 void PoolCore::complete_chunk(Job& job, size_t chunk, ChunkOutcome outcome) {
-  if (job.chunks[chunk]) return;
-  const bool was_ready = job.ready();
-  if (outcome.error && !job.first_error) job.first_error = outcome.error;
-  job.chunks[chunk] = std::move(outcome);
-  ++job.completed;
-  job.arrivals.push_back(chunk);
-  if (!was_ready && job.ready()) schedule_callbacks_locked(job);
+  if (job.complete(chunk, std::move(outcome))) schedule_callbacks_locked(job);
 }
 
-void PoolCore::schedule_callbacks_locked(Job& job) {
-  if (job.on_ready.empty()) return;
-  for (auto& callback : job.on_ready) callbacks_.push_back(std::move(callback));
-  job.on_ready.clear();
-  if (!callback_thread_.joinable() && !callbacks_stopping_) {
-    callback_thread_ = std::thread([this] { callback_loop(); });
-  }
-  callbacks_cv_.notify_one();
-}
+void PoolCore::schedule_callbacks_locked(Job& job) { callbacks_.schedule_locked(job); }
 
-void PoolCore::callback_loop() {
-  auto lock = host_.lock();
-  for (;;) {
-    callbacks_cv_.wait(lock, [this] { return !callbacks_.empty() || callbacks_stopping_; });
-    if (callbacks_.empty()) return;
-    auto callback = std::move(callbacks_.front());
-    callbacks_.pop_front();
-    lock.unlock();
-    try {
-      callback();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "fibermpi: a Pool result callback threw: %s\n", e.what());
-    } catch (...) {
-      std::fprintf(stderr, "fibermpi: a Pool result callback threw\n");
-    }
-    lock.lock();
-  }
-}
-
-void PoolCore::stop_callbacks() {
-  {
-    auto lock = host_.lock();
-    callbacks_stopping_ = true;
-  }
-  callbacks_cv_.notify_all();
-  if (callback_thread_.joinable()) callback_thread_.join();
-}
+void PoolCore::stop_callbacks() { callbacks_.stop(); }
 
 void PoolCore::on_worker_ended(const std::shared_ptr<ProcessState>& process) {
   auto it = workers_.find(process->id);

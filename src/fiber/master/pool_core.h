@@ -22,26 +22,11 @@
 #include "fiber/detail/job.h"
 #include "fiber/invoke.h"
 #include "fiber/master/pool_host.h"
+#include "fiber/runtime/callback_runner.h"
+#include "fiber/runtime/pool_settings.h"
 #include "fiber/wire/pool_messages.h"
 
 namespace fiber::detail {
-
-/// How a pool is made; see fiber::Pool::Options for the meaning.
-struct PoolSettings {
-  int processes = 0;
-  std::optional<TaskSpec> initializer;
-  uint64_t maxtasksperchild = 0;
-  int tasks_in_flight_per_worker = 16;
-  bool cover_spawn_pauses = true;
-  int max_task_retries = 3;
-  /// Autoscaling: between min and max workers (max 0 = fixed size), growing while tasks wait
-  /// and retiring workers idle longer than idle_timeout.
-  int min_processes = 0;
-  int max_processes = 0;
-  std::chrono::milliseconds idle_timeout{0};
-  /// Grow onto workers of jobs that join through the rendezvous.
-  bool take_joined_workers = true;
-};
 
 class PoolCore {
  public:
@@ -140,7 +125,6 @@ class PoolCore {
   void complete_chunk(Job& job, size_t chunk, ChunkOutcome outcome);
   void fail_all_locked(const std::exception_ptr& error);
   int tasks_in_flight_limit() const;
-  void callback_loop();
 
   PoolHost& host_;
   const uint64_t id_;
@@ -160,10 +144,7 @@ class PoolCore {
   std::vector<uint64_t> workers_to_flush_;  ///< Workers with assigned, unsent chunks.
   int pause_depth_ = 0;                     ///< Chunks per worker while a traffic pause is covered.
 
-  std::deque<std::function<void()>> callbacks_;
-  std::condition_variable callbacks_cv_;
-  std::thread callback_thread_;
-  bool callbacks_stopping_ = false;
+  CallbackRunner callbacks_;
 };
 
 }  // namespace fiber::detail

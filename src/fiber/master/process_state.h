@@ -34,6 +34,9 @@ struct ProcessState {
   Slot* slot = nullptr;
   uint64_t pool = 0;   ///< The pool it serves as a worker, 0 for a plain Process.
   uint64_t group = 0;  ///< The group it is a member of, 0 for none.
+  /// The process whose code started it: the master, or a worker's process (nesting), which is
+  /// told when it is placed and ends, and takes it along when it ends.
+  uint64_t owner = kMasterId;
   /// The worker process it runs in leaves when it ends instead of waiting in the reserve (a pool
   /// worker at maxtasksperchild wants a fresh process next).
   bool retire_worker_after = false;

@@ -12,11 +12,14 @@
 #include "fiber/errors.h"
 #include "fiber/function_ref.h"
 #include "fiber/master/fiberjob_scaler.h"
+#include "fiber/master/local_group.h"
+#include "fiber/master/local_pool.h"
 #include "fiber/master/master.h"
 #include "fiber/master/queue_hub.h"
 #include "fiber/runtime/join_turns.h"
 #include "fiber/runtime/kubernetes_pod.h"
 #include "fiber/worker/master_link.h"
+#include "fiber/worker/nested_client.h"
 #include "fiber/worker/start_up_watchdog.h"
 #include "fiber/worker/worker_loop.h"
 #include "mpi_bridge/environment.h"
@@ -277,6 +280,8 @@ void Runtime::begin(int& argc, char**& argv, const Config&) {
   Link& to_master = *link;
   engine_->add_link(std::move(link));
   worker_ = std::make_unique<MasterLink>(settings_, *engine_, to_master, 0, spawned, joined);
+  nested_ = std::make_unique<NestedClient>(*engine_, *worker_);
+  worker_->set_nested(nested_.get());
   g_running.store(true, std::memory_order_release);
   engine_->start(*worker_);
   run_worker(*this);
@@ -295,6 +300,37 @@ MasterLink& Runtime::worker() {
 QueueAccess& Runtime::queues() {
   if (master_) return master_->queues();
   return *worker_;
+}
+
+ProcessControl& Runtime::processes() {
+  if (master_) return *master_;
+  return *nested_;
+}
+
+std::shared_ptr<PoolClient> Runtime::make_pool(PoolSettings settings) {
+  if (master_) {
+    return std::make_shared<LocalPool>(*master_, *engine_,
+                                       master_->create_pool(std::move(settings)));
+  }
+  return nested_->make_pool(std::move(settings));
+}
+
+void Runtime::end_children() {
+  if (!nested_) return;
+  try {
+    nested_->end_children();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fibermpi: ending the children of %s: %s\n", self_name().c_str(),
+                 e.what());
+  }
+}
+
+std::shared_ptr<GroupClient> Runtime::make_group(GroupSettings settings) {
+  if (master_) {
+    return std::make_shared<LocalGroup>(*master_, *engine_,
+                                        master_->create_group(std::move(settings)));
+  }
+  return nested_->make_group(std::move(settings));
 }
 
 uint64_t Runtime::self_id() {

@@ -15,9 +15,15 @@
 
 namespace fiber::detail {
 
+class GroupClient;
 class JoinTurns;
 class Master;
 class MasterLink;
+class NestedClient;
+class PoolClient;
+class ProcessControl;
+struct GroupSettings;
+struct PoolSettings;
 
 class Runtime {
  public:
@@ -34,6 +40,15 @@ class Runtime {
   /// A worker's side (only in worker processes).
   MasterLink& worker();
   QueueAccess& queues();
+  /// This process's children: the master's own, or (in a worker) those it asks the master for.
+  ProcessControl& processes();
+  /// A pool or group held by this process: run here in the master, run by the master for a
+  /// worker's code (nesting).
+  std::shared_ptr<PoolClient> make_pool(PoolSettings settings);
+  std::shared_ptr<GroupClient> make_group(GroupSettings settings);
+  /// In a worker, at the end of the process it ran: its children end with it (see
+  /// NestedClient::end_children).
+  void end_children();
   ProgressEngine& engine() { return *engine_; }
   const Settings& settings() const { return settings_; }
 
@@ -61,6 +76,7 @@ class Runtime {
   std::unique_ptr<ProgressEngine> engine_;
   std::unique_ptr<Master> master_;
   std::unique_ptr<MasterLink> worker_;
+  std::unique_ptr<NestedClient> nested_;   ///< In a worker: what its code starts.
   std::unique_ptr<JoinTurns> join_turns_;  ///< A FiberJob's launcher: turns for joining pods.
   uint64_t self_id_ = 0;
   std::string self_name_ = "MainProcess";

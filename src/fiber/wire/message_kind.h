@@ -36,6 +36,17 @@ enum class Kind : uint32_t {
   kGroupPlan,    ///< master -> group member: who the members are, to build the communicator
   kGroupPorts,   ///< member -> master -> member: ports the group's islands connect through
   kGroupStop,    ///< master -> group member: the attempt failed or was terminated: end now
+  // Nesting (nested_messages.h): a worker's code starts processes, pools and groups.
+  kProcessStart,      ///< worker -> master: start a Process (a request)
+  kProcessTerminate,  ///< worker -> master: terminate one (a request)
+  kProcessEvent,      ///< master -> worker: one of its Processes was placed or ended
+  kPoolCreate,        ///< worker -> master: make a Pool (a request)
+  kPoolCall,          ///< worker -> master: an operation on one (a request)
+  kPoolSubmit,        ///< worker -> master: a job for one (a request)
+  kJobChunk,          ///< master -> worker: the outcome of one chunk of its job
+  kGroupCreate,       ///< worker -> master: make a Group (a request)
+  kGroupCall,         ///< worker -> master: start, terminate or release one (a request)
+  kGroupEvent,        ///< master -> worker: the state of one of its Groups
 };
 
 /// A worker sends nothing after its last message (kGoodbye, or kExited when its process ends),

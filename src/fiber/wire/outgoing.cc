@@ -54,6 +54,26 @@ const char* kind_name(uint32_t kind) {
       return "kGroupPorts";
     case Kind::kGroupStop:
       return "kGroupStop";
+    case Kind::kProcessStart:
+      return "kProcessStart";
+    case Kind::kProcessTerminate:
+      return "kProcessTerminate";
+    case Kind::kProcessEvent:
+      return "kProcessEvent";
+    case Kind::kPoolCreate:
+      return "kPoolCreate";
+    case Kind::kPoolCall:
+      return "kPoolCall";
+    case Kind::kPoolSubmit:
+      return "kPoolSubmit";
+    case Kind::kJobChunk:
+      return "kJobChunk";
+    case Kind::kGroupCreate:
+      return "kGroupCreate";
+    case Kind::kGroupCall:
+      return "kGroupCall";
+    case Kind::kGroupEvent:
+      return "kGroupEvent";
   }
   return "an unknown kind";
 }

@@ -17,6 +17,7 @@
 #include "fiber/wire/pool_messages.h"
 #include "fiber/wire/process_messages.h"
 #include "fiber/worker/fatal_signal.h"
+#include "fiber/worker/nested_client.h"
 #include "fiber/worker/start_up_watchdog.h"
 #include "mpi_bridge/environment.h"
 
@@ -201,6 +202,9 @@ void MasterLink::handle_locked(bridge::Received& message) {
       handshake_ = Handshake::kRefused;
       break;
     case Kind::kRun:
+      assigned_process_ = message.envelope.id;
+      mailbox_.push_back(std::move(message));
+      break;
     case Kind::kShutdown:
       mailbox_.push_back(std::move(message));
       break;
@@ -218,8 +222,13 @@ void MasterLink::handle_locked(bridge::Received& message) {
       break;
     }
     case Kind::kTerminate:
-      wire::Terminate::decode(message);
-      ::kill(::getpid(), SIGTERM);
+      // Only the process it was told to run: a terminate that raced with that process's end is
+      // no business of the next one. Marked running, so the signal ends it even before its
+      // function starts.
+      if (wire::Terminate::decode(message).process == assigned_process_) {
+        set_running_process(assigned_process_);
+        ::kill(::getpid(), SIGTERM);
+      }
       break;
     case Kind::kGroupPlan: {
       auto plan = wire::GroupPlan::decode(message);
@@ -234,6 +243,12 @@ void MasterLink::handle_locked(bridge::Received& message) {
     }
     case Kind::kGroupStop:
       on_group_stop_locked(wire::GroupStop::decode(message));
+      break;
+    case Kind::kProcessEvent:
+    case Kind::kJobChunk:
+    case Kind::kGroupEvent:
+      if (!nested_) throw ProtocolError("an event about started work, in a worker that has none");
+      nested_->on_event_locked(message);
       break;
     case Kind::kReply: {
       auto reply = wire::Reply::decode(message);
@@ -333,17 +348,22 @@ PoolDelivery MasterLink::next_pool_delivery(uint64_t pool) {
   return delivery;
 }
 
-wire::Reply MasterLink::call_master(Outgoing request) {
+wire::Reply MasterLink::request(Outgoing message) {
   {
     auto held = engine_.lock();
-    request.id = next_request_++;
-    replies_.emplace(request.id, std::nullopt);
+    message.id = next_request_++;
+    replies_.emplace(message.id, std::nullopt);
   }
-  send(request);
+  send(message);
   auto held = engine_.lock();
-  engine_.await(held, [&] { return replies_[request.id].has_value(); });
-  wire::Reply reply = std::move(*replies_[request.id]);
-  replies_.erase(request.id);
+  engine_.await(held, [&] { return replies_[message.id].has_value(); });
+  wire::Reply reply = std::move(*replies_[message.id]);
+  replies_.erase(message.id);
+  return reply;
+}
+
+wire::Reply MasterLink::call_master(Outgoing message) {
+  wire::Reply reply = request(std::move(message));
   if (reply.outcome == Outcome::kError) throw Error(reply.text());
   return reply;
 }

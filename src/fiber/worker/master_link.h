@@ -24,6 +24,8 @@
 
 namespace fiber::detail {
 
+class NestedClient;
+
 /// What the pool inbox hands a pool worker: a chunk of a task to run, or the pool's stop.
 struct PoolDelivery {
   uint64_t pool = 0;
@@ -69,6 +71,11 @@ class MasterLink final : public MessageSink, public QueueAccess {
   /// ended with `code` as the last message, then the process exits without finalising MPI.
   [[noreturn]] void end_process_now(uint64_t process, int code, const std::string& error);
 
+  /// Sends a request (its id set here) and waits for the master's reply, whatever its outcome.
+  wire::Reply request(Outgoing message);
+  /// Where the events about what this worker's code started go (worker/nested_client.h).
+  void set_nested(NestedClient* nested) { nested_ = nested; }
+
   // ---- Group membership (worker/group_member.cc) ----
   /// `process` runs as a member of attempt `attempt` of `group`: returns the master's plan
   /// once it comes. A stop of the attempt (before or after) ends the process.
@@ -101,12 +108,13 @@ class MasterLink final : public MessageSink, public QueueAccess {
  private:
   void handle_locked(bridge::Received& message);
   void on_group_stop_locked(const wire::GroupStop& stop);
-  /// Sends a request (its id set here) and waits for the reply; throws Error on kError.
-  wire::Reply call_master(Outgoing request);
+  /// request() for a queue operation: throws Error with the reply's text on kError.
+  wire::Reply call_master(Outgoing message);
   void check_master_alive();
 
   const Settings& settings_;
   ProgressEngine& engine_;
+  NestedClient* nested_ = nullptr;
   Link& link_;
   const int master_rank_;
   const bool spawned_;
@@ -122,6 +130,7 @@ class MasterLink final : public MessageSink, public QueueAccess {
   enum class Handshake { kWaiting, kAccepted, kRefused } handshake_ = Handshake::kWaiting;
   std::string refusal_;
   std::deque<bridge::Received> mailbox_;
+  uint64_t assigned_process_ = 0;  ///< The process of the last kRun received.
   std::deque<PoolDelivery> pool_inbox_;
   uint64_t next_request_ = 1;
   std::unordered_map<uint64_t, std::optional<wire::Reply>> replies_;

@@ -68,6 +68,7 @@ std::pair<int, std::string> execute(const Assignment& assignment) {
     runtime.set_current(assignment.process_id, assignment.name);
     set_running_process(assignment.process_id);
     const auto [code, error] = execute(assignment);
+    runtime.end_children();
     set_running_process(0);
     std::fflush(nullptr);
     // A spawned worker ends with its process unless the master keeps it in the reserve.

@@ -1,0 +1,30 @@
+// How a pool is made, as the master's side of it and a nested pool's request both carry it.
+// Internal.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+
+#include "fiber/invoke.h"
+
+namespace fiber::detail {
+
+/// How a pool is made; see fiber::Pool::Options for the meaning.
+struct PoolSettings {
+  int processes = 0;
+  std::optional<TaskSpec> initializer;
+  uint64_t maxtasksperchild = 0;
+  int tasks_in_flight_per_worker = 16;
+  bool cover_spawn_pauses = true;
+  int max_task_retries = 3;
+  /// Autoscaling: between min and max workers (max 0 = fixed size), growing while tasks wait
+  /// and retiring workers idle longer than idle_timeout.
+  int min_processes = 0;
+  int max_processes = 0;
+  std::chrono::milliseconds idle_timeout{0};
+  /// Grow onto workers of jobs that join through the rendezvous.
+  bool take_joined_workers = true;
+};
+
+}  // namespace fiber::detail

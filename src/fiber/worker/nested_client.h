@@ -1,0 +1,76 @@
+// What a worker's code starts (nesting: a Process, Pool or Group made inside a Process, a pool
+// task or a group member): the master owns every process of the run and starts them on the
+// worker's behalf; here are the worker's mirrors of them, kept up to date by the master's events,
+// and the requests that start, control and release them. Internal.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "fiber/master/group_core.h"
+#include "fiber/runtime/group_client.h"
+#include "fiber/runtime/pool_client.h"
+#include "fiber/runtime/pool_settings.h"
+#include "fiber/runtime/process_control.h"
+#include "fiber/runtime/progress_engine.h"
+#include "fiber/wire/nested_messages.h"
+#include "fiber/wire/queue_messages.h"
+
+namespace fiber::detail {
+
+class MasterLink;
+class RemotePool;
+class RemoteGroup;
+
+class NestedClient final : public ProcessControl {
+ public:
+  NestedClient(ProgressEngine& engine, MasterLink& link);
+  NestedClient(const NestedClient&) = delete;
+  NestedClient& operator=(const NestedClient&) = delete;
+
+  // ---- ProcessControl ----
+  std::shared_ptr<ProcessState> new_process(TaskSpec task) override;
+  void start_process(const std::shared_ptr<ProcessState>& process) override;
+  void terminate(const std::shared_ptr<ProcessState>& process) override;
+  bool wait_ended(const std::shared_ptr<ProcessState>& process,
+                  std::optional<Clock::time_point> deadline) override;
+  int wait_pid(const std::shared_ptr<ProcessState>& process) override;
+  std::vector<std::shared_ptr<ProcessState>> live_children() override;
+
+  std::shared_ptr<PoolClient> make_pool(PoolSettings settings);
+  std::shared_ptr<GroupClient> make_group(GroupSettings settings);
+
+  /// The process this worker ran is over: its children end with it, as at a Python process's
+  /// exit (the daemonic ones are terminated, the others waited for).
+  void end_children();
+
+  /// An event from the master (kProcessEvent, kJobChunk, kGroupEvent); with the lock held.
+  void on_event_locked(bridge::Received& message);
+
+  // For RemotePool and RemoteGroup.
+  /// Sends a request and returns its reply; rethrows the master's error as its own type.
+  wire::Reply request(Outgoing message);
+  ProgressEngine& engine() { return engine_; }
+  void add_pool_locked(uint64_t id, RemotePool* pool) { pools_[id] = pool; }
+  void remove_pool_locked(uint64_t id) { pools_.erase(id); }
+  void add_group_locked(uint64_t id, RemoteGroup* group) { groups_[id] = group; }
+  void remove_group_locked(uint64_t id) { groups_.erase(id); }
+
+ private:
+  void on_process_event_locked(const wire::ProcessEvent& event);
+  void apply_locked(ProcessState& process, const wire::ProcessEvent& event);
+
+  ProgressEngine& engine_;
+  MasterLink& link_;
+  uint64_t next_local_id_ = uint64_t{1} << 62;  ///< Ids of unstarted Processes made here.
+  uint64_t next_name_ = 1;
+  std::map<uint64_t, std::shared_ptr<ProcessState>> children_;  ///< Started, by master id.
+  /// Events that arrived before the reply naming their process was read.
+  std::map<uint64_t, std::vector<wire::ProcessEvent>> early_events_;
+  std::map<uint64_t, RemotePool*> pools_;
+  std::map<uint64_t, RemoteGroup*> groups_;
+};
+
+}  // namespace fiber::detail
