@@ -185,7 +185,8 @@ int main(int argc, char** argv) {
       {"population", &settings.population, 2, 100000, "solutions per iteration (even)"},
       {"seed", &settings.seed, 0, 1000000000, "seed of everything random"},
       {"eval-every", &settings.eval_every, 1, 100000, "iterations between evaluations"},
-      {"target", &settings.target, 0, 500, "average evaluation return to stop at"},
+      {"target", &settings.target, 0, 1000,
+       "average evaluation return to stop at; above 500 runs the whole budget"},
   };
   rl::ParseResult parsed = rl::parse_options(argc, argv, options);
   if (parsed.status == rl::ParseResult::Status::kOk && settings.population % 2 != 0)

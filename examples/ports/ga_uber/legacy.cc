@@ -165,7 +165,8 @@ int main(int argc, char** argv) {
       {"population", &settings.population, 2, 100000, "genomes (a multiple of the ranks)"},
       {"parents", &settings.parents, 1, 100000, "best genomes kept as parents"},
       {"seed", &settings.seed, 0, 1000000000, "seed of everything random"},
-      {"target", &settings.target, 0, 500, "elite's average evaluation return to stop at"},
+      {"target", &settings.target, 0, 1000,
+       "elite's average evaluation return to stop at; above 500 runs the whole budget"},
   };
   rl::ParseResult parsed = rl::parse_options(argc, argv, options);
   if (parsed.status == rl::ParseResult::Status::kOk && settings.population % size != 0)

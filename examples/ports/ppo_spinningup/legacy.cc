@@ -305,7 +305,8 @@ int main(int argc, char** argv) {
       {"epochs", &settings.epochs, 1, 100000, "epochs at most"},
       {"steps", &settings.steps, 1, 100000000, "environment steps an epoch, over all ranks"},
       {"seed", &settings.seed, 0, 1000000000, "seed of everything random"},
-      {"target", &settings.target, 0, 500, "epoch's average return to stop at"},
+      {"target", &settings.target, 0, 1000,
+       "epoch's average return to stop at; above 500 runs the whole budget"},
   };
   rl::ParseResult parsed = rl::parse_options(argc, argv, options);
   if (parsed.status == rl::ParseResult::Status::kOk && settings.steps < size)
