@@ -105,6 +105,11 @@ std::vector<std::string> mpirun_options() {
   return options;
 }
 
+bool finalize_waits_for_the_job() {
+  const char* tolerance = std::getenv(recovery_variable());
+  return kOpenMpi5 && tolerance && std::strcmp(tolerance, "1") == 0;
+}
+
 std::string root_refusal_hint() {
   if (!running_as_root()) return {};
   std::string missing;

@@ -42,6 +42,11 @@ const char* recovery_variable();
 /// --allow-run-as-root when running as root.
 std::vector<std::string> mpirun_options();
 
+/// True when MPI_Finalize waits for every other live process of the caller's MPI job: Open MPI 5
+/// with its fault tolerance on runs an agreement over them there (a spawned worker that leaves
+/// while its siblings serve on would wait until they all leave).
+bool finalize_waits_for_the_job();
+
 /// One line saying why Open MPI refused to start its runtime and how to fix it, when this
 /// process runs as root without the full opt-in; empty otherwise.
 std::string root_refusal_hint();

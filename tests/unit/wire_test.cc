@@ -81,6 +81,8 @@ TEST(Wire, ProcessMessages) {
   EXPECT_EQ(exited.code, 1);
   EXPECT_EQ(exited.error, "uncaught std::runtime_error: boom");
   EXPECT_TRUE(exited.worker_leaves);
+  EXPECT_FALSE(exited.without_finalize);
+  EXPECT_TRUE(round_trip(wire::Exited{8, -15, "stopped", true, true}).without_finalize);
   EXPECT_TRUE(wire::is_last_word(wire::Exited{8, 0, "", true}.encode()));
   EXPECT_FALSE(wire::is_last_word(wire::Exited{8, 0, "", false}.encode()));
   EXPECT_TRUE(wire::is_last_word(wire::Goodbye{}.encode()));

@@ -173,8 +173,8 @@ void Master::retire_locked(Slot& slot) {
   --slot.link->live_slots;
 }
 
-void Master::shut_down_slot_locked(Slot& slot) {
-  send_locked(slot.link->comm.get(), slot.rank, wire::Shutdown{}.encode());
+void Master::shut_down_slot_locked(Slot& slot, bool run_ends) {
+  send_locked(slot.link->comm.get(), slot.rank, wire::Shutdown{run_ends}.encode());
   if (slot.spawned() && slot.local) exiting_pids_.push_back(slot.pid);
   // Gone once its goodbye arrives (or it dies): until then it may still send.
   slot.state = Slot::State::kClosing;
@@ -443,7 +443,7 @@ bool Master::shutdown() {
     held.lock();
   }
   for (auto& [key, slot] : table_.slots())
-    if (slot->state == Slot::State::kIdle) shut_down_slot_locked(*slot);
+    if (slot->state == Slot::State::kIdle) shut_down_slot_locked(*slot, /*run_ends=*/true);
   held.unlock();
   engine_.drain(settings_.master_drain_limit);
   remove_run_directory();

@@ -164,8 +164,9 @@ class Master final : public MessageSink,
   /// Fails up to `count` pending processes with SpawnError(`reason`).
   void fail_pending_locked(size_t count, const std::string& reason);
   void retire_locked(Slot& slot);
-  /// Tells an idle worker to exit; it is gone once its goodbye arrives (or it dies).
-  void shut_down_slot_locked(Slot& slot);
+  /// Tells an idle worker to exit; it is gone once its goodbye arrives (or it dies). `run_ends`
+  /// at the master's shutdown, when every idle worker is told at once.
+  void shut_down_slot_locked(Slot& slot, bool run_ends = false);
   uint64_t requester_of(const Slot* slot) const;
 
   // Liveness (master_liveness.cc).

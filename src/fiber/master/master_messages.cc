@@ -189,6 +189,11 @@ void Master::on_exited_locked(Slot& slot, const wire::Exited& exited) {
   auto process = slot.process;
   slot.process.reset();
   process->error = exited.error;
+  if (exited.without_finalize) {
+    // Like a death for what follows: the finalize of its MPI job may never complete.
+    worker_lost_ = true;
+    if (slot.static_rank()) static_rank_lost_at_ = Clock::now();
+  }
   // The slot's fate is settled before the process ends, so that a replacement the pool starts
   // as it learns of the end can take this very slot (a static rank stays in use).
   if (worker_leaves) {

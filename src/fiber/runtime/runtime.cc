@@ -362,7 +362,7 @@ void Runtime::shutdown() {
   finalize(master_quiet && polls_quiet, master_->worker_lost(), g_exit_status.load());
 }
 
-void Runtime::finish_worker(int code) {
+void Runtime::finish_worker(int code, bool with_the_job) {
   engine_->drain(settings_.worker_drain_limit);
   // Fault injection (tests): the process lingers after its last message, its progress thread
   // still running, the way a slow exit does.
@@ -370,9 +370,13 @@ void Runtime::finish_worker(int code) {
     std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(linger)));
   const bool quiet = engine_->stop(settings_.worker_drain_limit);
   g_running.store(false, std::memory_order_release);
+  // A worker leaving alone would wait in Open MPI 5's finalize (with fault tolerance, an agreement
+  // over every live process of its MPI job) until its siblings in the reserve leave too, or
+  // until the watchdog below: it leaves without it, as it would after the watchdog.
+  const bool alone = !with_the_job && worker_->spawned() && bridge::finalize_waits_for_the_job();
   // A worker cannot know whether another process of the universe was killed; it must not hang
   // in a finalize that will never complete (mpirun would wait for it forever).
-  finalize(quiet, true, code);
+  if (!alone) finalize(quiet, true, code);
   // Like a multiprocessing child: flush what the task printed, skip the program's destructors.
   std::fflush(nullptr);
   std::_Exit(code);

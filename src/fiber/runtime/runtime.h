@@ -63,7 +63,9 @@ class Runtime {
   /// Ends the runtime in the master (at exit, or fiber::shutdown()).
   void shutdown();
   /// Ends a worker process with `code`, without running the program's destructors.
-  [[noreturn]] void finish_worker(int code);
+  /// `with_the_job`: every worker of the run is ending now (the master's shutdown), so a
+  /// finalize that waits for the other processes of this MPI job can complete.
+  [[noreturn]] void finish_worker(int code, bool with_the_job = false);
 
  private:
   Runtime() = default;

@@ -56,6 +56,17 @@ Refuse Refuse::decode(const bridge::Received& in) {
   return Refuse{serial::from_bytes<std::string>(in.payload)};
 }
 
+Outgoing Shutdown::encode() const {
+  Outgoing out(Kind::kShutdown);
+  out.flags = run_ends ? 1 : 0;
+  return out;
+}
+
+Shutdown Shutdown::decode(const bridge::Received& in) {
+  expect_kind(in, Kind::kShutdown);
+  return Shutdown{(in.envelope.flags & 1) != 0};
+}
+
 Outgoing Heartbeat::encode() const {
   Outgoing out(Kind::kHeartbeat);
   out.id = sent_before;

@@ -62,7 +62,12 @@ struct Leave {
 
 /// Master -> worker: finalise and exit once idle.
 struct Shutdown {
-  Outgoing encode() const { return Outgoing(Kind::kShutdown); }
+  /// The run ends: every idle worker is told at once, so the workers of one MPI job finalise
+  /// together. Otherwise this worker leaves alone (the reserve trimmed, a pod released).
+  bool run_ends = false;
+
+  Outgoing encode() const;
+  static Shutdown decode(const bridge::Received& in);
 };
 
 /// Worker -> master: its last message, answering Shutdown.

@@ -5,6 +5,7 @@ namespace {
 
 constexpr uint32_t kStayAfterRun = 1;
 constexpr uint32_t kWorkerLeaves = 1;
+constexpr uint32_t kWithoutFinalize = 2;
 
 }  // namespace
 
@@ -42,7 +43,7 @@ Terminate Terminate::decode(const bridge::Received& in) {
 Outgoing Exited::encode() const {
   Outgoing out(Kind::kExited);
   out.id = process;
-  out.flags = worker_leaves ? kWorkerLeaves : 0;
+  out.flags = (worker_leaves ? kWorkerLeaves : 0) | (without_finalize ? kWithoutFinalize : 0);
   serial::save(out.body, code);
   serial::save(out.body, error);
   return out;
@@ -53,6 +54,7 @@ Exited Exited::decode(const bridge::Received& in) {
   Exited exited;
   exited.process = in.envelope.id;
   exited.worker_leaves = (in.envelope.flags & kWorkerLeaves) != 0;
+  exited.without_finalize = (in.envelope.flags & kWithoutFinalize) != 0;
   serial::Reader reader(in.payload);
   exited.code = serial::read<int>(reader);
   exited.error = serial::read<std::string>(reader);

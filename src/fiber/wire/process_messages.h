@@ -40,6 +40,9 @@ struct Exited {
   std::string error;
   /// The worker process ends too: this is its last message.
   bool worker_leaves = false;
+  /// ...and it ends without MPI_Finalize (its runtime stopped it mid-work): the rest of its MPI
+  /// job may then wait in a finalize that never completes.
+  bool without_finalize = false;
 
   Outgoing encode() const;
   static Exited decode(const bridge::Received& in);

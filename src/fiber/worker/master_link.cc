@@ -76,7 +76,7 @@ void MasterLink::say_goodbye() { send(wire::Goodbye{}.encode()); }
 
 void MasterLink::end_process_now(uint64_t process, int code, const std::string& error) {
   std::fflush(nullptr);
-  send(wire::Exited{process, code, error, true}.encode());
+  send(wire::Exited{process, code, error, true, true}.encode());
   // The report must leave before the process does; nothing else is waited for (another thread
   // may be stuck in a collective with a dead peer, so MPI is not finalised).
   const auto give_up = Clock::now() + std::chrono::seconds(2);
@@ -317,6 +317,7 @@ Assignment MasterLink::next_assignment() {
   Assignment assignment;
   if (static_cast<Kind>(message.envelope.kind) == Kind::kShutdown) {
     assignment.shutdown = true;
+    assignment.run_ends = wire::Shutdown::decode(message).run_ends;
     return assignment;
   }
   auto run = wire::Run::decode(message);

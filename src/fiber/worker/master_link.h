@@ -38,6 +38,7 @@ struct PoolDelivery {
 /// What a worker is told to do next.
 struct Assignment {
   bool shutdown = false;
+  bool run_ends = false;    ///< A shutdown every idle worker gets at once (wire::Shutdown).
   bool stay_after = false;  ///< Serve on after this process ends (wire::Run::stay_after).
   uint64_t process_id = 0;
   std::string name;

@@ -63,7 +63,7 @@ std::pair<int, std::string> execute(const Assignment& assignment) {
     Assignment assignment = link.next_assignment();
     if (assignment.shutdown) {
       link.say_goodbye();
-      runtime.finish_worker(0);
+      runtime.finish_worker(0, assignment.run_ends);
     }
     runtime.set_current(assignment.process_id, assignment.name);
     set_running_process(assignment.process_id);
