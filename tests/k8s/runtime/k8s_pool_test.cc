@@ -8,6 +8,9 @@
 //   regrow   Pool(2), resize(1) (a pod is released while the last worker works), then resize(4)
 //            while tasks run: new pods join a launcher busy with traffic
 //   unready  Pool(2) on a job whose worker pods can never start: the map fails, exit 3
+//   group    a Group of 4 on worker pods (their ranks joined across pods by connect/accept):
+//            allreduce and allgather over group_comm(), each member's pod and rank printed
+#include <mpi.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -21,6 +24,7 @@
 #include <vector>
 
 #include "fiber/fiber.h"
+#include "fiber/mpi.h"
 
 namespace {
 
@@ -128,6 +132,39 @@ int regrow() {
   return 0;
 }
 
+// A member: its rank, its pod and the group's allreduce of rank + 1 and allgather of rank^2.
+void member_on_pod(fiber::SimpleQueue<std::string> out) {
+  MPI_Comm comm = fiber::group_comm();
+  const int rank = fiber::group_rank();
+  const int size = fiber::group_size();
+  int mine = rank + 1, sum = 0;
+  MPI_Allreduce(&mine, &sum, 1, MPI_INT, MPI_SUM, comm);
+  std::vector<int> squares(static_cast<size_t>(size));
+  const int square = rank * rank;
+  MPI_Allgather(&square, 1, MPI_INT, squares.data(), 1, MPI_INT, comm);
+  bool gathered = true;
+  for (int r = 0; r < size; ++r) gathered = gathered && squares[static_cast<size_t>(r)] == r * r;
+  const char* pod = std::getenv("FIBER_K8S_POD_NAME");
+  out.put(std::to_string(rank) + "=" + (pod ? pod : "?") + " sum=" + std::to_string(sum) +
+          (gathered ? " gathered" : " WRONG"));
+}
+
+int group() {
+  fiber::SimpleQueue<std::string> out;
+  fiber::Group members(4, member_on_pod, out);
+  members.start();
+  std::vector<std::string> lines;
+  for (int i = 0; i < 4; ++i) lines.push_back(out.get(std::chrono::seconds(240)));
+  members.join();
+  int failed = 0;
+  for (const auto& code : members.exitcodes()) failed += code != 0;
+  std::printf("group members:");
+  for (const auto& line : lines) std::printf(" [%s]", line.c_str());
+  std::printf("\ngroup exit codes not 0: %d\n", failed);
+  std::fflush(stdout);
+  return failed == 0 ? 0 : 1;
+}
+
 int unready() {
   try {
     fiber::Pool pool(2);
@@ -153,10 +190,11 @@ int main(int argc, char** argv) {
     if (scenario == "scale") return scale();
     if (scenario == "unready") return unready();
     if (scenario == "regrow") return regrow();
+    if (scenario == "group") return group();
   } catch (const std::exception& e) {
     std::printf("FAIL: %s\n", e.what());
     return 1;
   }
-  std::fprintf(stderr, "usage: k8s_pool_test grow|loss|scale|regrow|unready\n");
+  std::fprintf(stderr, "usage: k8s_pool_test grow|loss|scale|regrow|unready|group\n");
   return 2;
 }

@@ -329,6 +329,35 @@ def test_worker_pods_with_several_slots_serve_one_worker_per_slot(cluster: Clust
     assert recorder.most_at_once == 2, recorder.first_seen
 
 
+def group_members(log: str) -> dict[int, tuple[str, str]]:
+    """{rank: (pod, 'sum=N gathered')} of the program's 'group members:' line."""
+    match = re.search(r"^group members:(.*)$", log, re.MULTILINE)
+    assert match, f"no 'group members:' line in the launcher's log:\n{log}"
+    members = {}
+    for item in re.findall(r"\[([^\]]*)\]", match.group(1)):
+        rank_pod, rest = item.split(" ", 1)
+        rank, pod = rank_pod.split("=")
+        members[int(rank)] = (pod, rest)
+    return members
+
+
+@pytest.mark.parametrize("slots", [1, 2])
+def test_a_group_spans_worker_pods(cluster: Cluster, slots: int):
+    """A Group of 4 on worker pods: one member per pod (four islands joined by connect/accept
+    across pods) or two per pod (two islands of two ranks sharing their pod's MPI world)."""
+    name = f"group-{slots}"
+    job = yaml.safe_load(fiberjob(name, "group"))
+    job["spec"]["workers"]["slotsPerWorker"] = slots
+    cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(job))
+    log = succeeded(cluster, name, timeout_s=300)
+    members = group_members(log)
+    assert sorted(members) == [0, 1, 2, 3], log
+    assert all(rest == "sum=10 gathered" for _, rest in members.values()), log
+    pods = {pod for pod, _ in members.values()}
+    assert len(pods) == 4 // slots and all(pod.startswith(f"{name}-worker-") for pod in pods), log
+    assert "group exit codes not 0: 0" in log, log
+
+
 def test_the_pool_demo_sample_runs_to_success(cluster: Cluster):
     image = ROOT / "build-openmpi4/image/opt/fibermpi/bin/03_elastic_pool"
     assert image.exists(), f"{image} is not installed (scripts/setup and scripts/test install it)"
