@@ -69,20 +69,20 @@ GroupCommunicator::~GroupCommunicator() { abandon(); }
 void GroupCommunicator::accept(const std::string& port) {
   MPI_Comm join = MPI_COMM_NULL;
   FIBER_MPI_CHECK(MPI_Comm_accept(port.c_str(), MPI_INFO_NULL, 0, comm_.get(), &join));
-  joins_.push_back(join);
-  MPI_Comm_set_errhandler(join, MPI_ERRORS_RETURN);
-  MPI_Comm merged = MPI_COMM_NULL;
-  FIBER_MPI_CHECK(MPI_Intercomm_merge(join, 0, &merged));
-  comm_ = Communicator(merged);
+  merge(join, /*after=*/false);
 }
 
 void GroupCommunicator::connect(const std::string& port) {
   MPI_Comm join = MPI_COMM_NULL;
   FIBER_MPI_CHECK(MPI_Comm_connect(port.c_str(), MPI_INFO_NULL, 0, comm_.get(), &join));
+  merge(join, /*after=*/true);
+}
+
+void GroupCommunicator::merge(MPI_Comm join, bool after) {
   joins_.push_back(join);
   MPI_Comm_set_errhandler(join, MPI_ERRORS_RETURN);
   MPI_Comm merged = MPI_COMM_NULL;
-  FIBER_MPI_CHECK(MPI_Intercomm_merge(join, 1, &merged));
+  FIBER_MPI_CHECK(MPI_Intercomm_merge(join, after ? 1 : 0, &merged));
   comm_ = Communicator(merged);
 }
 

@@ -59,6 +59,8 @@ class GroupCommunicator {
 
  private:
   GroupCommunicator() = default;
+  /// Keeps `join` and becomes its merge: this side's members first, or `after` the other's.
+  void merge(MPI_Comm join, bool after);
 
   Communicator comm_;
   std::vector<MPI_Comm> joins_;

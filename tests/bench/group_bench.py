@@ -77,11 +77,12 @@ def main() -> int:
         take([str(bench / "group_bench"), "1", "2000", "200"], "group_bench (spawned)")
         take(mpirun + recovery + ["-n", "3", str(bench / "group_bench"), "1", "2000", "200"],
              "group_bench (static)")
-        for level in ([], ["multiple"]):
-            take(mpirun + ["-n", "2", str(bench / "raw_allreduce"), "1024", "2000", *level],
-                 f"raw 1 KB {' '.join(level)}")
-            take(mpirun + ["-n", "2", str(bench / "raw_allreduce"), "1048576", "200", *level],
-                 f"raw 1 MB {' '.join(level)}")
+        # Plain mpirun -n 2, single-threaded and at fibermpi's thread level, and the loop on two
+        # ranks of mpirun -n 3 while rank 0 idles, as the master does beside a static-rank group.
+        for ranks, flags in (("2", []), ("2", ["multiple"]), ("3", ["multiple", "beside"])):
+            for size, iterations in (("1024", "2000"), ("1048576", "200")):
+                take(mpirun + ["-n", ranks, str(bench / "raw_allreduce"), size, iterations, *flags],
+                     f"raw {size} B {' '.join(flags)}")
         for size in mpirun_startup:
             _, wall = take(mpirun + ["-n", str(size), str(bench / "raw_allreduce"), "startup"],
                            f"mpirun -n {size} start-up")
@@ -117,22 +118,25 @@ def main() -> int:
         print(f"| {size} | {show(first)} | {show(later)} | {show(plain)} | "
               f"{show(spawn.get(size))} |")
 
-    print("\nMPI_Allreduce in a group of 2 (us per call, medians) beside plain mpirun -n 2, "
-          "single-threaded and at MPI_THREAD_MULTIPLE (fibermpi's level)")
-    print("| bytes | Group, static ranks | Group, spawned | mpirun -n 2 | mpirun -n 2, multiple "
-          "| static / multiple |")
-    print("|---|---|---|---|---|---|")
+    print("\nMPI_Allreduce in a group of 2 (us per call, medians) beside plain MPI: mpirun -n 2 "
+          "single-threaded and at MPI_THREAD_MULTIPLE (fibermpi's level), and 2 ranks of "
+          "mpirun -n 3 beside an idle rank 0 (as the master is beside a static-rank group)")
+    print("| bytes | Group, static ranks | Group, spawned | mpirun -n 2 | -n 2, multiple "
+          "| -n 3, beside an idle rank | static / beside |")
+    print("|---|---|---|---|---|---|---|")
     allreduce: dict[str, Any] = {}
     for size in (1024, 1 << 20):
         static = median_of("allreduce", "fibermpi Group static", "median_us", bytes=size)
         spawned = median_of("allreduce", "fibermpi Group spawned", "median_us", bytes=size)
         plain = median_of("allreduce", "raw MPI mpirun", "median_us", bytes=size)
         multiple = median_of("allreduce", "raw MPI mpirun multiple", "median_us", bytes=size)
-        ratio = static / multiple if static and multiple else None
+        beside = median_of("allreduce", "raw MPI mpirun multiple beside", "median_us", bytes=size)
+        ratio = static / beside if static and beside else None
         allreduce[str(size)] = {"static_us": static, "spawned_us": spawned, "plain_us": plain,
-                                "plain_multiple_us": multiple, "static_over_multiple": ratio}
+                                "plain_multiple_us": multiple, "beside_idle_rank_us": beside,
+                                "static_over_beside": ratio}
         print(f"| {size} | {show(static, 2)} | {show(spawned, 2)} | {show(plain, 2)} | "
-              f"{show(multiple, 2)} | {show(ratio, 2)} |")
+              f"{show(multiple, 2)} | {show(beside, 2)} | {show(ratio, 2)} |")
     out.write_text(json.dumps({"rows": rows, "startup": startup, "allreduce": allreduce,
                                "failures": failures}, indent=2))
     print(f"\ngroup_bench: rows in {out}", file=sys.stderr)

@@ -122,6 +122,18 @@ def spawn_table(rows):
               f"{row['worker_processes']} worker processes")
 
 
+def master_cpu_table(rows):
+    measured = [row for row in rows if row["bench"] == "master_cpu"]
+    if not measured:
+        return
+    print()
+    print("The master's CPU per task (no-op tasks, chunksize 1; 10 ms tasks / this = workers one master feeds)")
+    for row in measured:
+        per_task = row["master_cpu_us_per_task"]
+        print(f"  {row['impl']}, {row['workers']} workers: {per_task} us per task "
+              f"(~{10000 / per_task:.0f} workers of 10 ms tasks)")
+
+
 def failures(rows):
     failed = [row for row in rows if "error" in row]
     if not failed:
@@ -179,6 +191,7 @@ def main():
     pool_table(rows)
     resilience_table(rows)
     spawn_table(rows)
+    master_cpu_table(rows)
     failures(rows)
     plot(rows, out)
 

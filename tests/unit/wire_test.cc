@@ -5,10 +5,13 @@
 
 #include <chrono>
 #include <string>
+#include <typeinfo>
 #include <vector>
 
 #include "fiber/errors.h"
+#include "fiber/wire/group_messages.h"
 #include "fiber/wire/link_messages.h"
+#include "fiber/wire/nested_messages.h"
 #include "fiber/wire/pool_messages.h"
 #include "fiber/wire/process_messages.h"
 #include "fiber/wire/queue_messages.h"
@@ -167,6 +170,76 @@ TEST(Wire, PoolMessages) {
 
   EXPECT_TRUE(round_trip(wire::PoolStop{2, true}).drop_queued);
   EXPECT_FALSE(round_trip(wire::PoolStop{2, false}).drop_queued);
+}
+
+TEST(Wire, GroupMessages) {
+  wire::GroupPlan plan{3, 2, 1, 4, 1, {{1, 2, 3}, {0, 4}}};
+  const auto read = round_trip(plan);
+  EXPECT_EQ(read.group, 3u);
+  EXPECT_EQ(read.attempt, 2u);
+  EXPECT_EQ(read.restarts, 1);
+  EXPECT_EQ(read.rank, 4);
+  EXPECT_EQ(read.island, 1);
+  EXPECT_EQ(read.islands, plan.islands);
+  EXPECT_EQ(read.size(), 5);
+  plan.rank = 5;  // beyond the members
+  bridge::Received beyond = as_received(plan.encode());
+  EXPECT_THROW(wire::GroupPlan::decode(beyond), ProtocolError);
+
+  const auto ports = round_trip(wire::GroupPorts{3, 2, {"port-a", "port-b"}});
+  EXPECT_EQ(ports.ports, (std::vector<std::string>{"port-a", "port-b"}));
+  const auto stop = round_trip(wire::GroupStop{3, 2, "a member died"});
+  EXPECT_EQ(stop.attempt, 2u);
+  EXPECT_EQ(stop.reason, "a member died");
+}
+
+TEST(Wire, NestingMessagesKeepErrorTypes) {
+  PoolSettings settings;
+  settings.processes = 3;
+  settings.max_processes = 6;
+  settings.idle_timeout = 1500ms;
+  settings.take_joined_workers = false;
+  settings.initializer = TaskSpec{{1, 2}, {3, 4}, bytes_of("init"), {7}};
+  const auto create = round_trip(wire::PoolCreate{9, settings});
+  EXPECT_EQ(create.settings.processes, 3);
+  EXPECT_EQ(create.settings.max_processes, 6);
+  EXPECT_EQ(create.settings.idle_timeout, 1500ms);
+  EXPECT_FALSE(create.settings.take_joined_workers);
+  ASSERT_TRUE(create.settings.initializer.has_value());
+  EXPECT_EQ(create.settings.initializer->args, bytes_of("init"));
+  EXPECT_EQ(create.settings.initializer->produces, (std::vector<uint64_t>{7}));
+
+  wire::JobChunk chunk{2, 5,
+                       1, bytes_of("results"),
+                       8, wire::ErrorAccount::of(std::make_exception_ptr(RemoteError("E", "m")))};
+  bridge::Received in = as_received(chunk.encode());
+  const auto read = wire::JobChunk::decode(in);
+  EXPECT_EQ(read.results, bytes_of("results"));
+  EXPECT_EQ(read.offset, 8u);
+  try {
+    std::rethrow_exception(read.error.rethrowable());
+  } catch (const RemoteError& e) {
+    EXPECT_EQ(e.type_name(), "E");
+    EXPECT_EQ(e.message(), "m");
+  }
+  for (auto error : {std::make_exception_ptr(WorkerLost("lost")),
+                     std::make_exception_ptr(TerminatedError("terminated")),
+                     std::make_exception_ptr(SpawnError("spawn")),
+                     std::make_exception_ptr(UsageError("usage"))}) {
+    serial::Writer writer;
+    wire::ErrorAccount::of(error).save(writer);
+    serial::Reader reader(writer.buffer());
+    const auto again = wire::ErrorAccount::load(reader).rethrowable();
+    auto type_of = [](const std::exception_ptr& e) -> std::string {
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& x) {
+        return typeid(x).name() + std::string(":") + x.what();
+      }
+    };
+    EXPECT_EQ(type_of(again), type_of(error));
+  }
+  EXPECT_EQ(wire::ErrorAccount::of(nullptr).rethrowable(), nullptr);
 }
 
 TEST(Wire, AMessageIsNeverReadAsAnotherKind) {

@@ -76,7 +76,7 @@ void Master::on_nested_request_locked(Kind kind, Slot& slot, bridge::Received& m
         break;
       }
       case Kind::kPoolCreate: {
-        auto pool = create_pool_locked(wire::PoolCreate::decode(message).settings());
+        auto pool = create_pool_locked(wire::PoolCreate::decode(message).settings);
         pool_owners_[pool->id()] = owner;
         reply_locked(slot, wire::Reply{request, Outcome::kValue, pool->id(), {}});
         break;

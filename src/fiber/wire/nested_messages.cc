@@ -1,7 +1,6 @@
 #include "fiber/wire/nested_messages.h"
 
 #include "fiber/errors.h"
-#include "fiber/runtime/pool_settings.h"
 
 namespace fiber::detail::wire {
 namespace {
@@ -143,50 +142,20 @@ ProcessEvent ProcessEvent::decode(const bridge::Received& in) {
 
 // ---- Pools ----
 
-PoolCreate PoolCreate::of(const PoolSettings& settings) {
-  PoolCreate create;
-  create.processes = settings.processes;
-  create.initializer = settings.initializer;
-  create.maxtasksperchild = settings.maxtasksperchild;
-  create.tasks_in_flight_per_worker = settings.tasks_in_flight_per_worker;
-  create.cover_spawn_pauses = settings.cover_spawn_pauses;
-  create.max_task_retries = settings.max_task_retries;
-  create.min_processes = settings.min_processes;
-  create.max_processes = settings.max_processes;
-  create.idle_timeout_ms = settings.idle_timeout.count();
-  create.take_joined_workers = settings.take_joined_workers;
-  return create;
-}
-
-PoolSettings PoolCreate::settings() const {
-  PoolSettings settings;
-  settings.processes = processes;
-  settings.initializer = initializer;
-  settings.maxtasksperchild = maxtasksperchild;
-  settings.tasks_in_flight_per_worker = tasks_in_flight_per_worker;
-  settings.cover_spawn_pauses = cover_spawn_pauses;
-  settings.max_task_retries = max_task_retries;
-  settings.min_processes = min_processes;
-  settings.max_processes = max_processes;
-  settings.idle_timeout = std::chrono::milliseconds(idle_timeout_ms);
-  settings.take_joined_workers = take_joined_workers;
-  return settings;
-}
-
 Outgoing PoolCreate::encode() const {
   Outgoing out(Kind::kPoolCreate);
   out.id = request;
-  serial::save(out.body, processes);
-  serial::save(out.body, initializer.has_value());
-  if (initializer) save_task_with_queues(out.body, *initializer);
-  serial::save(out.body, maxtasksperchild);
-  serial::save(out.body, tasks_in_flight_per_worker);
-  serial::save(out.body, cover_spawn_pauses);
-  serial::save(out.body, max_task_retries);
-  serial::save(out.body, min_processes);
-  serial::save(out.body, max_processes);
-  serial::save(out.body, idle_timeout_ms);
-  serial::save(out.body, take_joined_workers);
+  serial::save(out.body, settings.processes);
+  serial::save(out.body, settings.initializer.has_value());
+  if (settings.initializer) save_task_with_queues(out.body, *settings.initializer);
+  serial::save(out.body, settings.maxtasksperchild);
+  serial::save(out.body, settings.tasks_in_flight_per_worker);
+  serial::save(out.body, settings.cover_spawn_pauses);
+  serial::save(out.body, settings.max_task_retries);
+  serial::save(out.body, settings.min_processes);
+  serial::save(out.body, settings.max_processes);
+  serial::save(out.body, static_cast<int64_t>(settings.idle_timeout.count()));
+  serial::save(out.body, settings.take_joined_workers);
   return out;
 }
 
@@ -194,17 +163,18 @@ PoolCreate PoolCreate::decode(const bridge::Received& in) {
   expect_kind(in, Kind::kPoolCreate);
   PoolCreate create;
   create.request = in.envelope.id;
+  PoolSettings& settings = create.settings;
   serial::Reader reader(in.payload);
-  create.processes = serial::read<int>(reader);
-  if (serial::read<bool>(reader)) create.initializer = load_task_with_queues(reader);
-  create.maxtasksperchild = serial::read<uint64_t>(reader);
-  create.tasks_in_flight_per_worker = serial::read<int>(reader);
-  create.cover_spawn_pauses = serial::read<bool>(reader);
-  create.max_task_retries = serial::read<int>(reader);
-  create.min_processes = serial::read<int>(reader);
-  create.max_processes = serial::read<int>(reader);
-  create.idle_timeout_ms = serial::read<int64_t>(reader);
-  create.take_joined_workers = serial::read<bool>(reader);
+  settings.processes = serial::read<int>(reader);
+  if (serial::read<bool>(reader)) settings.initializer = load_task_with_queues(reader);
+  settings.maxtasksperchild = serial::read<uint64_t>(reader);
+  settings.tasks_in_flight_per_worker = serial::read<int>(reader);
+  settings.cover_spawn_pauses = serial::read<bool>(reader);
+  settings.max_task_retries = serial::read<int>(reader);
+  settings.min_processes = serial::read<int>(reader);
+  settings.max_processes = serial::read<int>(reader);
+  settings.idle_timeout = std::chrono::milliseconds(serial::read<int64_t>(reader));
+  settings.take_joined_workers = serial::read<bool>(reader);
   return create;
 }
 

@@ -12,11 +12,8 @@
 
 #include "fiber/detail/job.h"
 #include "fiber/invoke.h"
+#include "fiber/runtime/pool_settings.h"
 #include "fiber/wire/outgoing.h"
-
-namespace fiber::detail {
-struct PoolSettings;
-}  // namespace fiber::detail
 
 namespace fiber::detail::wire {
 
@@ -71,19 +68,8 @@ struct ProcessEvent {
 /// Worker -> master: make a Pool; answered with its id.
 struct PoolCreate {
   uint64_t request = 0;
-  int processes = 0;
-  std::optional<TaskSpec> initializer;
-  uint64_t maxtasksperchild = 0;
-  int tasks_in_flight_per_worker = 16;
-  bool cover_spawn_pauses = true;
-  int max_task_retries = 3;
-  int min_processes = 0;
-  int max_processes = 0;
-  int64_t idle_timeout_ms = 0;
-  bool take_joined_workers = true;
+  PoolSettings settings;
 
-  static PoolCreate of(const PoolSettings& settings);
-  PoolSettings settings() const;
   Outgoing encode() const;
   static PoolCreate decode(const bridge::Received& in);
 };

@@ -288,7 +288,7 @@ void NestedClient::on_event_locked(bridge::Received& message) {
 // ---- Pools and groups ----
 
 std::shared_ptr<PoolClient> NestedClient::make_pool(PoolSettings settings) {
-  const wire::Reply reply = request(wire::PoolCreate::of(settings).encode());
+  const wire::Reply reply = request(wire::PoolCreate{0, std::move(settings)}.encode());
   return std::make_shared<RemotePool>(*this, reply.value);
 }
 
