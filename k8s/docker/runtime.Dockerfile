@@ -1,5 +1,5 @@
 # Runtime image: Debian, Open MPI (Debian's 4.1 with ompi-server for the name service), fibermpi and
-# its examples under /opt/fibermpi (bin/: 00_hello_process ... 03_elastic_pool). The Kubernetes mode
+# its examples under /opt/fibermpi (bin/: 00_hello_process ... 04_group, the RL ports, pbt). The Kubernetes mode
 # of the runtime needs Open MPI 4.1: its pods meet through the job's ompi-server. Build from the
 # repository root (the samples name it fibermpi/runtime and fibermpi/examples):
 #   docker build -f k8s/docker/runtime.Dockerfile -t fibermpi/runtime:0.1.0 -t fibermpi/examples:0.1.0 .
