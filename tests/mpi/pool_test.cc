@@ -1,5 +1,6 @@
 // fiber::Pool across real processes, against Python multiprocessing.Pool's semantics: result
 // order, exactly-once delivery, errors, callbacks, life cycle, initializer, maxtasksperchild.
+// Suite PoolFault: terminate() kills busy workers, so its test is a program run of its own.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -305,7 +306,7 @@ TEST(Pool, CloseJoinFinishesSubmittedWork) {
   EXPECT_EQ(pending.get(), (std::vector<int>{100, 100, 100, 100}));
 }
 
-TEST(Pool, TerminateStopsAtOnce) {
+TEST(PoolFault, TerminateStopsAtOnce) {
   fiber::Pool pool(2);
   pool.wait_ready();
   auto slow = pool.map_async(sleep_ms, std::vector<int>{6000, 6000, 6000}, 1);

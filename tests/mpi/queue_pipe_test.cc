@@ -1,5 +1,6 @@
 // SimpleQueue and Pipe across real processes: exactly-once delivery, many producers and
-// consumers, child-to-child traffic, timeouts, and what a waiter sees when its peer dies.
+// consumers, child-to-child traffic, timeouts, and what a waiter sees when its peer dies
+// (suites SimpleQueueFault and PipeFault: the peer is killed, each test a program run of its own).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -129,7 +130,7 @@ TEST(SimpleQueue, TimeoutInAChild) {
 void die_before_put(fiber::SimpleQueue<int>) { ::raise(SIGKILL); }
 void throw_before_put(fiber::SimpleQueue<int>) { throw std::logic_error("no result"); }
 
-TEST(SimpleQueue, ParentWaitingOnADeadChildGetsEOF) {
+TEST(SimpleQueueFault, ParentWaitingOnADeadChildGetsEOF) {
   fiber::SimpleQueue<int> q;
   fiber::Process p(die_before_put, q);
   p.start();
@@ -214,7 +215,7 @@ void crash_instead_of_answering(fiber::Connection<int> conn) {
   ::raise(SIGKILL);
 }
 
-TEST(Pipe, ParentWaitingOnADeadChildGetsEOF) {
+TEST(PipeFault, ParentReceivingFromADeadChildGetsEOF) {
   auto [here, there] = fiber::Pipe<int>();
   fiber::Process p(crash_instead_of_answering, there);
   p.start();
