@@ -8,6 +8,8 @@
 //   regrow   Pool(2), resize(1) (a pod is released while the last worker works), then resize(4)
 //            while tasks run: new pods join a launcher busy with traffic
 //   unready  Pool(2) on a job whose worker pods can never start: the map fails, exit 3
+//   nested   a Process on a worker pod runs a Pool of its own (nesting): its 2 workers are worker
+//            pods too; every value checked there, the pods that computed them printed here
 //   group    a Group of 4 on worker pods (their ranks joined across pods by connect/accept):
 //            allreduce and allgather over group_comm(), each member's pod and rank printed
 #include <mpi.h>
@@ -165,6 +167,30 @@ int group() {
   return failed == 0 ? 0 : 1;
 }
 
+// The nested Process: a Pool of 2 of its own, 200 tasks, the results checked; which pods ran them
+// goes back through the queue.
+void run_nested_pool(fiber::SimpleQueue<std::string> out) {
+  fiber::Pool pool(2);
+  const auto in = tasks(200, 2000);
+  std::string pods;
+  for (const auto& [worker, count] : check(in, pool.map(square_on_pod, in, 1)))
+    pods += " " + worker.substr(0, worker.find('/')) + "=" + std::to_string(count);
+  const char* own = std::getenv("FIBER_K8S_POD_NAME");
+  out.put(std::string(own ? own : "?") + ":" + pods);
+}
+
+int nested() {
+  fiber::SimpleQueue<std::string> out;
+  fiber::Process outer(run_nested_pool, out);
+  outer.start();
+  const std::string line = out.get(std::chrono::seconds(240));
+  outer.join();
+  std::printf("nested pool on %s\nouter exit code %d\n", line.c_str(),
+              outer.exitcode().value_or(-1));
+  std::fflush(stdout);
+  return outer.exitcode() == 0 ? 0 : 1;
+}
+
 int unready() {
   try {
     fiber::Pool pool(2);
@@ -191,10 +217,11 @@ int main(int argc, char** argv) {
     if (scenario == "unready") return unready();
     if (scenario == "regrow") return regrow();
     if (scenario == "group") return group();
+    if (scenario == "nested") return nested();
   } catch (const std::exception& e) {
     std::printf("FAIL: %s\n", e.what());
     return 1;
   }
-  std::fprintf(stderr, "usage: k8s_pool_test grow|loss|scale|regrow|unready|group\n");
+  std::fprintf(stderr, "usage: k8s_pool_test grow|loss|scale|regrow|unready|group|nested\n");
   return 2;
 }

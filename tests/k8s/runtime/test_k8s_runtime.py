@@ -358,6 +358,22 @@ def test_a_group_spans_worker_pods(cluster: Cluster, slots: int):
     assert "group exit codes not 0: 0" in log, log
 
 
+def test_a_process_on_a_pod_runs_a_pool_of_its_own_on_other_pods(cluster: Cluster):
+    """Nesting in a FiberJob: the launcher's Process runs on a worker pod and makes a Pool there,
+    whose workers the launcher places on worker pods too."""
+    name = "nested"
+    cluster.kubectl("apply", "-f", "-", stdin=fiberjob(name, "nested"))
+    log = succeeded(cluster, name, timeout_s=300)
+    match = re.search(r"^nested pool on (\S+): (.*)$", log, re.MULTILINE)
+    assert match, log
+    outer, rest = match.group(1), match.group(2)
+    counts = {pod: int(count) for pod, count in (item.split("=") for item in rest.split())}
+    assert outer.startswith(f"{name}-worker-"), log
+    assert sum(counts.values()) == 200, log
+    assert all(pod.startswith(f"{name}-worker-") and pod != outer for pod in counts), log
+    assert "outer exit code 0" in log, log
+
+
 def test_the_pool_demo_sample_runs_to_success(cluster: Cluster):
     image = ROOT / "build-openmpi4/image/opt/fibermpi/bin/03_elastic_pool"
     assert image.exists(), f"{image} is not installed (scripts/setup and scripts/test install it)"
