@@ -65,6 +65,11 @@ def invalid(kind: str, group: str, name: str, causes: list[dict[str, str]]) -> A
                     {"name": name, "group": group, "kind": kind, "causes": causes})
 
 
+def internal(error: str) -> ApiError:
+    """500 InternalError as apimachinery's NewInternalError builds it: the error as its one cause."""
+    return ApiError(500, "InternalError", f"Internal error occurred: {error}", {"causes": [{"message": error}]})
+
+
 def expired(message: str) -> ApiError:
     """410 for a watch or list from a resourceVersion older than the kept history."""
     return ApiError(410, "Expired", message)

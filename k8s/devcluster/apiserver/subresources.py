@@ -42,8 +42,14 @@ def _read(obj: dict[str, Any], text: str) -> Any:
     return value
 
 
-def to_scale(info: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
-    """The autoscaling/v1 Scale of a custom resource, read through the CRD's scale paths."""
+# The real server's stand-in for "no spec replicas" in the Scale a patch applies to (the smallest
+# int32): a patch that does not set spec.replicas then fails validation, as there.
+_UNSET_SPEC_REPLICAS = -2147483648
+
+
+def to_scale(info: ResourceInfo, obj: dict[str, Any], unset_replicas: int = 0) -> dict[str, Any]:
+    """The autoscaling/v1 Scale of a custom resource, read through the CRD's scale paths; a custom
+    resource without a value at specReplicasPath gets `unset_replicas` there."""
     paths = _scale_spec(info)
     meta = obj["metadata"]
     spec_replicas = _read(obj, paths.get("specReplicasPath", ""))
@@ -56,11 +62,19 @@ def to_scale(info: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
     scale_meta = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
                   if k in meta}
     return {"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": scale_meta,
-            "spec": {"replicas": spec_replicas if isinstance(spec_replicas, int) else 0}, "status": status}
+            "spec": {"replicas": spec_replicas if isinstance(spec_replicas, int) else unset_replicas},
+            "status": status}
 
 
 def get_scale(api: Api, info: ResourceInfo, namespace: str, name: str) -> dict[str, Any]:
-    return to_scale(info, api.fetch(info, namespace, name))
+    """A custom resource with no value at specReplicasPath has no Scale to read: the real server
+    answers 500 (its scale GET: "the spec replicas field ... does not exist"), which is also what
+    an HPA reading it gets. A CRD that defaults the field avoids it."""
+    obj = api.fetch(info, namespace, name)
+    path = _scale_spec(info).get("specReplicasPath", "")
+    if not isinstance(_read(obj, path), int):
+        raise errors.internal(f'the spec replicas field "{path}" does not exist')
+    return to_scale(info, obj)
 
 
 def update_scale(api: Api, info: ResourceInfo, namespace: str, name: str, body: Any,
@@ -106,7 +120,9 @@ def patch_scale(api: Api, info: ResourceInfo, namespace: str, name: str, content
         raise unsupported_patch_type(content_type, accepted)
     patch = decode_patch(raw)
     with api.store.lock:
-        current = get_scale(api, info, namespace, name)
+        # The real server patches the Scale it reads, with the smallest int32 where the resource
+        # has no spec replicas: a patch setting them works, one that does not is refused.
+        current = to_scale(info, api.fetch(info, namespace, name), _UNSET_SPEC_REPLICAS)
         if content_type == JSON_PATCH:
             patched = json_patch(current, patch)
         elif isinstance(patch, dict):

@@ -82,6 +82,26 @@ def test_scale_subresource_reads_and_writes_only_spec_replicas(apiserver: ApiSer
     assert negative.status_code == 422
 
 
+def test_a_scale_without_spec_replicas_cannot_be_read_but_can_be_set(apiserver: ApiServerProcess) -> None:
+    """As the real server: GET /scale of a resource with no value at specReplicasPath is a 500
+    (what an HPA reading it gets); a patch that sets the replicas works, one that does not is 422."""
+    install_widget_crd(apiserver)
+    ns = apiserver.namespace("custom-scale-unset")
+    path = WIDGETS.format(ns=ns)
+    apiserver.ok(apiserver.post(path, {"apiVersion": "example.fibermpi.io/v1", "kind": "Widget",
+                                       "metadata": {"name": "u"}, "spec": {"size": "s"}}), 201)
+    unreadable = apiserver.get(f"{path}/u/scale")
+    assert unreadable.status_code == 500, unreadable.text
+    assert unreadable.json()["reason"] == "InternalError"
+    assert unreadable.json()["message"] == \
+        'Internal error occurred: the spec replicas field ".spec.replicas" does not exist'
+    unset = apiserver.patch(f"{path}/u/scale", {"metadata": {"labels": {"a": "b"}}})
+    assert unset.status_code == 422 and "spec.replicas" in unset.json()["message"], unset.text
+    patched = apiserver.ok(apiserver.patch(f"{path}/u/scale", {"spec": {"replicas": 3}}))
+    assert patched["spec"]["replicas"] == 3
+    assert apiserver.ok(apiserver.get(f"{path}/u/scale"))["spec"]["replicas"] == 3
+
+
 def test_deleting_a_crd_removes_its_objects_and_its_resource(apiserver_with) -> None:
     server: ApiServerProcess = apiserver_with()
     install_widget_crd(server)

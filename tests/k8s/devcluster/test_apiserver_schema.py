@@ -63,7 +63,8 @@ def test_defaults_fill_absent_fields_and_leave_absent_objects_absent():
     stored, warnings = admit(fiberjob())
     workers = stored["spec"]["workers"]
     assert workers["minReplicas"] == 0 and workers["slotsPerWorker"] == 1
-    assert "replicas" not in workers
+    # The scale subresource reads it: without a value there, its GET is the real server's 500.
+    assert workers["replicas"] == 0
     assert "runPolicy" not in stored["spec"]  # no default of its own: stays absent
     assert warnings == []
 
