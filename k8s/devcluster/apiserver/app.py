@@ -256,6 +256,8 @@ class App:
         transform = None
         table_module = _optional_module("tables") if _wants_table(accept) else None
         if table_module is not None:
+            # refused with a 400 before the stream starts, as the real server checks TableOptions
+            table_module.include_object_policy(query.get("includeObject", ""))
             first = [True]
 
             def as_table(obj: dict[str, Any]) -> dict[str, Any]:

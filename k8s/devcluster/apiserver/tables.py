@@ -13,7 +13,7 @@ from jsonpath_ng.ext import parse as parse_jsonpath
 
 from .errors import ApiError
 from .resource_info import ResourceInfo
-from .schema import go_plain
+from .schema import go_plain, go_quote
 
 Row = list[Any]
 Column = dict[str, Any]
@@ -21,7 +21,7 @@ NAME_DESCRIPTION = ("Name of the object, unique within its namespace (or the clu
                     "objects).")
 AGE_DESCRIPTION = "Time since the object was created (its metadata.creationTimestamp)."
 CREATED_AT_DESCRIPTION = "When the object was created (its metadata.creationTimestamp)."
-OBJECT_MODES = ("Metadata", "Object", "None")
+INCLUDE_OBJECT_POLICIES = ("Metadata", "Object", "None")
 
 
 def column(name: str, kind: str = "string", description: str = "", priority: int = 0,
@@ -342,27 +342,51 @@ SERVICE_COLUMNS = [
 ]
 
 
-def event_row(event: dict[str, Any], now: datetime.datetime) -> Row:
-    first = event.get("firstTimestamp") or event.get("eventTime")
-    last = event.get("lastTimestamp") or (event.get("series") or {}).get("lastObservedTime") \
-        or first
-    count = event.get("count") or (event.get("series") or {}).get("count") or 1
-    last_seen = age(last, now)
-    if count > 1:
-        last_seen = f"{last_seen} (x{count} over {age(first, now)})"
-    involved = event.get("involvedObject") or event.get("regarding") or {}
+def as_core_event(event: dict[str, Any]) -> dict[str, Any]:
+    """The core/v1 fields of an event: the server prints events.k8s.io/v1 events from the same
+    internal Event, so `regarding`, `note` and the `deprecated*` fields stand for their core
+    names."""
+    renamed = {"regarding": "involvedObject", "note": "message", "deprecatedSource": "source",
+               "deprecatedFirstTimestamp": "firstTimestamp",
+               "deprecatedLastTimestamp": "lastTimestamp", "deprecatedCount": "count"}
+    core_event = dict(event)
+    for new_name, core_name in renamed.items():
+        if new_name in event and core_name not in event:
+            core_event[core_name] = event[new_name]
+    return core_event
+
+
+def event_source(event: dict[str, Any]) -> str:
+    """component[, host], each falling back to the reporting controller and instance."""
     source = event.get("source") or {}
-    source_text = source.get("component") or event.get("reportingComponent") or ""
-    if source.get("host"):
-        source_text += f", {source['host']}"
-    return [last_seen, event.get("type", ""), event.get("reason", ""),
-            f"{str(involved.get('kind', '')).lower()}/{involved.get('name', '')}",
-            involved.get("fieldPath", ""), source_text, event.get("message") or event.get("note", ""),
-            age(first, now), count, meta(event).get("name", "")]
+    component = source.get("component") or event.get("reportingController") or ""
+    host = source.get("host") or event.get("reportingInstance") or ""
+    return f"{component}, {host}" if host else component
+
+
+def event_row(event: dict[str, Any], now: datetime.datetime) -> Row:
+    """As kube-apiserver's printEvent: Last Seen is the age of lastTimestamp (firstTimestamp,
+    then eventTime, when unset; the series' last observation when it has one), with no
+    "(xN over ...)": that suffix is `kubectl events`' own, the count has its wide column."""
+    event = as_core_event(event)
+    first_seen = age(event.get("firstTimestamp") or event.get("eventTime"), now)
+    last_seen = age(event["lastTimestamp"], now) if event.get("lastTimestamp") else first_seen
+    series = event.get("series")
+    count = event.get("count") or 1
+    if series is not None:
+        last_seen = age(series.get("lastObservedTime"), now)
+        count = series.get("count") or 0
+    involved = event.get("involvedObject") or {}
+    kind = str(involved.get("kind", "")).lower()
+    target = f"{kind}/{involved['name']}" if involved.get("name") else kind
+    return [last_seen, event.get("type", ""), event.get("reason", ""), target,
+            involved.get("fieldPath", ""), event_source(event),
+            str(event.get("message") or "").strip(), first_seen, count,
+            meta(event).get("name", "")]
 
 
 EVENT_COLUMNS = [
-    column("Last Seen", description="Time since the event was last seen, with its count."),
+    column("Last Seen", description="Time since the event was last seen."),
     column("Type", description="Type of this event (Normal, Warning)."),
     column("Reason", description="Why the event happened, in one word."),
     column("Object", description="The object this event is about."),
@@ -485,11 +509,27 @@ def default_columns() -> tuple[list[Column], Callable[..., Row]]:
 
 # ---------------------------------------------------------------- the table
 
-def row_object(obj: dict[str, Any], include_object: str) -> dict[str, Any] | None:
-    if include_object == "None":
+def include_object_policy(value: str) -> str:
+    """The includeObject policy of a Table request, Metadata when empty. The server validates the
+    TableOptions before it lists or starts a watch, so a bad value is a 400 even when no row
+    would carry an object; the wording is its ValidateTableOptions field error."""
+    if value and value not in INCLUDE_OBJECT_POLICIES:
+        raise ApiError(400, "BadRequest", "Unable to convert to Table as requested: includeObject: "
+                       f"Invalid value: {go_quote(value)}: must be 'Metadata', 'Object', 'None', "
+                       "or empty")
+    return value or "Metadata"
+
+
+def row_object(info: ResourceInfo, obj: dict[str, Any], policy: str) -> dict[str, Any] | None:
+    """What a row carries: with Object the whole object converted to the requested version, so
+    with its kind and apiVersion even where a typed list's items have none (kubectl decodes
+    these objects to sort rows by --sort-by and refuses one without a kind); with Metadata a
+    meta.k8s.io/v1 PartialObjectMetadata of its full metadata; with None nothing."""
+    if policy == "None":
         return None
-    if include_object == "Object":
-        return obj
+    if policy == "Object":
+        body = {k: v for k, v in obj.items() if k not in ("kind", "apiVersion")}
+        return {"kind": info.kind, "apiVersion": info.api_version, **body}
     return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
             "metadata": meta(obj)}
 
@@ -498,10 +538,7 @@ def to_table(info: ResourceInfo, objects: list[dict[str, Any]], *, include_objec
              list_metadata: dict[str, Any], now: datetime.datetime | None = None) -> dict[str, Any]:
     """The Table for `objects` of `info` (one object for a get). `include_object` is the
     includeObject parameter (Metadata when empty); a bad value is a 400 as on the server."""
-    mode = include_object or "Metadata"
-    if mode not in OBJECT_MODES:
-        raise ApiError(400, "BadRequest",
-                       f"includeObject must be one of {', '.join(OBJECT_MODES)}, got {mode!r}")
+    policy = include_object_policy(include_object)
     moment = now or datetime.datetime.now(datetime.timezone.utc)
     if info.crd is not None:
         columns, cell_fns = custom_columns(info, moment)
@@ -512,7 +549,7 @@ def to_table(info: ResourceInfo, objects: list[dict[str, Any]], *, include_objec
     rows = []
     for obj, cells in zip(objects, rows_cells):
         row: dict[str, Any] = {"cells": cells}
-        attached = row_object(obj, mode)
+        attached = row_object(info, obj, policy)
         if attached is not None:
             row["object"] = attached
         rows.append(row)

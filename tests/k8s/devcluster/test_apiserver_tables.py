@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from conftest import ApiServerProcess
 from k8s.devcluster.apiserver.errors import ApiError
 from k8s.devcluster.apiserver.resource_info import ResourceInfo
 from k8s.devcluster.apiserver.tables import human_duration, to_table
@@ -66,9 +67,62 @@ def test_row_objects_follow_include_object():
     assert full["rows"][0]["object"] == job
     bare = to_table(FIBERJOBS, [job], include_object="None", list_metadata={}, now=NOW)
     assert "object" not in bare["rows"][0]
-    with pytest.raises(ApiError) as caught:
-        to_table(FIBERJOBS, [job], include_object="All", list_metadata={}, now=NOW)
-    assert caught.value.code == 400
+
+
+def test_object_rows_carry_the_kind_and_version_a_typed_list_item_lacks():
+    item = pod("p", [running()], phase="Running")  # as a PodList item: no kind, no apiVersion
+    row = to_table(PODS, [item], include_object="Object", list_metadata={}, now=NOW)["rows"][0]
+    assert row["object"] == {"kind": "Pod", "apiVersion": "v1", **item}
+    assert list(row["object"])[:2] == ["kind", "apiVersion"]
+    assert "kind" not in item
+    rbac = core("roles", "Role", group="rbac.authorization.k8s.io")
+    role = {"metadata": {"name": "reader", "creationTimestamp": CREATED}, "rules": []}
+    assert to_table(rbac, [role], include_object="Object", list_metadata={}, now=NOW)["rows"][0][
+        "object"] == {"kind": "Role", "apiVersion": "rbac.authorization.k8s.io/v1", **role}
+
+
+@pytest.mark.parametrize("value,quoted", [("All", '"All"'), ("PartialObjectMetadata",
+                                                            '"PartialObjectMetadata"'),
+                                          ('a"b', '"a\\"b"'), ("object", '"object"')])
+def test_an_unknown_include_object_policy_is_the_servers_bad_request(value: str, quoted: str):
+    for objects in ([fiberjob("a")], []):  # refused even when no row would carry an object
+        with pytest.raises(ApiError) as caught:
+            to_table(FIBERJOBS, objects, include_object=value, list_metadata={}, now=NOW)
+        assert (caught.value.code, caught.value.reason) == (400, "BadRequest")
+        assert caught.value.message == (
+            f"Unable to convert to Table as requested: includeObject: Invalid value: {quoted}: "
+            "must be 'Metadata', 'Object', 'None', or empty")
+
+
+TABLE_ACCEPT = "application/json;as=Table;v=v1;g=meta.k8s.io"
+
+
+def test_a_bad_policy_is_refused_before_a_list_or_watch_starts(apiserver: ApiServerProcess):
+    namespace = apiserver.namespace("tables-bad-policy")
+    path = f"/api/v1/namespaces/{namespace}/events"
+    for params in ({"includeObject": "All"}, {"includeObject": "All", "watch": "true"}):
+        answer = apiserver.get(path, params=params, headers={"Accept": TABLE_ACCEPT})
+        assert answer.status_code == 400
+        assert (answer.json()["reason"], answer.json()["message"]) == (
+            "BadRequest", 'Unable to convert to Table as requested: includeObject: Invalid '
+            'value: "All": must be \'Metadata\', \'Object\', \'None\', or empty')
+    plain = apiserver.get(path, params={"includeObject": "All"})  # only Tables read it
+    assert apiserver.ok(plain)["kind"] == "EventList"
+
+
+def test_a_listed_pod_comes_back_whole_in_object_rows(apiserver: ApiServerProcess):
+    namespace = apiserver.namespace("tables-object-rows")
+    created = apiserver.ok(apiserver.post(f"/api/v1/namespaces/{namespace}/pods", {
+        "metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}))
+    answer = apiserver.get(f"/api/v1/namespaces/{namespace}/pods",
+                           params={"includeObject": "Object"}, headers={"Accept": TABLE_ACCEPT})
+    assert apiserver.ok(answer)["rows"][0]["object"] == created
+
+
+def test_an_empty_include_object_policy_is_metadata():
+    row = to_table(FIBERJOBS, [fiberjob("a")], include_object="", list_metadata={},
+                   now=NOW)["rows"][0]
+    assert row["object"]["kind"] == "PartialObjectMetadata"
 
 
 def test_a_crd_without_printer_columns_gets_name_and_created_at():
@@ -160,8 +214,46 @@ def test_events_table():
                      now=NOW)
     assert [c["name"] for c in table["columnDefinitions"] if c["priority"] == 0] == [
         "Last Seen", "Type", "Reason", "Object", "Message"]
-    assert cells(table) == [["30s (x3 over 10m)", "Warning", "WorkerLost", "fiberjob/job", "",
+    assert cells(table) == [["30s", "Warning", "WorkerLost", "fiberjob/job", "",
                              "fiber-controller", "worker 1 lost", "10m", 3, "job.1"]]
+
+
+EVENTS = core("events", "Event")
+
+
+def event_cells(event: dict[str, Any], info: ResourceInfo = EVENTS) -> list[Any]:
+    return cells(to_table(info, [event], include_object="None", list_metadata={}, now=NOW))[0]
+
+
+def test_event_times_fall_back_as_the_server_prints_them():
+    only_first = {"metadata": {"name": "e"}, "firstTimestamp": "2026-01-01T11:50:00Z"}
+    assert event_cells(only_first)[0] == "10m" and event_cells(only_first)[7] == "10m"
+    micro = {"metadata": {"name": "e"}, "eventTime": "2026-01-01T11:59:00.000000Z",
+             "series": {"count": 4, "lastObservedTime": "2026-01-01T11:59:50.000000Z"}}
+    assert [event_cells(micro)[i] for i in (0, 7, 8)] == ["10s", "60s", 4]
+    assert [event_cells({"metadata": {"name": "e"}})[i] for i in (0, 7, 8)] == [
+        "<unknown>", "<unknown>", 1]
+
+
+def test_event_object_source_and_message_cells():
+    event = {"metadata": {"name": "e"}, "involvedObject": {"kind": "Node"},
+             "reportingController": "kubelet", "reportingInstance": "node-1",
+             "message": "  rebooted\n", "lastTimestamp": "2026-01-01T11:59:00Z"}
+    row = event_cells(event)
+    assert row[3:7] == ["node", "", "kubelet, node-1", "rebooted"]
+    event["source"] = {"component": "fiber-controller"}
+    assert event_cells(event)[5] == "fiber-controller, node-1"
+
+
+def test_events_k8s_io_events_print_as_core_events():
+    event = {"metadata": {"name": "e"}, "regarding": {"kind": "Pod", "name": "p"},
+             "note": "pulled", "reason": "Pulled", "type": "Normal", "deprecatedCount": 2,
+             "deprecatedFirstTimestamp": "2026-01-01T11:50:00Z",
+             "deprecatedLastTimestamp": "2026-01-01T11:59:00Z",
+             "deprecatedSource": {"component": "kubelet", "host": "node-1"}}
+    info = core("events", "Event", group="events.k8s.io")
+    assert event_cells(event, info) == ["60s", "Normal", "Pulled", "pod/p", "",
+                                        "kubelet, node-1", "pulled", "10m", 2, "e"]
 
 
 def test_nodes_services_namespaces_leases_configmaps():
