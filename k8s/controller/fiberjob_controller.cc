@@ -51,7 +51,8 @@ ResourceRef ref_of(const json& object, const std::string& ns) {
 
 // Kinds an informer of the controller watches: their creations are expected in its cache.
 bool is_watched_kind(const std::string& kind) {
-  return kind == "Pod" || kind == "Service" || kind == "ConfigMap";
+  return kind == "Pod" || kind == "Service" || kind == "ConfigMap" || kind == "ServiceAccount" ||
+         kind == "Role" || kind == "RoleBinding";
 }
 
 // Thrown when a pass finds, before a write, that this controller may no longer lead.
@@ -95,10 +96,27 @@ FiberJobController::FiberJobController(ApiClient& client, EventRecorder& recorde
       client_, informer_options(services_ref(options_.watch_namespace), true));
   config_maps_ = std::make_unique<Informer>(
       client_, informer_options(ref_of_kind("ConfigMap", options_.watch_namespace), true));
+  service_accounts_ = std::make_unique<Informer>(
+      client_, informer_options(ref_of_kind("ServiceAccount", options_.watch_namespace), true));
+  roles_ = std::make_unique<Informer>(
+      client_, informer_options(ref_of_kind("Role", options_.watch_namespace), true));
+  role_bindings_ = std::make_unique<Informer>(
+      client_, informer_options(ref_of_kind("RoleBinding", options_.watch_namespace), true));
   register_handlers();
 }
 
 FiberJobController::~FiberJobController() { stop(); }
+
+std::vector<Informer*> FiberJobController::owned_informers() const {
+  return {pods_.get(),          services_.get(), config_maps_.get(),
+          service_accounts_.get(), roles_.get(),    role_bindings_.get()};
+}
+
+std::vector<Informer*> FiberJobController::informers() const {
+  std::vector<Informer*> all = {jobs_.get()};
+  for (Informer* owned : owned_informers()) all.push_back(owned);
+  return all;
+}
 
 void FiberJobController::register_handlers() {
   jobs_->on_add([this](const json& job) { queue_.add(fiber::k8s::object_key(job)); });
@@ -113,7 +131,7 @@ void FiberJobController::register_handlers() {
     }
     queue_.add(key);
   });
-  for (Informer* owned : {pods_.get(), services_.get(), config_maps_.get()}) {
+  for (Informer* owned : owned_informers()) {
     owned->on_add([this](const json& object) {
       observe_creation_of(object);
       if (has_deletion_timestamp(object)) observe_deletion_of(object);
@@ -146,20 +164,19 @@ void FiberJobController::observe_deletion_of(const json& object) {
 }
 
 void FiberJobController::start_informers() {
-  jobs_->start();
-  pods_->start();
-  services_->start();
-  config_maps_->start();
+  for (Informer* informer : informers()) informer->start();
 }
 
 bool FiberJobController::caches_synced() const {
-  return jobs_->has_synced() && pods_->has_synced() && services_->has_synced() &&
-         config_maps_->has_synced();
+  for (const Informer* informer : informers()) {
+    if (!informer->has_synced()) return false;
+  }
+  return true;
 }
 
 bool FiberJobController::wait_for_sync(std::chrono::milliseconds timeout) const {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (const Informer* informer : {jobs_.get(), pods_.get(), services_.get(), config_maps_.get()}) {
+  for (const Informer* informer : informers()) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     if (!informer->wait_for_sync(std::max(left, std::chrono::milliseconds(0)))) return false;
@@ -190,10 +207,7 @@ void FiberJobController::stop_workers() {
 void FiberJobController::stop() {
   stopped_ = true;
   stop_workers();
-  jobs_->stop();
-  pods_->stop();
-  services_->stop();
-  config_maps_->stop();
+  for (Informer* informer : informers()) informer->stop();
   queue_.shut_down();
 }
 
@@ -307,6 +321,16 @@ KeyOutcome FiberJobController::reconcile_key(const std::string& key) {
           ForeignObject{"ConfigMap", config_map_name(name), describe_controller(*config_map)});
     }
   }
+  // The launcher's account and what it may do: a missing one is created again (someone else's of
+  // that name is met by the create, which records it as in the way).
+  const std::string account = launcher_account_name(name);
+  auto ours = [&](const Informer& informer) {
+    const std::optional<json> found = informer.get(ns, account);
+    return found && is_controlled_by(*found, spec.uid);
+  };
+  observed.launcher_access = {.service_account = ours(*service_accounts_),
+                              .role = ours(*roles_),
+                              .role_binding = ours(*role_bindings_)};
   observed.now = std::chrono::system_clock::now();
   ReconcilePlan plan = reconcile(spec, observed, options_.reconcile);
   if (plan.read_name_service_log) {

@@ -120,6 +120,15 @@ class FiberJobController {
   std::unique_ptr<Informer> pods_;
   std::unique_ptr<Informer> services_;
   std::unique_ptr<Informer> config_maps_;
+  // The launcher's ServiceAccount, Role and RoleBinding: watched so that every pass sees one
+  // missing (never created, deleted by hand, a create that failed) and creates it again.
+  std::unique_ptr<Informer> service_accounts_;
+  std::unique_ptr<Informer> roles_;
+  std::unique_ptr<Informer> role_bindings_;
+
+  /// Every informer, the jobs' first; the ones of objects the controller creates for its jobs.
+  std::vector<Informer*> informers() const;
+  std::vector<Informer*> owned_informers() const;
   /// Objects of someone else found holding a job's names (a create met AlreadyExists), per key.
   std::mutex foreign_mutex_;
   std::map<std::string, std::vector<ForeignObject>> foreign_by_job_;

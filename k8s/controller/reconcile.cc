@@ -232,9 +232,20 @@ class Pass {
     write_worker_counts();
   }
 
+  // The account the launcher runs as, and what it may do: created before the launcher pod (the
+  // creations of a plan are made in order), and again in any pass that finds one missing (a
+  // create that failed, one deleted by hand): without them the program gets 403 from the API.
+  void ensure_launcher_access() {
+    const LauncherAccess& access = observed_.launcher_access;
+    if (!access.service_account) plan_.creations.push_back(build_launcher_service_account(job_));
+    if (!access.role) plan_.creations.push_back(build_launcher_role(job_));
+    if (!access.role_binding) plan_.creations.push_back(build_launcher_role_binding(job_));
+  }
+
   void run_active() {
     ensure_service();
     ensure_config_map();
+    ensure_launcher_access();
     if (condition_is_true(conditions(), type::kSuspended)) {
       set(type::kSuspended, false, "Resumed", "spec.runPolicy.suspend is false");
     }
@@ -373,10 +384,6 @@ class Pass {
   void reconcile_launcher(const std::string& uri) {
     if (!launcher_) {
       if (!uri.empty()) {
-        // The account the launcher runs as, and what it may do, exist before the pod does.
-        plan_.creations.push_back(build_launcher_service_account(job_));
-        plan_.creations.push_back(build_launcher_role(job_));
-        plan_.creations.push_back(build_launcher_role_binding(job_));
         plan_.creations.push_back(build_launcher_pod(job_, uri));
         set(type::kLauncherRunning, false, "LauncherCreating",
             "creating pod " + launcher_pod_name(job_.name));

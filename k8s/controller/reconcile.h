@@ -28,6 +28,14 @@ struct ForeignObject {
 std::string describe_controller(const nlohmann::json& object);
 
 /// What the controller saw of a job.
+/// Which of the launcher's ServiceAccount, Role and RoleBinding (NAME-launcher) exist, controlled
+/// by the job.
+struct LauncherAccess {
+  bool service_account = false;
+  bool role = false;
+  bool role_binding = false;
+};
+
 struct ObservedState {
   /// The job's current status (null or an object).
   nlohmann::json status;
@@ -40,6 +48,8 @@ struct ObservedState {
   /// Objects with the job's names that the job does not control, besides the pods in `pods`
   /// (which the reconciler checks itself). While there is any, nothing is created for the job.
   std::vector<ForeignObject> foreign_objects;
+  /// The launcher's account and Role; a missing one is created in every pass of a running job.
+  LauncherAccess launcher_access;
   /// The URI read from the name-service pod's log, when the controller read it for this pass.
   std::optional<std::string> name_service_uri_from_log;
   /// The time of the decision.

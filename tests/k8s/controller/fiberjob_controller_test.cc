@@ -55,19 +55,43 @@ json owned_pod(const std::string& name, const std::string& role, const std::stri
           {"status", {{"phase", phase}}}};
 }
 
+// An object of `kind` the job controls, named as the launcher's ServiceAccount, Role and
+// RoleBinding are.
+json owned_launcher_access(const std::string& api_version, const std::string& kind) {
+  json object = owned_pod("pi-launcher", "launcher", "");
+  object["apiVersion"] = api_version;
+  object["kind"] = kind;
+  object.erase("status");
+  return object;
+}
+
 // Lists what the test put in it, keeps watches open and silent, and records every write.
 class ScriptedServer {
  public:
-  ScriptedServer(json job, std::vector<json> pods, int status_write_code = 200)
+  /// `with_launcher_access`: the launcher's ServiceAccount, Role and RoleBinding exist.
+  ScriptedServer(json job, std::vector<json> pods, int status_write_code = 200,
+                 bool with_launcher_access = false)
       : job_(std::move(job)),
         pods_(std::move(pods)),
         status_write_code_(status_write_code),
-        server_([this](httplib::Server& http) {
+        server_([this, with_launcher_access](httplib::Server& http) {
           list_route(http, "/apis/fibermpi.io/v1alpha1/fiberjobs",
                      [this] { return json::array({job_}); });
           list_route(http, "/api/v1/pods", [this] { return json(pods_); });
           list_route(http, "/api/v1/services", [] { return json::array(); });
           list_route(http, "/api/v1/configmaps", [] { return json::array(); });
+          const auto access = [with_launcher_access](std::string api_version, std::string kind) {
+            return [=] {
+              return with_launcher_access
+                         ? json::array({owned_launcher_access(api_version, kind)})
+                         : json::array();
+            };
+          };
+          list_route(http, "/api/v1/serviceaccounts", access("v1", "ServiceAccount"));
+          list_route(http, "/apis/rbac.authorization.k8s.io/v1/roles",
+                     access("rbac.authorization.k8s.io/v1", "Role"));
+          list_route(http, "/apis/rbac.authorization.k8s.io/v1/rolebindings",
+                     access("rbac.authorization.k8s.io/v1", "RoleBinding"));
           http.Post(R"(/api/v1/namespaces/ns/(\w+))",
                     [this](const httplib::Request& request, httplib::Response& response) {
                       const json body = json::parse(request.body);
@@ -162,7 +186,7 @@ TEST(FiberJobController, EventsAboutTheJobWaitForTheStatusThatRecordsThem) {
   ScriptedServer server(job_object(status),
                         {owned_pod("pi-nameservice", "name-service", "Running"),
                          owned_pod("pi-launcher", "launcher", "Failed")},
-                        409);
+                        409, true);
   Harness harness(server);
   ASSERT_TRUE(harness.controller->wait_for_sync(10s));
   const KeyOutcome outcome = harness.controller->reconcile_key("ns/pi");

@@ -91,12 +91,17 @@ std::vector<json> running_job_pods(int workers) {
   return pods;
 }
 
+constexpr LauncherAccess kAllAccess = {.service_account = true, .role = true, .role_binding = true};
+
+// A pass over a job whose Service and launcher access exist (created by an earlier pass).
 ReconcilePlan run(const JobSpec& spec, json status, std::vector<json> pods,
-                  std::optional<std::string> uri_from_log = std::nullopt) {
+                  std::optional<std::string> uri_from_log = std::nullopt,
+                  LauncherAccess access = kAllAccess) {
   ObservedState observed;
   observed.status = std::move(status);
   observed.pods = std::move(pods);
   observed.service_exists = true;
+  observed.launcher_access = access;
   observed.name_service_uri_from_log = std::move(uri_from_log);
   observed.now = kNow;
   return reconcile(spec, observed, ReconcileSettings{"runtime:test"});
@@ -118,8 +123,8 @@ std::vector<std::string> created_names(const ReconcilePlan& plan) {
   return names;
 }
 
-const std::vector<std::string> kLauncherCreations = {
-    "ServiceAccount/pi-launcher", "Role/pi-launcher", "RoleBinding/pi-launcher", "pi-launcher"};
+const std::vector<std::string> kLauncherAccess = {
+    "ServiceAccount/pi-launcher", "Role/pi-launcher", "RoleBinding/pi-launcher"};
 
 std::vector<std::string> deleted_names(const ReconcilePlan& plan) {
   std::vector<std::string> names;
@@ -145,7 +150,10 @@ TEST(Reconcile, NewJobGetsServiceAndNameServiceOnly) {
   ObservedState observed;
   observed.now = kNow;
   const ReconcilePlan plan = reconcile(job(), observed, ReconcileSettings{"runtime:test"});
-  EXPECT_EQ(created_names(plan), (Names{"pi", "pi-nameservice"}));
+  // The launcher's account and Role come first, long before its pod: a create that fails is made
+  // again by the passes that wait for the name service.
+  EXPECT_EQ(created_names(plan), (Names{"pi", "ServiceAccount/pi-launcher", "Role/pi-launcher",
+                                        "RoleBinding/pi-launcher", "pi-nameservice"}));
   EXPECT_EQ(plan.creations[0]["kind"], "Service");
   EXPECT_TRUE(plan.deletions.empty());
   EXPECT_EQ(plan.status["phase"], "Pending");
@@ -191,9 +199,7 @@ TEST(Reconcile, PendingNameServiceWaits) {
 TEST(Reconcile, UriFromLogMakesNameServiceReadyAndCreatesLauncherAndWorkers) {
   const ReconcilePlan plan = run(job({{"replicas", 2}}), json::object(),
                                  {pod("pi-nameservice", "name-service", "Running")}, kUri);
-  EXPECT_EQ(created_names(plan),
-            (Names{"pi-worker-0", "pi-worker-1", "ServiceAccount/pi-launcher", "Role/pi-launcher",
-                   "RoleBinding/pi-launcher", "pi-launcher"}));
+  EXPECT_EQ(created_names(plan), (Names{"pi-worker-0", "pi-worker-1", "pi-launcher"}));
   EXPECT_EQ(plan.status["nameService"], (json{{"podName", "pi-nameservice"}, {"uri", kUri}}));
   EXPECT_EQ(condition(plan, "NameServiceReady")["status"], "True");
   EXPECT_TRUE(has_event(plan, "NameServiceRunning", false));
@@ -240,6 +246,33 @@ TEST(Reconcile, AllRunningMakesTheJobRunning) {
   // The NameServiceReady condition did not change: its transition time is kept, and no event.
   EXPECT_EQ(condition(plan, "NameServiceReady")["lastTransitionTime"], "2026-01-01T11:00:01Z");
   EXPECT_TRUE(plan.events.empty());
+}
+
+TEST(Reconcile, ALauncherAccessObjectGoneFromARunningJobIsCreatedAgain) {
+  // A failed create, or one deleted by hand: without it the program gets 403 from the API.
+  const JobSpec spec = job({{"replicas", 2}});
+  const ReconcilePlan no_role = run(spec, ready_status(2), running_job_pods(2), std::nullopt,
+                                    {.service_account = true, .role = false, .role_binding = true});
+  EXPECT_EQ(created_names(no_role), (Names{"Role/pi-launcher"}));
+  EXPECT_EQ(no_role.status["phase"], "Running");
+  const ReconcilePlan none =
+      run(spec, ready_status(2), running_job_pods(2), std::nullopt, LauncherAccess{});
+  EXPECT_EQ(created_names(none), kLauncherAccess);
+  // The Role's rules are the launcher's, on its job alone.
+  const json& role = none.creations[1];
+  EXPECT_EQ(role["rules"][0]["resourceNames"], json::array({"pi"}));
+}
+
+TEST(Reconcile, ASuspendedOrFinishedJobDoesNotCreateLauncherAccess) {
+  const ReconcilePlan suspended = run(job({}, {{"suspend", true}}), ready_status(1),
+                                      running_job_pods(1), std::nullopt, LauncherAccess{});
+  EXPECT_TRUE(suspended.creations.empty());
+  json status = ready_status(0);
+  status["phase"] = "Succeeded";
+  status["completionTime"] = "2026-01-01T11:59:30Z";
+  set_condition(status["conditions"], Condition{"Succeeded", true, "LauncherSucceeded", "x"}, 3,
+                "2026-01-01T11:59:30Z");
+  EXPECT_TRUE(run(job(), status, {}, std::nullopt, LauncherAccess{}).creations.empty());
 }
 
 TEST(Reconcile, SecondPassOverItsOwnStatusChangesNothing) {
@@ -604,7 +637,7 @@ TEST(Reconcile, APodOfSomeoneElseHoldingTheLaunchersNameStopsTheJobWithAReason) 
   // Once the object is gone the job goes on and the condition turns False.
   pods.erase(pods.begin() + 1);
   const ReconcilePlan freed = next_pass(job(), plan, pods);
-  EXPECT_EQ(created_names(freed), kLauncherCreations);
+  EXPECT_EQ(created_names(freed), (Names{"pi-launcher"}));
   EXPECT_EQ(condition(freed, "NameConflict")["status"], "False");
 }
 
@@ -640,13 +673,16 @@ TEST(Reconcile, SpecConfigGetsAConfigMapCreatedFirstAndRewrittenWhenItChanges) {
   observed.now = kNow;
   const ReconcilePlan plan =
       reconcile(job_with_config("pool_size: 4\n"), observed, ReconcileSettings{"runtime:test"});
-  EXPECT_EQ(created_names(plan), (Names{"pi", "ConfigMap/pi-config", "pi-nameservice"}));
+  EXPECT_EQ(created_names(plan),
+            (Names{"pi", "ConfigMap/pi-config", "ServiceAccount/pi-launcher", "Role/pi-launcher",
+                   "RoleBinding/pi-launcher", "pi-nameservice"}));
   EXPECT_EQ(plan.creations[1]["data"]["fiber.yaml"], "pool_size: 4\n");
 
   json config_map = plan.creations[1];
   config_map["metadata"]["resourceVersion"] = "7";
   observed.config_map = config_map;
   observed.service_exists = true;
+  observed.launcher_access = kAllAccess;
   const ReconcilePlan same =
       reconcile(job_with_config("pool_size: 4\n"), observed, ReconcileSettings{"runtime:test"});
   EXPECT_TRUE(same.updates.empty());

@@ -431,6 +431,24 @@ def test_launcher_account_role_binding_and_config_map(cluster: Cluster, controll
     assert failed_events == ["LauncherFailed"]
 
 
+def test_a_missing_launcher_account_role_or_binding_is_made_again(cluster: Cluster, controller: Controller) -> None:
+    """Whatever removed one (a create that failed, a user), the next pass of the running job makes it
+    again: without them the program's API calls get 403."""
+    start_job(cluster, "ra", 1)
+    for path in (f"{RBAC}/roles/ra-launcher", f"{RBAC}/rolebindings/ra-launcher",
+                 "/api/v1/namespaces/default/serviceaccounts/ra-launcher"):
+        old = cluster.get(path)
+        assert old is not None, path
+        cluster.call("DELETE", path)
+
+        def made_again(path: str = path, old_uid: str = old["metadata"]["uid"]) -> bool:
+            now = cluster.get(path)
+            return now is not None and now["metadata"]["uid"] != old_uid
+        wait_for(f"{path} made again", made_again)
+        assert cluster.get(path)["metadata"]["ownerReferences"][0]["uid"] == cluster.job("ra")["metadata"]["uid"]
+    assert cluster.status("ra").get("phase") in ("Pending", "Running")
+
+
 def test_a_job_without_config_has_no_config_map_and_no_mount(cluster: Cluster, controller: Controller) -> None:
     start_job(cluster, "nc2", 1)
     assert cluster.get("/api/v1/namespaces/default/configmaps/nc2-config") is None
