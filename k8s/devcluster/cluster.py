@@ -240,6 +240,31 @@ def rbac_manifests() -> list[str]:
     return [path for path in sorted(glob.glob(os.path.join(RBAC_DIR, "*.yaml")))]
 
 
+# The built-in ClusterRole each aggregation label feeds (the bootstrap policy's selectors).
+AGGREGATION_TARGETS = {f"rbac.authorization.k8s.io/aggregate-to-{name}": name for name in ("admin", "edit", "view")}
+
+
+def aggregation_pending(client: KubeClient, manifests: list[str]) -> list[str]:
+    """`ROLE <- LABELLED` for each ClusterRole of the manifests labelled to aggregate into a built-in
+    role (admin, edit, view) that does not hold all of its rules yet: the aggregation controller
+    writes them after the apply returns."""
+    pending = []
+    for path in manifests:
+        with open(path, encoding="utf-8") as handle:
+            documents = [document for document in yaml.safe_load_all(handle) if document]
+        for document in documents:
+            if document.get("kind") != "ClusterRole":
+                continue
+            meta = document["metadata"]
+            for label, target in AGGREGATION_TARGETS.items():
+                if (meta.get("labels") or {}).get(label) != "true":
+                    continue
+                held = client.get(resource_path("rbac.authorization.k8s.io/v1", "clusterroles", "", target))
+                if any(rule not in (held.get("rules") or []) for rule in document.get("rules") or []):
+                    pending.append(f"{target} <- {meta['name']}")
+    return pending
+
+
 def wait_for(what: str, check: Any, timeout_s: float = START_TIMEOUT_S, interval_s: float = 0.1) -> Any:
     """Polls check() (a component started elsewhere has no event to wait on) until it is truthy."""
     deadline = time.monotonic() + timeout_s
@@ -406,6 +431,8 @@ def start_all(state_dir: str, record: JSON, node_count: int, with_controller: bo
         .get("status", {}).get("conditions") or []))
     for manifest in rbac_manifests():
         apply_file(admin, manifest, CONTROLLER_NAMESPACE)
+    wait_for("the FiberJob rules to be aggregated into the admin, edit and view ClusterRoles",
+             lambda: not aggregation_pending(admin, rbac_manifests()))
 
     start_component(state_dir, "scheduler", [sys.executable, "-m", "k8s.devcluster", "scheduler", "--kubeconfig",
                                              os.path.join(state_dir, "kubeconfigs", "scheduler.yaml")])

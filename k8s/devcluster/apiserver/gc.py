@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import copy
 import logging
-import threading
 from typing import Any
 
 from .api import Api, Context
+from .control_loop import ControlLoop
 from .errors import ApiError
 from .resource_info import ResourceInfo
 from .store import Event, ObjectKey, ResourceKey
@@ -18,26 +18,14 @@ _RECHECK_S = 0.5
 Pending = tuple[ResourceKey, ObjectKey]
 
 
-class GarbageCollector:
+class GarbageCollector(ControlLoop):
     """A background thread fed by the store's events: no periodic scan of all objects."""
 
     def __init__(self, api: Api):
-        self.api = api
-        self.wake = threading.Condition()
         self.gone_owners: set[str] = set()
         self.orphans: set[Pending] = set()          # objects whose owner was missing when written
         self.pending: set[Pending] = set()          # deletions waiting on dependents or contents
-        self.stopped = False
-        self.thread = threading.Thread(target=self._run, name="garbage-collector", daemon=True)
-        api.store.listeners.append(self._observe)
-
-    def start(self) -> None:
-        self.thread.start()
-
-    def stop(self) -> None:
-        with self.wake:
-            self.stopped = True
-            self.wake.notify()
+        super().__init__(api, "garbage-collector")
 
     def _observe(self, key: ResourceKey, event: Event) -> None:
         """Runs under the store lock: only notes work."""

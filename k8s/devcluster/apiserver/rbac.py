@@ -71,42 +71,11 @@ def find_object(objects: Objects, plural: str, name: str,
     return None
 
 
-def selector_matches(selector: dict[str, Any], labels: dict[str, str]) -> bool:
-    """A LabelSelector (matchLabels and matchExpressions) against an object's labels."""
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return False
-    for expression in selector.get("matchExpressions") or []:
-        key, operator = expression.get("key", ""), expression.get("operator", "")
-        values = expression.get("values") or []
-        present = key in labels
-        if operator == "In" and not (present and labels[key] in values):
-            return False
-        if operator == "NotIn" and present and labels[key] in values:
-            return False
-        if operator == "Exists" and not present:
-            return False
-        if operator == "DoesNotExist" and present:
-            return False
-        if operator not in ("In", "NotIn", "Exists", "DoesNotExist"):
-            return False
-    return True
-
-
-def role_rules(role: dict[str, Any], objects: Objects) -> list[dict[str, Any]]:
-    """A role's rules; for a ClusterRole with an aggregationRule, those of every ClusterRole its
-    selectors match (what the server's aggregation controller writes into it)."""
-    aggregation = role.get("aggregationRule")
-    if not aggregation:
-        return role.get("rules") or []
-    selectors = aggregation.get("clusterRoleSelectors") or []
-    rules: list[dict[str, Any]] = []
-    for other in objects(RBAC_GROUP, "clusterroles"):
-        labels = (other.get("metadata") or {}).get("labels") or {}
-        if other is not role and not other.get("aggregationRule") and \
-                any(selector_matches(s, labels) for s in selectors):
-            rules.extend(other.get("rules") or [])
-    return rules
+def role_rules(role: dict[str, Any]) -> list[dict[str, Any]]:
+    """A role's stored rules. Those of a ClusterRole with an aggregationRule are what the
+    ClusterRole aggregation controller last wrote into it (clusterrole_aggregation.py), as the real
+    authorizer reads them: nothing is aggregated at request time."""
+    return role.get("rules") or []
 
 
 def bindings(objects: Objects, namespace: str) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -148,7 +117,7 @@ def authorize(user: str, groups: list[str], verb: str, api_group: str, resource:
         if role is None:
             errors.append(missing)
             continue
-        for rule in role_rules(role, objects):
+        for rule in role_rules(role):
             if resource:
                 allowed = rule_allows(rule, verb, api_group, resource, subresource, name)
             else:

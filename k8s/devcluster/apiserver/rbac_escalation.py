@@ -132,7 +132,7 @@ def rules_for(user: str, groups: list[str], namespace: str, objects: Objects) ->
         if role is None:
             errors.append(missing)
             continue
-        held.extend(rule for rule in role_rules(role, objects) if isinstance(rule, dict))
+        held.extend(rule for rule in role_rules(role) if isinstance(rule, dict))
     return held, errors
 
 
@@ -199,7 +199,7 @@ def check_escalation(plural: str, obj: dict[str, Any], old: dict[str, Any] | Non
         if role is None:
             raise ApiError(404, "NotFound", f'{role_plural}.{RBAC_GROUP} "{role_ref.get("name", "")}" not found',
                            {"name": role_ref.get("name", ""), "group": RBAC_GROUP, "kind": role_plural})
-        wanted = [rule for rule in role_rules(role, objects) if isinstance(rule, dict)]
+        wanted = [rule for rule in role_rules(role) if isinstance(rule, dict)]
     held, errors = rules_for(user, groups, namespace, objects)
     missing = missing_atoms(held, wanted)
     if missing:

@@ -44,6 +44,23 @@ class LabelSelector:
         return not self.requirements
 
 
+# A metav1.LabelSelector's matchExpressions operators as Requirement operators.
+_EXPRESSION_OPERATORS = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!"}
+
+
+def label_selector_matches(selector: dict[str, Any], labels: dict[str, str] | None) -> bool:
+    """A metav1.LabelSelector object (matchLabels and matchExpressions, all of which must hold; an
+    empty one matches everything) against an object's labels. Validation refuses unknown operators
+    on write; one met here matches nothing."""
+    requirements = [Requirement(key, "=", (value,)) for key, value in (selector.get("matchLabels") or {}).items()]
+    for expression in selector.get("matchExpressions") or []:
+        operator = _EXPRESSION_OPERATORS.get(expression.get("operator", ""))
+        if operator is None:
+            return False
+        requirements.append(Requirement(expression.get("key", ""), operator, tuple(expression.get("values") or ())))
+    return all(requirement.matches(labels or {}) for requirement in requirements)
+
+
 def _parse_label_selector(text: str) -> list[Requirement]:
     tokens = _TOKEN.findall(text)
     if "".join(tokens).replace(" ", "") != re.sub(r"\s+", "", text):

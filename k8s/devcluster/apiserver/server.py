@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from .api import SYSTEM_NAMESPACES, Api, Context
 from .app import App
 from .auth import Authenticator, read_token_file
+from .bootstrap_policy import cluster_role_bindings, cluster_roles
+from .clusterrole_aggregation import ClusterRoleAggregator
 from .gc import GarbageCollector
 from .httpd import Server, tls_context
 from .registry import Registry
@@ -46,6 +48,7 @@ class ApiServer:
         self.app = App(self.store, self.registry, self.api, self.authenticator, options.state_dir,
                        options.bookmark_interval, insecure_admin=options.insecure)
         self.collector = GarbageCollector(self.api)
+        self.aggregator = ClusterRoleAggregator(self.api)
         self._bootstrap()
         context = None if options.insecure else tls_context(options.tls_cert or "", options.tls_key or "",
                                                              options.client_ca)
@@ -64,7 +67,8 @@ class ApiServer:
 
     def _bootstrap(self) -> None:
         """What a fresh cluster has: its namespaces (each with its default service account), the
-        cluster-admin role bound to system:masters, and the `kubernetes` Service."""
+        bootstrap ClusterRoles (cluster-admin bound to system:masters; admin, edit, view, which the
+        aggregator fills), and the `kubernetes` Service."""
         ctx = Context()
         namespaces = self.registry.lookup("", "v1", "namespaces")
         services = self.registry.lookup("", "v1", "services")
@@ -73,14 +77,10 @@ class ApiServer:
         assert namespaces and services and roles and bindings
         for name in SYSTEM_NAMESPACES:
             self.api.create(namespaces, "", {"metadata": {"name": name}}, ctx)
-        self.api.create(roles, "", {
-            "metadata": {"name": "cluster-admin", "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"}},
-            "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
-                      {"nonResourceURLs": ["*"], "verbs": ["*"]}]}, ctx)
-        self.api.create(bindings, "", {
-            "metadata": {"name": "cluster-admin", "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"}},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:masters"}]}, ctx)
+        for role in cluster_roles():
+            self.api.create(roles, "", role, ctx)
+        for binding in cluster_role_bindings():
+            self.api.create(bindings, "", binding, ctx)
         allocator = self.registry.strategy(services)
         assert isinstance(allocator, ServiceStrategy)
         first = str(next(allocator.network.hosts()))
@@ -98,6 +98,7 @@ class ApiServer:
 
     def start(self) -> None:
         self.collector.start()
+        self.aggregator.start()
         for server in self.servers:
             thread = threading.Thread(target=server.serve_forever, name=f"listener-{server.server_address[0]}",
                                       daemon=True)
@@ -111,6 +112,7 @@ class ApiServer:
 
     def stop(self) -> None:
         self.collector.stop()
+        self.aggregator.stop()
         for server in self.servers:
             server.shutdown()
             server.server_close()

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from .errors import ApiError
 from .pod_validation import pod_spec_errors, pod_update_errors
 from .selectors import META_FIELDS, path_value
-from .validation import (Cause, config_key_errors, dns1123_label_errors, duplicate, invalid, required,
-                         unsupported)
+from .validation import (Cause, config_key_errors, dns1123_label_errors, duplicate, invalid,
+                         label_selector_causes, required, unsupported)
 
 if TYPE_CHECKING:
     from .api import Api
@@ -361,6 +361,14 @@ class RoleStrategy(Strategy):
             elif not rule.get("nonResourceURLs") and rule.get("apiGroups") is None:
                 causes.append(required(f"rules[{index}].apiGroups", "resource rules must supply at least "
                                        "one api group"))
+        aggregation = obj.get("aggregationRule")
+        if info.plural == "clusterroles" and aggregation is not None:
+            selectors = aggregation.get("clusterRoleSelectors") if isinstance(aggregation, dict) else None
+            if not selectors:
+                causes.append(required("aggregationRule.clusterRoleSelectors", "at least one clusterRoleSelector "
+                                       "required if aggregationRule is non-nil"))
+            for index, selector in enumerate(selectors or []):
+                causes += label_selector_causes(f"aggregationRule.clusterRoleSelectors[{index}]", selector)
         return causes
 
 

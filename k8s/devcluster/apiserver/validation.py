@@ -117,6 +117,30 @@ def label_key_errors(key: str) -> list[str]:
     return errors
 
 
+def label_selector_causes(path: str, selector: Any) -> list[Cause]:
+    """Errors of a metav1.LabelSelector (matchLabels keys and values, matchExpressions operators,
+    keys and values) as the server words them."""
+    if not isinstance(selector, dict):
+        return [invalid(path, selector, "must be a label selector")]
+    causes = []
+    for key, value in (selector.get("matchLabels") or {}).items():
+        causes += [invalid(f"{path}.matchLabels", key, e) for e in label_key_errors(key)]
+        causes += [invalid(f"{path}.matchLabels", value, e) for e in label_value_errors(str(value))]
+    for index, expression in enumerate(selector.get("matchExpressions") or []):
+        where = f"{path}.matchExpressions[{index}]"
+        operator, values = expression.get("operator", ""), expression.get("values") or []
+        if operator in ("In", "NotIn") and not values:
+            causes.append(required(f"{where}.values", "must be specified when `operator` is 'In' or 'NotIn'"))
+        elif operator in ("Exists", "DoesNotExist") and values:
+            causes.append(forbidden(f"{where}.values",
+                                    "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
+        elif operator not in ("In", "NotIn", "Exists", "DoesNotExist"):
+            causes.append(invalid(f"{where}.operator", operator, "not a valid selector operator"))
+        key = expression.get("key", "")
+        causes += [invalid(f"{where}.key", key, e) for e in label_key_errors(key)]
+    return causes
+
+
 def name_errors(name: str, rule: str) -> list[str]:
     """Errors of metadata.name under a naming rule: "subdomain", "label" (RFC 1123) or "dns1035"."""
     if rule == "label":

@@ -1,7 +1,8 @@
 """A whole development cluster (API server stand-in, scheduler, two nodes, no controller) brought
 up with scripts/dev-cluster in a temporary dir and down at the end: pods run as processes, their
 exit codes, environment, logs, graceful deletion, networking and service-account tokens go through
-the real API, and the real kubectl drives it. `down` must leave nothing behind."""
+the real API, users bound to the built-in edit and view roles run FiberJobs, and the real kubectl
+drives it. `down` must leave nothing behind."""
 
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ from typing import Any, Iterator
 import pytest
 
 from k8s.devcluster import netns
-from k8s.devcluster.cluster import DEFAULT_IMAGE_DIR, processes_mentioning
-from k8s.devcluster.kube import KubeClient, client_from_kubeconfig, core_path, pod_path, wait_for_object
+from k8s.devcluster.cluster import DEFAULT_IMAGE_DIR, issue_certificate, processes_mentioning
+from k8s.devcluster.kube import (KubeClient, client_from_kubeconfig, core_path, pod_path, wait_for_object,
+                                 write_kubeconfig)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 DEV_CLUSTER = os.path.join(REPO, "scripts", "dev-cluster")
@@ -288,3 +290,56 @@ def test_in_cluster_config_reads_through_the_api_from_the_pods_network(cluster: 
     if record.get("network") == "pod-netns":
         assert seen["host"] == str(ipaddress.ip_network(record["subnet"]).network_address + 1)
         assert done["status"]["podIP"] not in ("127.0.0.1", seen["host"])
+
+
+def test_a_namespace_editor_runs_fiberjobs_with_kubectl_and_a_viewer_only_reads_them(cluster: tuple[str, KubeClient],
+                                                                                   tmp_path: Any) -> None:
+    """`up` installs the project's aggregated FiberJob roles and waits for them to land in the built-in
+    edit and view: RoleBindings to those are all two users (client certificates of the cluster's CA)
+    need, in their namespace only. The oldest kubectl, whose `auth can-i` sends JSON, asks too."""
+    state_dir, client = cluster
+    team, other = unique("team"), unique("other")
+    for namespace in (team, other):
+        client.create(core_path("namespaces"), {"apiVersion": "v1", "kind": "Namespace",
+                                                "metadata": {"name": namespace}})
+    pki = os.path.join(state_dir, "pki")
+    record = json.load(open(os.path.join(state_dir, "cluster.json")))
+    envs = {}
+    for user, role in (("dana", "edit"), ("vera", "view")):
+        issue_certificate(pki, user, f"/CN={user}", "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,"
+                                                    "keyEncipherment\nextendedKeyUsage=clientAuth\n")
+        kubeconfig = str(tmp_path / f"{user}.kubeconfig")
+        write_kubeconfig(kubeconfig, record["server"], os.path.join(pki, "ca.crt"), "fiber-dev", user,
+                         os.path.join(pki, f"{user}.crt"), os.path.join(pki, f"{user}.key"), namespace=team)
+        envs[user] = dict(os.environ, KUBECONFIG=kubeconfig, HOME=str(tmp_path))
+        client.create(f"/apis/rbac.authorization.k8s.io/v1/namespaces/{team}/rolebindings", {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": f"{user}-{role}"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]})
+    job = tmp_path / "job.yaml"
+    job.write_text(json.dumps({
+        "apiVersion": "fibermpi.io/v1alpha1", "kind": "FiberJob", "metadata": {"name": "sweep"},
+        "spec": {"launcher": {"template": {"spec": {"containers": [
+                     {"name": "main", "image": "fibermpi/runtime", "command": ["true"]}]}}},
+                 "workers": {"template": {}, "maxReplicas": 4}}}))
+
+    def kubectl(user: str, *args: str, binary: str = KUBECTL) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([binary, *args], capture_output=True, text=True, env=envs[user], timeout=60)
+
+    applied = kubectl("dana", "apply", "-f", str(job))
+    assert applied.returncode == 0, applied.stderr
+    scaled = kubectl("dana", "scale", "fiberjob", "sweep", "--replicas=3")
+    assert scaled.returncode == 0, scaled.stderr
+    assert client.get(f"/apis/fibermpi.io/v1alpha1/namespaces/{team}/fiberjobs/sweep")["spec"]["workers"][
+        "replicas"] == 3
+    assert kubectl("dana", "auth", "can-i", "patch", "fiberjobs.fibermpi.io", "--subresource=scale",
+                   binary=KUBECTL_OLDEST).stdout.strip() == "yes"
+    refused = kubectl("dana", "apply", "-n", other, "-f", str(job))
+    assert refused.returncode != 0 and "forbidden" in refused.stderr, refused.stderr
+    listed = kubectl("vera", "get", "fiberjobs")
+    assert listed.returncode == 0 and "sweep" in listed.stdout, listed.stderr
+    refused = kubectl("vera", "scale", "fiberjob", "sweep", "--replicas=1")
+    assert refused.returncode != 0 and "forbidden" in refused.stderr, refused.stderr
+    assert kubectl("vera", "auth", "can-i", "delete", "fiberjobs.fibermpi.io", binary=KUBECTL_OLDEST
+                   ).stdout.strip() == "no"
+    assert kubectl("dana", "delete", "fiberjob", "sweep").returncode == 0

@@ -1,6 +1,7 @@
 """The operator's manifests (k8s/config): they render with kustomize as the oldest and newest kubectl
 ship it, every built-in kind validates against the published schema of those Kubernetes versions, the
-controller's RBAC is least privilege, and its Deployment is locked down."""
+controller's RBAC is least privilege, a namespace's view/edit/admin users get FiberJobs through
+aggregated ClusterRoles, and the Deployment is locked down."""
 
 from __future__ import annotations
 
@@ -41,6 +42,8 @@ def test_default_renders_everything_the_operator_needs(rendered):
     kinds = sorted(f"{d['kind']}/{d['metadata']['name']}" for d in docs)
     assert kinds == [
         "ClusterRole/fiber-controller",
+        "ClusterRole/fibermpi-fiberjobs-edit",
+        "ClusterRole/fibermpi-fiberjobs-view",
         "ClusterRoleBinding/fiber-controller",
         "CustomResourceDefinition/fiberjobs.fibermpi.io",
         "Deployment/fiber-controller",
@@ -74,14 +77,26 @@ def test_the_validator_refuses_a_broken_deployment(rendered):
         kubernetes_validate.validate(broken, f"{version}.0", strict=True)
 
 
+def controller_roles(docs: list[dict]) -> list[dict]:
+    """The Roles and ClusterRoles the controller runs with (the others are for a namespace's users)."""
+    return [d for d in by_kind(docs, "ClusterRole") + by_kind(docs, "Role")
+            if d["metadata"]["labels"].get("app.kubernetes.io/name") == "fiber-controller"]
+
+
+def grants(roles: list[dict]) -> set[tuple[str, str, str]]:
+    """(group, resource, verb) of every rule not limited to named objects."""
+    return {(g, r, v) for role in roles for rule in role["rules"] if not rule.get("resourceNames")
+            for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
+
+
 def test_rbac_names_exact_resources_and_verbs(rendered):
     _, docs = rendered
-    rules = [rule for d in by_kind(docs, "ClusterRole") + by_kind(docs, "Role") for rule in d["rules"]]
-    assert rules
-    for rule in rules:
+    for rule in [rule for d in by_kind(docs, "ClusterRole") + by_kind(docs, "Role") for rule in d["rules"]]:
         for key in ("apiGroups", "resources", "verbs"):
             assert "*" not in rule[key], f"wildcard in {key}: {rule}"
         assert not {"escalate", "bind", "impersonate"} & set(rule["verbs"]), rule
+    rules = [rule for d in controller_roles(docs) for rule in d["rules"]]
+    assert rules
     granted = {(g, r, v) for rule in rules for g in rule["apiGroups"] for r in rule["resources"]
                for v in rule["verbs"]}
     # What the controller does, and so must be allowed.
@@ -110,15 +125,51 @@ def test_the_controller_holds_what_the_launcher_role_it_creates_grants(rendered)
     unless the creator has escalate/bind, which the controller must not have: so its ClusterRole holds
     every permission of the launcher Role, and deletes nothing but what it needs to."""
     _, docs = rendered
-    (cluster_role,) = by_kind(docs, "ClusterRole")
-    granted = {(g, r, v) for rule in cluster_role["rules"] if not rule.get("resourceNames")
-               for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
+    granted = grants([d for d in by_kind(docs, "ClusterRole") if d["metadata"]["name"] == "fiber-controller"])
     for need in LAUNCHER_ROLE_GRANTS:
         assert need in granted, need
     for never in [("", "serviceaccounts", "delete"), ("rbac.authorization.k8s.io", "roles", "update"),
                   ("rbac.authorization.k8s.io", "rolebindings", "update"), ("", "configmaps", "delete"),
                   ("rbac.authorization.k8s.io", "clusterroles", "create")]:
         assert never not in granted, never
+
+
+AGGREGATE_TO = {name: f"rbac.authorization.k8s.io/aggregate-to-{name}" for name in ("admin", "edit", "view")}
+READ = {"get", "list", "watch"}
+WRITE = {"create", "update", "patch", "delete", "deletecollection"}
+
+
+def aggregated_into(docs: list[dict], built_in: str, chained: bool = True) -> list[dict]:
+    """The ClusterRoles whose rules the cluster's aggregation controller adds to `built_in`: those
+    labelled for it, and, following the bootstrap policy's chain (admin takes edit's rules, edit takes
+    view's), those labelled for the roles it takes."""
+    chain = {"admin": ("admin", "edit", "view"), "edit": ("edit", "view"), "view": ("view",)}[built_in]
+    names = chain if chained else chain[:1]
+    return [d for d in by_kind(docs, "ClusterRole")
+            if any(d["metadata"]["labels"].get(AGGREGATE_TO[name]) == "true" for name in names)]
+
+
+def test_namespace_users_get_fiberjobs_through_the_aggregated_roles(rendered):
+    """A RoleBinding to view, edit or admin in a namespace is all a user needs: view reads jobs, their
+    scale and status; edit and admin also create, change, delete and scale them; nobody but the
+    controller writes status. The roles bind nobody and aggregate nothing themselves.
+    (tests/k8s/devcluster/test_apiserver_rbac_aggregation.py checks it through the API server stand-in.)"""
+    _, docs = rendered
+    jobs = {"fiberjobs", "fiberjobs/scale", "fiberjobs/status"}
+    view = grants(aggregated_into(docs, "view"))
+    assert view == {("fibermpi.io", resource, verb) for resource in jobs for verb in READ}
+    for built_in in ("edit", "admin"):
+        granted = grants(aggregated_into(docs, built_in))
+        assert granted == view | {("fibermpi.io", "fiberjobs", verb) for verb in WRITE} | {
+            ("fibermpi.io", "fiberjobs/scale", verb) for verb in ("update", "patch")}, built_in
+    for built_in in AGGREGATE_TO:      # the same on a cluster whose built-in roles do not chain
+        assert grants(aggregated_into(docs, built_in, chained=False)) == grants(aggregated_into(docs, built_in))
+    for role in aggregated_into(docs, "admin"):
+        assert "aggregationRule" not in role, role["metadata"]["name"]
+    user_roles = {role["metadata"]["name"] for role in aggregated_into(docs, "admin")}
+    assert user_roles == {"fibermpi-fiberjobs-edit", "fibermpi-fiberjobs-view"}
+    bound = {b["roleRef"]["name"] for b in by_kind(docs, "ClusterRoleBinding") + by_kind(docs, "RoleBinding")}
+    assert not bound & user_roles
 
 
 def test_the_controller_deployment_is_locked_down(rendered):
