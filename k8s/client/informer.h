@@ -36,9 +36,12 @@ struct InformerOptions {
   /// When set, objects are also indexed by the value of this label (see Informer::by_label()).
   std::string index_label;
   /// Each watch asks the server to end after a random time in [min, max] (timeoutSeconds), so
-  /// many clients do not reconnect in step.
-  std::chrono::seconds min_watch_timeout{300};
-  std::chrono::seconds max_watch_timeout{600};
+  /// many clients do not reconnect in step. The client gives a watch that long plus its
+  /// request_timeout before it takes the connection for dead (a half-open one sends nothing and
+  /// never ends: HTTP/1.1 has no pings), so these bound how late a dead watch is noticed: about
+  /// 2.5 minutes with the defaults. The informer then watches again from where it was.
+  std::chrono::seconds min_watch_timeout{60};
+  std::chrono::seconds max_watch_timeout{120};
   /// Delay before re-listing or re-watching after an error: exponential with jitter, capped.
   BackoffOptions error_backoff{};
   /// Where errors are reported (they are retried, never thrown).

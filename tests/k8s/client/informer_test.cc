@@ -81,6 +81,13 @@ class ScriptedServer {
 
   ClusterAccess access() const { return server_.access(); }
 
+  // The timeoutSeconds every watch must ask for (the informer's defaults unless told).
+  void expect_watch_timeouts(int min_seconds, int max_seconds) {
+    std::lock_guard lock(mutex_);
+    expected_min_timeout_ = min_seconds;
+    expected_max_timeout_ = max_seconds;
+  }
+
  private:
   void answer(const httplib::Request& request, httplib::Response& response) {
     std::unique_lock lock(mutex_);
@@ -99,8 +106,8 @@ class ScriptedServer {
     }
     EXPECT_EQ(request.get_param_value("allowWatchBookmarks"), "true");
     const int timeout = std::stoi(request.get_param_value("timeoutSeconds"));
-    EXPECT_GE(timeout, 300);
-    EXPECT_LE(timeout, 600);
+    EXPECT_GE(timeout, expected_min_timeout_);
+    EXPECT_LE(timeout, expected_max_timeout_);
     watched_versions_.push_back(request.get_param_value("resourceVersion"));
     changed_.notify_all();
     if (!watch_errors_.empty()) {
@@ -125,6 +132,8 @@ class ScriptedServer {
   std::deque<std::shared_ptr<LineChannel>> watches_;
   std::deque<int> watch_errors_;
   std::vector<std::string> watched_versions_;
+  int expected_min_timeout_ = 60;
+  int expected_max_timeout_ = 120;
   FakeApiServer server_;  // last: stopped first, while the script above still exists
 };
 
@@ -306,6 +315,30 @@ TEST(Informer, StopInterruptsTheBackoffOfAFailingList) {
   std::lock_guard lock(warnings_mutex);
   ASSERT_FALSE(warnings.empty());
   EXPECT_NE(warnings.front().find("scripted failure"), std::string::npos) << warnings.front();
+}
+
+TEST(Informer, AWatchThatGoesSilentAndNeverEndsIsGivenUpAndResumed) {
+  // A half-open connection: the server ignores timeoutSeconds and sends nothing. The client gives
+  // the watch its timeoutSeconds plus the request timeout, then watches again from the same
+  // version (nothing was missed that a relist would need).
+  ScriptedServer server;
+  server.expect_watch_timeouts(1, 1);
+  server.queue_list({pod("a", "1", "j")}, "5");
+  ClientOptions client_options;
+  client_options.request_timeout = 1s;
+  ApiClient client(server.access(), client_options);
+  InformerOptions options = pod_informer_options();
+  options.min_watch_timeout = 1s;
+  options.max_watch_timeout = 1s;
+  Informer informer(client, options);
+  informer.start();
+  const auto started = std::chrono::steady_clock::now();
+  ASSERT_TRUE(server.wait_for_watches(2, 10s));
+  const auto noticed = std::chrono::steady_clock::now() - started;
+  EXPECT_GE(noticed, 1900ms);  // not before timeoutSeconds + the request timeout
+  EXPECT_LT(noticed, 6s);
+  EXPECT_EQ(server.watched_versions(), (std::vector<std::string>{"5", "5"}));
+  informer.stop();
 }
 
 TEST(Informer, StartTwiceIsALogicError) {
