@@ -29,19 +29,44 @@ std::string system_error(const std::string& what) { return what + ": " + std::st
 JoinTurns::JoinTurns(const std::string& host, std::chrono::seconds turn_limit,
                      std::function<void()> on_begin, std::function<void()> on_end)
     : turn_limit_(turn_limit), on_begin_(std::move(on_begin)), on_end_(std::move(on_end)) {
-  listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  // An IPv4 or IPv6 address (a pod's status.podIP is either), or none: every address of both
+  // families, where the machine has IPv6 (a dual-stack socket), else every IPv4 one.
+  sockaddr_storage where{};
+  socklen_t length = 0;
+  const std::string bare = host.size() > 2 && host.front() == '[' && host.back() == ']'
+                               ? host.substr(1, host.size() - 2)
+                               : host;
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&where);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&where);
+  if (bare.empty()) {
+    listener_ = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (listener_ >= 0) {
+      const int off = 0;
+      ::setsockopt(listener_, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
+      v6->sin6_family = AF_INET6;
+      v6->sin6_addr = in6addr_any;
+      length = sizeof(sockaddr_in6);
+    } else {
+      v4->sin_family = AF_INET;
+      v4->sin_addr.s_addr = htonl(INADDR_ANY);
+      length = sizeof(sockaddr_in);
+    }
+  } else if (::inet_pton(AF_INET, bare.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    length = sizeof(sockaddr_in);
+  } else if (::inet_pton(AF_INET6, bare.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    length = sizeof(sockaddr_in6);
+  } else {
+    throw Error("fibermpi: '" + host +
+                "' is not an IPv4 or IPv6 address to hand out join turns at");
+  }
+  if (listener_ < 0) listener_ = ::socket(where.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (listener_ < 0) throw Error(system_error("fibermpi: cannot open the join-turn socket"));
-  sockaddr_in where{};
-  where.sin_family = AF_INET;
-  where.sin_port = 0;
-  where.sin_addr.s_addr = htonl(INADDR_ANY);
-  if (!host.empty() && ::inet_pton(AF_INET, host.c_str(), &where.sin_addr) != 1)
-    throw Error("fibermpi: '" + host + "' is not an IPv4 address to hand out join turns at");
-  socklen_t length = sizeof(where);
-  if (::bind(listener_, reinterpret_cast<sockaddr*>(&where), sizeof(where)) != 0 ||
+  if (::bind(listener_, reinterpret_cast<sockaddr*>(&where), length) != 0 ||
       ::listen(listener_, 128) != 0 ||
       ::getsockname(listener_, reinterpret_cast<sockaddr*>(&where), &length) != 0) {
-    const std::string why = system_error("fibermpi: cannot listen for join turns");
+    const std::string why = system_error("fibermpi: cannot listen for join turns at '" + host + "'");
     ::close(listener_);
     throw Error(why);
   }
@@ -49,9 +74,16 @@ JoinTurns::JoinTurns(const std::string& host, std::chrono::seconds turn_limit,
     ::close(listener_);
     throw Error(system_error("fibermpi: cannot make the join-turn pipe"));
   }
-  char text[INET_ADDRSTRLEN] = {};
-  ::inet_ntop(AF_INET, &where.sin_addr, text, sizeof(text));
-  address_ = std::string(host.empty() ? text : host) + ":" + std::to_string(ntohs(where.sin_port));
+  const bool ipv6 = where.ss_family == AF_INET6;
+  const int port = ntohs(ipv6 ? v6->sin6_port : v4->sin_port);
+  char text[INET6_ADDRSTRLEN] = {};
+  if (bare.empty()) {
+    std::snprintf(text, sizeof(text), "%s", ipv6 ? "::" : "0.0.0.0");
+  } else {
+    ::inet_ntop(where.ss_family, ipv6 ? static_cast<void*>(&v6->sin6_addr) : &v4->sin_addr, text,
+                sizeof(text));
+  }
+  address_ = join_turn_address(text, port);
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -118,25 +150,64 @@ void JoinTurns::loop() {
   for (int fd : waiting) ::close(fd);
 }
 
+std::string join_turn_address(const std::string& host, int port) {
+  const bool ipv6 = host.find(':') != std::string::npos && host.front() != '[';
+  return (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+std::pair<std::string, std::string> split_join_turn_address(const std::string& address) {
+  const auto bad = [&](const char* why) {
+    return Error("fibermpi: bad join-turn address '" + address + "': " + why);
+  };
+  std::string host, port;
+  if (!address.empty() && address.front() == '[') {
+    const auto close = address.find(']');
+    if (close == std::string::npos) throw bad("an IPv6 address in [ ] has no ]");
+    if (close + 1 >= address.size() || address[close + 1] != ':') throw bad("no :port after ]");
+    host = address.substr(1, close - 1);
+    port = address.substr(close + 2);
+  } else {
+    const auto colon = address.rfind(':');
+    if (colon == std::string::npos) throw bad("no :port");
+    host = address.substr(0, colon);
+    port = address.substr(colon + 1);
+    if (host.find(':') != std::string::npos) throw bad("an IPv6 address must be in [ ]");
+  }
+  if (host.empty()) throw bad("no host");
+  if (port.empty() || port.size() > 5 ||
+      !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+      std::stoi(port) < 1 || std::stoi(port) > 65535) {
+    throw bad("the port is not a number from 1 to 65535");
+  }
+  return {host, port};
+}
+
 int wait_for_join_turn(const std::string& address, std::chrono::seconds limit) {
-  const auto colon = address.rfind(':');
-  if (colon == std::string::npos) throw Error("fibermpi: bad join-turn address '" + address + "'");
-  const std::string host = address.substr(0, colon);
-  const std::string port = address.substr(colon + 1);
+  const auto [host, port] = split_join_turn_address(address);
   const auto give_up = Clock::now() + limit;
   addrinfo hints{};
-  hints.ai_family = AF_INET;
+  hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
   if (::getaddrinfo(host.c_str(), port.c_str(), &hints, &found) != 0 || !found)
     throw Error("fibermpi: cannot resolve the master's join-turn address " + address);
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  const int connected = fd < 0 ? -1 : ::connect(fd, found->ai_addr, found->ai_addrlen);
+  // Every address the name has, in the resolver's order (a dual-stack name has both families).
+  int fd = -1;
+  int last_errno = 0;
+  for (const addrinfo* each = found; each != nullptr && fd < 0; each = each->ai_next) {
+    fd = ::socket(each->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && ::connect(fd, each->ai_addr, each->ai_addrlen) != 0) {
+      last_errno = errno;
+      ::close(fd);
+      fd = -1;
+    } else if (fd < 0) {
+      last_errno = errno;
+    }
+  }
   ::freeaddrinfo(found);
-  if (connected != 0) {
-    const std::string why = system_error("fibermpi: cannot reach the master at " + address);
-    if (fd >= 0) ::close(fd);
-    throw Error(why);
+  if (fd < 0) {
+    errno = last_errno;
+    throw Error(system_error("fibermpi: cannot reach the master at " + address));
   }
   for (;;) {
     const auto left =

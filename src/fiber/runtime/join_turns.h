@@ -12,12 +12,15 @@
 #include <functional>
 #include <string>
 #include <thread>
+#include <utility>
 
 namespace fiber::detail {
 
 class JoinTurns {
  public:
-  /// Listens on `host` (an address of this machine; empty: all) at a port the kernel picks.
+  /// Listens on `host` (an IPv4 or IPv6 address of this machine, the latter bare or in [ ];
+  /// empty: every address, IPv6 and IPv4 where the machine has IPv6) at a port the kernel picks.
+  /// Throws fiber::Error naming `host` when it is no address or cannot be listened on.
   /// `on_begin` runs (on the turns' thread) as a turn is given, `on_end` as it ends.
   JoinTurns(const std::string& host, std::chrono::seconds turn_limit,
             std::function<void()> on_begin = {}, std::function<void()> on_end = {});
@@ -25,7 +28,7 @@ class JoinTurns {
   JoinTurns(const JoinTurns&) = delete;
   JoinTurns& operator=(const JoinTurns&) = delete;
 
-  /// "host:port" a joining job asks at.
+  /// "host:port" a joining job asks at; "[v6]:port" for an IPv6 host.
   const std::string& address() const noexcept { return address_; }
 
  private:
@@ -40,7 +43,14 @@ class JoinTurns {
   std::thread thread_;
 };
 
-/// Asks the master at `address` ("host:port") for a turn and waits until it is given, at most
+/// "host:port", with an IPv6 host in brackets ("[fd00::5]:4000").
+std::string join_turn_address(const std::string& host, int port);
+
+/// The host (brackets removed) and the port of a join-turn address; throws fiber::Error naming
+/// the address and what is wrong with it.
+std::pair<std::string, std::string> split_join_turn_address(const std::string& address);
+
+/// Asks the master at `address` ("host:port", "[v6]:port", a host name of either family) for a turn and waits until it is given, at most
 /// until `limit` has passed. Returns the socket to close once connected; throws fiber::Error
 /// when the master cannot be reached or the wait runs out.
 int wait_for_join_turn(const std::string& address, std::chrono::seconds limit);

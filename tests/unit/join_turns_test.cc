@@ -1,0 +1,129 @@
+// Join turns over real TCP sockets on this machine's loopback: IPv4, IPv6 and the dual-stack
+// listener a pod without a known address gets; addresses as pods' status.podIP gives them.
+#include "fiber/runtime/join_turns.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <string>
+
+#include "fiber/errors.h"
+
+namespace fiber::detail {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Machines (and containers) with IPv6 switched off have no ::1 to listen on.
+bool has_ipv6_loopback() {
+  try {
+    JoinTurns probe("::1", 1s);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+#define REQUIRE_IPV6() \
+  if (!has_ipv6_loopback()) GTEST_SKIP() << "this machine has no IPv6 loopback (::1)"
+
+std::string port_of(const std::string& address) { return split_join_turn_address(address).second; }
+
+std::string error_of(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(JoinTurnAddress, IPv6HostsAreBracketedAndSplitBack) {
+  EXPECT_EQ(join_turn_address("10.1.2.3", 4000), "10.1.2.3:4000");
+  EXPECT_EQ(join_turn_address("fd00:10:244::5", 4000), "[fd00:10:244::5]:4000");
+  EXPECT_EQ(join_turn_address("[::1]", 7), "[::1]:7");
+  EXPECT_EQ(join_turn_address("launcher.ns.svc", 80), "launcher.ns.svc:80");
+  EXPECT_EQ(split_join_turn_address("[fd00:10:244::5]:4000"),
+            (std::pair<std::string, std::string>{"fd00:10:244::5", "4000"}));
+  EXPECT_EQ(split_join_turn_address("10.1.2.3:65535"),
+            (std::pair<std::string, std::string>{"10.1.2.3", "65535"}));
+}
+
+TEST(JoinTurnAddress, MalformedAddressesAreRefusedNamingTheProblem) {
+  EXPECT_EQ(error_of([] { split_join_turn_address("fd00::5:4000"); }),
+            "fibermpi: bad join-turn address 'fd00::5:4000': an IPv6 address must be in [ ]");
+  EXPECT_EQ(error_of([] { split_join_turn_address("[fd00::5:4000"); }),
+            "fibermpi: bad join-turn address '[fd00::5:4000': an IPv6 address in [ ] has no ]");
+  EXPECT_EQ(error_of([] { split_join_turn_address("[fd00::5]4000"); }),
+            "fibermpi: bad join-turn address '[fd00::5]4000': no :port after ]");
+  EXPECT_EQ(error_of([] { split_join_turn_address("10.1.2.3"); }),
+            "fibermpi: bad join-turn address '10.1.2.3': no :port");
+  EXPECT_EQ(error_of([] { split_join_turn_address("10.1.2.3:0"); }),
+            "fibermpi: bad join-turn address '10.1.2.3:0': the port is not a number from 1 to "
+            "65535");
+  EXPECT_EQ(error_of([] { split_join_turn_address("10.1.2.3:http"); }),
+            "fibermpi: bad join-turn address '10.1.2.3:http': the port is not a number from 1 to "
+            "65535");
+  EXPECT_EQ(error_of([] { split_join_turn_address(":4000"); }),
+            "fibermpi: bad join-turn address ':4000': no host");
+  EXPECT_EQ(error_of([] { JoinTurns turns("10.1.2.300", 60s); }),
+            "fibermpi: '10.1.2.300' is not an IPv4 or IPv6 address to hand out join turns at");
+}
+
+TEST(JoinTurns, AnIPv4ListenerGivesTurns) {
+  JoinTurns turns("127.0.0.1", 60s);
+  EXPECT_EQ(turns.address().rfind("127.0.0.1:", 0), 0u) << turns.address();
+  const int fd = wait_for_join_turn(turns.address(), 10s);
+  EXPECT_GE(fd, 0);
+  ::close(fd);
+}
+
+TEST(JoinTurns, AnIPv6ListenerGivesTurnsAtABracketedAddress) {
+  REQUIRE_IPV6();
+  JoinTurns turns("::1", 60s);
+  EXPECT_EQ(turns.address().rfind("[::1]:", 0), 0u) << turns.address();
+  const int fd = wait_for_join_turn(turns.address(), 10s);
+  EXPECT_GE(fd, 0);
+  ::close(fd);
+  JoinTurns bracketed("[::1]", 60s);
+  ::close(wait_for_join_turn(bracketed.address(), 10s));
+}
+
+TEST(JoinTurns, AListenerOnNoAddressTakesBothFamilies) {
+  REQUIRE_IPV6();
+  JoinTurns turns("", 60s);
+  const std::string port = port_of(turns.address());
+  ::close(wait_for_join_turn("127.0.0.1:" + port, 10s));
+  ::close(wait_for_join_turn("[::1]:" + port, 10s));
+  ::close(wait_for_join_turn("localhost:" + port, 10s));
+}
+
+TEST(JoinTurns, OneTurnAtATimeAndAClosedSocketPassesItOn) {
+  std::atomic<int> begun{0}, ended{0};
+  JoinTurns turns("127.0.0.1", 60s, [&] { ++begun; }, [&] { ++ended; });
+  const int first = wait_for_join_turn(turns.address(), 10s);
+  auto second = std::async(std::launch::async, [&] { return wait_for_join_turn(turns.address(), 10s); });
+  EXPECT_EQ(second.wait_for(500ms), std::future_status::timeout);  // waits while the first holds
+  ::close(first);
+  ASSERT_EQ(second.wait_for(5s), std::future_status::ready);
+  ::close(second.get());
+  for (int i = 0; i < 50 && ended < 2; ++i) std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(begun, 2);
+  EXPECT_EQ(ended, 2);
+}
+
+TEST(JoinTurns, NobodyListeningIsAnErrorNamingTheAddress) {
+  std::string address;
+  {
+    JoinTurns gone("127.0.0.1", 60s);
+    address = gone.address();
+  }
+  const std::string error = error_of([&] { wait_for_join_turn(address, 2s); });
+  EXPECT_EQ(error.rfind("fibermpi: cannot reach the master at " + address + ": ", 0), 0u) << error;
+}
+
+}  // namespace
+}  // namespace fiber::detail
