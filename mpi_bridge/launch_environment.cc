@@ -3,6 +3,7 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -87,6 +88,29 @@ void prepare_own_runtime() {
   point_at_built_against_mpi();
   for (const auto& [name, value] : own_runtime_variables())
     ::setenv(name.c_str(), value.c_str(), 0);
+  use_writable_temporary_directory();
+}
+
+std::string temporary_directory() {
+  if (const char* tmpdir = std::getenv("TMPDIR"); tmpdir && *tmpdir) return tmpdir;
+  for (const char* candidate : {"/tmp", "/dev/shm"}) {
+    if (::access(candidate, W_OK | X_OK) == 0) return candidate;
+  }
+  return "/tmp";
+}
+
+void use_writable_temporary_directory() {
+  if (const char* tmpdir = std::getenv("TMPDIR"); tmpdir && *tmpdir) return;
+  if (::access("/tmp", W_OK | X_OK) == 0) return;
+  const std::string directory = temporary_directory();
+  if (directory != "/tmp") {
+    ::setenv("TMPDIR", directory.c_str(), 1);
+    return;
+  }
+  std::fprintf(stderr,
+               "fibermpi: no writable temporary directory for Open MPI's session directory (/tmp "
+               "and /dev/shm cannot be written, TMPDIR is unset): set TMPDIR, or mount a "
+               "writable volume (a Kubernetes emptyDir) on /tmp\n");
 }
 
 const char* recovery_option() {

@@ -26,9 +26,22 @@ bool running_as_root();
 /// chosen to, and has no mpirun command line to say so on.
 std::vector<std::pair<std::string, std::string>> own_runtime_variables();
 
-/// Sets own_runtime_variables(), each unless the user set it already, and points a relocated
-/// Open MPI 5 at its installation (OPAL_PREFIX, prte on PATH).
+/// Sets own_runtime_variables(), each unless the user set it already, points a relocated
+/// Open MPI 5 at its installation (OPAL_PREFIX, prte on PATH), and gives Open MPI a writable
+/// place for its session directory (use_writable_temporary_directory()).
 void prepare_own_runtime();
+
+/// The directory temporary files go to: $TMPDIR when set, else /tmp when it is writable, else
+/// /dev/shm when that is (a container whose root filesystem is read-only and has no volume on
+/// /tmp still has its /dev/shm), else /tmp.
+std::string temporary_directory();
+
+/// Open MPI puts its session directory under $TMPDIR, else /tmp, and fails with no word on why
+/// when that cannot be written. Where TMPDIR is unset and /tmp is not writable, sets TMPDIR to
+/// temporary_directory(); where no such place exists, says so in one line on stderr, naming
+/// the fix. Called before Open MPI's runtime starts (prepare_own_runtime(), the Kubernetes
+/// mode's mpirun).
+void use_writable_temporary_directory();
 
 /// The mpirun options that keep a job alive when one of its processes is killed: Open MPI
 /// 4.1's "--enable-recovery", Open MPI 5's "--with-ft ulfm --prtemca state_base_recoverable 1"

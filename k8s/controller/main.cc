@@ -236,6 +236,8 @@ int main(int argc, char** argv) {
   flags.identity = default_identity();
   flags.lease_namespace = default_lease_namespace();
   CLI::App app{"fiber-controller: the FiberJob operator's controller (fiberjobs.fibermpi.io)"};
+  app.set_version_flag("--version", std::string("fiber-controller ") + FIBER_CONTROLLER_VERSION,
+                       "print the version and exit");
   app.add_option("--kubeconfig", flags.kubeconfig,
                  "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)");
   app.add_option("--context", flags.context, "kubeconfig context (default: its current-context)");
@@ -277,6 +279,8 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& help) {
     return app.exit(help);
+  } catch (const CLI::CallForVersion& version) {
+    return app.exit(version);
   } catch (const CLI::ParseError& error) {
     std::cerr << "fiber-controller: " << error.what() << " (see --help)\n";
     return 2;

@@ -5,21 +5,38 @@
 #   docker build -f k8s/docker/runtime.Dockerfile -t fibermpi/runtime:0.1.0 -t fibermpi/examples:0.1.0 .
 # A program of your own: build it against /opt/fibermpi (find_package(FiberMPI)) in an image FROM
 # this one, and name it in the FiberJob's launcher template.
-FROM debian:bookworm AS build
-RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      build-essential cmake ninja-build pkg-config libopenmpi-dev openmpi-bin \
-      libboost-serialization-dev libhwloc-dev libyaml-cpp-dev \
-      libcurl4-openssl-dev libssl-dev nlohmann-json3-dev \
-    && rm -rf /var/lib/apt/lists/*
+# scripts/images builds it with podman. Build arguments:
+#   BASE_IMAGE, SLIM_IMAGE  the build stage's base and the final stage's (Debian bookworm)
+#   FIBER_PREBUILT          a folder of the build context holding opt/fibermpi, fibermpi built
+#                           against Debian's Open MPI 4.1 on bookworm and installed there
+#                           (scripts/images --prebuilt: what CI compiled and tested); empty (the
+#                           default): compile it here. The final stage is the same either way.
+ARG BASE_IMAGE=debian:bookworm
+ARG SLIM_IMAGE=debian:bookworm-slim
+
+FROM ${BASE_IMAGE} AS build
+ARG FIBER_PREBUILT=
+RUN if [ -z "$FIBER_PREBUILT" ]; then \
+      apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        build-essential cmake ninja-build pkg-config libopenmpi-dev openmpi-bin \
+        libboost-serialization-dev libhwloc-dev libyaml-cpp-dev \
+        libcurl4-openssl-dev libssl-dev nlohmann-json3-dev \
+      && rm -rf /var/lib/apt/lists/*; \
+    fi
 WORKDIR /src
 COPY . .
-RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFIBER_MPI=openmpi4 \
-      -DFIBER_BUILD_TESTS=OFF -DFIBER_BUILD_BENCH=OFF -DFIBER_BUILD_K8S=OFF \
-      -DCMAKE_INSTALL_PREFIX=/opt/fibermpi \
-    && cmake --build /build \
-    && cmake --install /build
+RUN if [ -n "$FIBER_PREBUILT" ]; then \
+      mkdir -p /opt && cp -a "$FIBER_PREBUILT/opt/fibermpi" /opt/fibermpi; \
+    else \
+      cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFIBER_MPI=openmpi4 \
+        -DFIBER_BUILD_TESTS=OFF -DFIBER_BUILD_BENCH=OFF -DFIBER_BUILD_K8S=OFF \
+        -DCMAKE_INSTALL_PREFIX=/opt/fibermpi \
+      && cmake --build /build \
+      && cmake --install /build --strip; \
+    fi
 
-FROM debian:bookworm-slim
+FROM ${SLIM_IMAGE}
+# Every library the programs of /opt/fibermpi/bin need; the image test checks that each resolves.
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       openmpi-bin libopenmpi3 libboost-serialization1.74.0 libhwloc15 libyaml-cpp0.7 \
       libcurl4 libssl3 ca-certificates procps coreutils \

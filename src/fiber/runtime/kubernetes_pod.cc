@@ -116,6 +116,9 @@ void relaunch_under_mpirun(const KubernetesPod& pod, int argc, char** argv) {
   const char* override_path = std::getenv("FIBER_MPIRUN");
   const std::string mpirun = override_path && *override_path ? override_path : FIBER_MPIRUN;
   const int ranks = pod.role == KubernetesPod::Role::kLauncher ? 1 : pod.slots_per_worker;
+  // mpirun's session directory and the launcher's status file: on a read-only root filesystem
+  // they go to /dev/shm unless the pod mounts a volume on /tmp or sets TMPDIR.
+  bridge::use_writable_temporary_directory();
   std::vector<std::string> words = {mpirun, "--ompi-server", pod.name_service_uri};
   // A rank that dies (a task that crashed its worker) must not take the other ranks of this pod
   // with it: the master runs its tasks elsewhere and keeps the rest. Containers often run as
@@ -129,9 +132,8 @@ void relaunch_under_mpirun(const KubernetesPod& pod, int argc, char** argv) {
   exec_argv.push_back(nullptr);
   std::fflush(nullptr);
   if (pod.role == KubernetesPod::Role::kLauncher) {
-    const char* tmp = std::getenv("TMPDIR");
-    const std::string status_file = std::string(tmp && *tmp ? tmp : "/tmp") +
-                                    "/fibermpi-launcher-" + std::to_string(::getpid()) + ".status";
+    const std::string status_file = bridge::temporary_directory() + "/fibermpi-launcher-" +
+                                    std::to_string(::getpid()) + ".status";
     ::unlink(status_file.c_str());
     ::setenv(kStatusFileVariable, status_file.c_str(), 1);
     const sigset_t forwarded = forwarded_set();
