@@ -103,9 +103,11 @@ TEST(JoinTurns, AListenerOnNoAddressTakesBothFamilies) {
 
 TEST(JoinTurns, OneTurnAtATimeAndAClosedSocketPassesItOn) {
   std::atomic<int> begun{0}, ended{0};
-  JoinTurns turns("127.0.0.1", 60s, [&] { ++begun; }, [&] { ++ended; });
+  JoinTurns turns(
+      "127.0.0.1", 60s, [&] { ++begun; }, [&] { ++ended; });
   const int first = wait_for_join_turn(turns.address(), 10s);
-  auto second = std::async(std::launch::async, [&] { return wait_for_join_turn(turns.address(), 10s); });
+  auto second =
+      std::async(std::launch::async, [&] { return wait_for_join_turn(turns.address(), 10s); });
   EXPECT_EQ(second.wait_for(500ms), std::future_status::timeout);  // waits while the first holds
   ::close(first);
   ASSERT_EQ(second.wait_for(5s), std::future_status::ready);

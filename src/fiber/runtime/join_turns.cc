@@ -66,7 +66,8 @@ JoinTurns::JoinTurns(const std::string& host, std::chrono::seconds turn_limit,
   if (::bind(listener_, reinterpret_cast<sockaddr*>(&where), length) != 0 ||
       ::listen(listener_, 128) != 0 ||
       ::getsockname(listener_, reinterpret_cast<sockaddr*>(&where), &length) != 0) {
-    const std::string why = system_error("fibermpi: cannot listen for join turns at '" + host + "'");
+    const std::string why =
+        system_error("fibermpi: cannot listen for join turns at '" + host + "'");
     ::close(listener_);
     throw Error(why);
   }

@@ -50,9 +50,9 @@ std::string join_turn_address(const std::string& host, int port);
 /// the address and what is wrong with it.
 std::pair<std::string, std::string> split_join_turn_address(const std::string& address);
 
-/// Asks the master at `address` ("host:port", "[v6]:port", a host name of either family) for a turn and waits until it is given, at most
-/// until `limit` has passed. Returns the socket to close once connected; throws fiber::Error
-/// when the master cannot be reached or the wait runs out.
+/// Asks the master at `address` ("host:port", "[v6]:port", a host name of either family) for a turn
+/// and waits until it is given, at most until `limit` has passed. Returns the socket to close once
+/// connected; throws fiber::Error when the master cannot be reached or the wait runs out.
 int wait_for_join_turn(const std::string& address, std::chrono::seconds limit);
 
 }  // namespace fiber::detail

@@ -82,9 +82,8 @@ class ScriptedServer {
           list_route(http, "/api/v1/configmaps", [] { return json::array(); });
           const auto access = [with_launcher_access](std::string api_version, std::string kind) {
             return [=] {
-              return with_launcher_access
-                         ? json::array({owned_launcher_access(api_version, kind)})
-                         : json::array();
+              return with_launcher_access ? json::array({owned_launcher_access(api_version, kind)})
+                                          : json::array();
             };
           };
           list_route(http, "/api/v1/serviceaccounts", access("v1", "ServiceAccount"));
