@@ -108,8 +108,8 @@ FiberJobController::FiberJobController(ApiClient& client, EventRecorder& recorde
 FiberJobController::~FiberJobController() { stop(); }
 
 std::vector<Informer*> FiberJobController::owned_informers() const {
-  return {pods_.get(),          services_.get(), config_maps_.get(),
-          service_accounts_.get(), roles_.get(),    role_bindings_.get()};
+  return {pods_.get(),  services_.get(),     config_maps_.get(), service_accounts_.get(),
+          roles_.get(), role_bindings_.get()};
 }
 
 std::vector<Informer*> FiberJobController::informers() const {
@@ -331,6 +331,15 @@ KeyOutcome FiberJobController::reconcile_key(const std::string& key) {
   observed.launcher_access = {.service_account = ours(*service_accounts_),
                               .role = ours(*roles_),
                               .role_binding = ours(*role_bindings_)};
+  // The program's release list; someone else's ConfigMap of that name is in the way.
+  if (const std::optional<json> release = config_maps_->get(ns, release_config_map_name(name))) {
+    if (is_controlled_by(*release, spec.uid)) {
+      observed.release_config_map = *release;
+    } else {
+      observed.foreign_objects.push_back(
+          ForeignObject{"ConfigMap", release_config_map_name(name), describe_controller(*release)});
+    }
+  }
   observed.now = std::chrono::system_clock::now();
   ReconcilePlan plan = reconcile(spec, observed, options_.reconcile);
   if (plan.read_name_service_log) {

@@ -30,8 +30,9 @@ json build_launcher_service_account(const JobSpec& job) {
 }
 
 json build_launcher_role(const JobSpec& job) {
-  // Exactly what the runtime does: read its job, patch replicas and workersToDelete together, and
-  // scale through /scale. Nothing else, and nothing on any other job.
+  // Exactly what the runtime does: read its job, grow and shrink through /scale, and list the
+  // pods it releases in its release ConfigMap. Nothing else (no write of the job itself: its
+  // worker template, maxReplicas or suspend), and nothing of any other job.
   const json names = json::array({job.name});
   return {{"apiVersion", std::string(kRbacGroup) + "/v1"},
           {"kind", "Role"},
@@ -40,11 +41,15 @@ json build_launcher_role(const JobSpec& job) {
            {{{"apiGroups", {"fibermpi.io"}},
              {"resources", {"fiberjobs"}},
              {"resourceNames", names},
-             {"verbs", {"get", "patch"}}},
+             {"verbs", {"get"}}},
             {{"apiGroups", {"fibermpi.io"}},
              {"resources", {"fiberjobs/scale"}},
              {"resourceNames", names},
-             {"verbs", {"get", "patch", "update"}}}}}};
+             {"verbs", {"get", "patch", "update"}}},
+            {{"apiGroups", {""}},
+             {"resources", {"configmaps"}},
+             {"resourceNames", json::array({release_config_map_name(job.name)})},
+             {"verbs", {"get", "update"}}}}}};
 }
 
 json build_launcher_role_binding(const JobSpec& job) {

@@ -16,6 +16,8 @@ std::string launcher_account_name(std::string_view job) { return std::string(job
 
 std::string config_map_name(std::string_view job) { return std::string(job) + "-config"; }
 
+std::string release_config_map_name(std::string_view job) { return std::string(job) + "-release"; }
+
 std::string worker_pod_name(std::string_view job, int index) {
   return std::string(job) + "-worker-" + std::to_string(index);
 }

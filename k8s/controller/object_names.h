@@ -33,6 +33,8 @@ std::string launcher_pod_name(std::string_view job);
 std::string launcher_account_name(std::string_view job);
 /// "JOB-config": the ConfigMap holding spec.config as fiber.yaml.
 std::string config_map_name(std::string_view job);
+/// "JOB-release": the ConfigMap in which the launcher lists the worker pods it releases.
+std::string release_config_map_name(std::string_view job);
 /// "JOB-worker-INDEX".
 std::string worker_pod_name(std::string_view job, int index);
 /// Label selector of the job's worker pods, written to status.workers.selector for the scale

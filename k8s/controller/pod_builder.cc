@@ -6,6 +6,7 @@
 
 #include "k8s/controller/job_config_map.h"
 #include "k8s/controller/object_names.h"
+#include "k8s/controller/release_list.h"
 
 namespace fiber::k8s::controller {
 namespace {
@@ -141,29 +142,51 @@ json build_service(const JobSpec& job) {
             {"selector", {{std::string(kJobNameLabel), job.name}}}}}};
 }
 
+// The runtime image's user (k8s/docker/runtime.Dockerfile: useradd --uid 1000 fiber).
+constexpr int kRuntimeImageUser = 1000;
+
 json build_name_service_pod(const JobSpec& job, const std::string& image) {
   const std::string name = name_service_pod_name(job.name);
   if (job.name_service_template.is_object()) {
     return pod_from_template(job, name, kNameServiceRole, job.name_service_template);
   }
-  // ompi-server refuses to run as root unless told twice; the runtime image may run as root.
   // Its stdout is a pipe or a file, not a terminal: without line buffering (stdbuf) the URI would
   // stay in its stdio buffer until it exits, and never reach the log the controller reads.
+  // It passes the Pod Security Standard "restricted" (non-root as the runtime image's user,
+  // no privilege escalation, no capabilities, the runtime's default seccomp profile), carries
+  // requests and limits (a namespace with a ResourceQuota refuses pods without them), and gets
+  // no ServiceAccount token: it never talks to the API server. The root opt-in stays for nodes
+  // that run it as root whatever runAsUser says (the development cluster's host-filesystem pods);
+  // ompi-server ignores it otherwise.
   const json container = {
       {"name", "name-service"},
       {"image", image},
       {"command", {"stdbuf", "-oL", "ompi-server", "--no-daemonize", "-r", "-"}},
       {"env",
        {value_env("OMPI_ALLOW_RUN_AS_ROOT", "1"),
-        value_env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")}}};
-  const json pod_template = {{"spec", {{"containers", json::array({container})}}}};
+        value_env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")}},
+      {"resources",
+       {{"requests", {{"cpu", "50m"}, {"memory", "64Mi"}}},
+        {"limits", {{"cpu", "500m"}, {"memory", "256Mi"}}}}},
+      {"securityContext",
+       {{"allowPrivilegeEscalation", false}, {"capabilities", {{"drop", {"ALL"}}}}}}};
+  const json pod_template = {{"spec",
+                              {{"containers", json::array({container})},
+                               {"automountServiceAccountToken", false},
+                               {"securityContext",
+                                {{"runAsNonRoot", true},
+                                 {"runAsUser", kRuntimeImageUser},
+                                 {"runAsGroup", kRuntimeImageUser},
+                                 {"seccompProfile", {{"type", "RuntimeDefault"}}}}}}}};
   return pod_from_template(job, name, kNameServiceRole, pod_template);
 }
 
 json build_launcher_pod(const JobSpec& job, const std::string& uri) {
   json pod =
       pod_from_template(job, launcher_pod_name(job.name), kLauncherRole, job.launcher_template);
-  add_environment_to_containers(pod, fiber_environment(job, kLauncherRole, uri));
+  std::vector<json> environment = fiber_environment(job, kLauncherRole, uri);
+  environment.push_back(value_env(kReleaseListVariable, release_config_map_name(job.name)));
+  add_environment_to_containers(pod, environment);
   json& spec = pod["spec"];
   // The program talks to the API server as its own account, which may touch only this job.
   if (!spec.contains("serviceAccountName") && !spec.contains("serviceAccount")) {
@@ -189,6 +212,11 @@ json build_worker_pod(const JobSpec& job, int index, const std::string& uri) {
   add_environment_to_containers(pod, environment);
   take_launcher_command(pod, job);
   if (job.config) mount_config_map(pod, job);
+  // Workers never talk to the API server (the launcher asks for and releases pods): no token in
+  // them unless their template asks for one.
+  if (!pod["spec"].contains("automountServiceAccountToken")) {
+    pod["spec"]["automountServiceAccountToken"] = false;
+  }
   return pod;
 }
 

@@ -9,6 +9,7 @@
 #include "k8s/controller/launcher_access.h"
 #include "k8s/controller/object_names.h"
 #include "k8s/controller/pod_view.h"
+#include "k8s/controller/release_list.h"
 
 namespace fiber::k8s::controller {
 namespace {
@@ -90,6 +91,17 @@ class Pass {
 
   Pass(const JobSpec& job, const ObservedState& observed, const ReconcileSettings& settings)
       : job_(job), observed_(observed), settings_(settings), now_(format_time(observed.now)) {
+    // Released pods: named by people in spec.workers.workersToDelete, or by the program in its
+    // release ConfigMap.
+    to_delete_ = job.workers_to_delete;
+    std::vector<std::string> refused;
+    for (const std::string& name : parse_release_list(observed.release_config_map, refused))
+      to_delete_.insert(name);
+    for (const std::string& why : refused) {
+      plan_.events.push_back(JobEvent{
+          true, "InvalidReleaseList",
+          "ConfigMap " + release_config_map_name(job.name) + ": " + why + "; the line is ignored"});
+    }
     plan_.status = observed.status.is_object() ? observed.status : json::object();
     for (const json& pod : observed.pods) {
       PodView view = view_pod(pod);
@@ -236,6 +248,9 @@ class Pass {
   // creations of a plan are made in order), and again in any pass that finds one missing (a
   // create that failed, one deleted by hand): without them the program gets 403 from the API.
   void ensure_launcher_access() {
+    // The release list first: the launcher's Role names it, and the program writes it.
+    if (!observed_.release_config_map.is_object())
+      plan_.creations.push_back(build_release_config_map(job_));
     const LauncherAccess& access = observed_.launcher_access;
     if (!access.service_account) plan_.creations.push_back(build_launcher_service_account(job_));
     if (!access.role) plan_.creations.push_back(build_launcher_role(job_));
@@ -451,7 +466,7 @@ class Pass {
       }
     }
     std::int64_t released = 0;
-    for (const std::string& name : job_.workers_to_delete) {
+    for (const std::string& name : to_delete_) {
       if (excused_before.contains(name) || !is_worker_name(name)) continue;
       const bool live = std::any_of(workers_.begin(), workers_.end(), [&](const PodView& pod) {
         return pod.name == name && pod.live();
@@ -483,7 +498,7 @@ class Pass {
     // Names for the message: finished pods and pods deleted by someone else, except released ones.
     std::vector<std::string> names;
     for (const PodView& pod : workers_) {
-      if (pod.live() || job_.workers_to_delete.contains(pod.name)) continue;
+      if (pod.live() || to_delete_.contains(pod.name)) continue;
       names.push_back(pod.name + " (" + (pod.finished() ? pod.phase : std::string("deleted")) +
                       ")");
     }
@@ -530,8 +545,11 @@ class Pass {
     std::vector<const PodView*> highest_first(live.rbegin(), live.rend());
     for (const PodView* pod : highest_first) {
       if (excess == 0) break;
-      if (job_.workers_to_delete.contains(pod->name)) {
-        delete_pod(*pod, "scale down: named in spec.workers.workersToDelete");
+      if (to_delete_.contains(pod->name)) {
+        delete_pod(*pod, job_.workers_to_delete.contains(pod->name)
+                             ? "scale down: named in spec.workers.workersToDelete"
+                             : "scale down: released by the program (ConfigMap " +
+                                   release_config_map_name(job_.name) + ")");
         --excess;
       }
     }
@@ -559,7 +577,7 @@ class Pass {
       if (pod.ready) ++counts.ready;
     }
     json released = json::array();
-    for (const std::string& name : job_.workers_to_delete) {
+    for (const std::string& name : to_delete_) {
       if (!is_worker_name(name)) continue;
       const bool counted = std::any_of(workers_.begin(), workers_.end(), [&](const PodView& pod) {
         return pod.name == name && pod.live() && !deleting(pod);
@@ -652,6 +670,8 @@ class Pass {
   const ReconcileSettings& settings_;
   const std::string now_;
   ReconcilePlan plan_;
+  // Worker pods released: spec.workers.workersToDelete and the release ConfigMap's list.
+  std::set<std::string> to_delete_;
   std::optional<PodView> name_service_;
   std::optional<PodView> launcher_;
   std::vector<PodView> workers_;

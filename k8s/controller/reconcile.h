@@ -48,6 +48,8 @@ struct ObservedState {
   /// Objects with the job's names that the job does not control, besides the pods in `pods`
   /// (which the reconciler checks itself). While there is any, nothing is created for the job.
   std::vector<ForeignObject> foreign_objects;
+  /// The job's release ConfigMap NAME-release (controlled by the job), or null when there is none.
+  nlohmann::json release_config_map;
   /// The launcher's account and Role; a missing one is created in every pass of a running job.
   LauncherAccess launcher_access;
   /// The URI read from the name-service pod's log, when the controller read it for this pass.

@@ -1,6 +1,7 @@
 #include "fiber/master/fiberjob_scaler.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -25,13 +26,7 @@ FiberJobScaler::Workers workers_of(const json& job) {
   workers.replicas = spec.value("replicas", 0);
   workers.min_replicas = spec.value("minReplicas", 0);
   workers.max_replicas = spec.value("maxReplicas", 0);
-  for (const auto& name : spec.value("workersToDelete", json::array()))
-    if (name.is_string()) workers.to_delete.push_back(name.get<std::string>());
   return workers;
-}
-
-std::string resource_version(const json& object) {
-  return object.at("metadata").at("resourceVersion").get<std::string>();
 }
 
 k8s::ClusterAccess cluster_access() {
@@ -78,14 +73,54 @@ FiberJobScaler::Workers FiberJobScaler::grow(int held, int more) {
   }
 }
 
+// The program's release list: ConfigMap NAME-release, key workersToDelete, a pod name a line.
+// The controller creates it with the job; the launcher's Role may get and update it alone.
+namespace {
+
+constexpr const char* kReleaseListKey = "workersToDelete";
+
+k8s::ResourceRef config_maps_ref(const std::string& ns) { return {"", "v1", "configmaps", ns}; }
+
+std::string release_list_name(const std::string& job) {
+  const char* named = std::getenv("FIBER_K8S_RELEASE_CONFIG_MAP");
+  return named && *named ? named : job + "-release";
+}
+
+std::set<std::string> listed_names(const json& config_map) {
+  std::set<std::string> names;
+  const json::json_pointer pointer(std::string("/data/") + kReleaseListKey);
+  if (!config_map.contains(pointer) || !config_map.at(pointer).is_string()) return names;
+  const std::string text = config_map.at(pointer).get<std::string>();
+  for (size_t begin = 0; begin < text.size();) {
+    const size_t end = std::min(text.find('\n', begin), text.size());
+    if (end > begin) names.insert(text.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  return names;
+}
+
+std::string list_text(const std::set<std::string>& names) {
+  std::string text;
+  for (const auto& name : names) text += name + "\n";
+  return text;
+}
+
+}  // namespace
+
 std::vector<std::string> FiberJobScaler::release(const std::vector<std::string>& pods, int held) {
-  const auto ref = k8s::fiberjobs_ref(ns_);
+  const auto jobs = k8s::fiberjobs_ref(ns_);
+  const auto lists = config_maps_ref(ns_);
+  const std::string list_name = release_list_name(job_);
+  std::vector<std::string> released;
+  int left = held;
+  // First the list, then the size: the controller, seeing fewer replicas, deletes the listed
+  // pods first, so it must see them listed by then (the other order could delete a busy pod).
   for (int attempt = 1;; ++attempt) {
-    json job = client_->get(ref, job_);
-    Workers workers = workers_of(job);
-    std::set<std::string> names(workers.to_delete.begin(), workers.to_delete.end());
-    std::vector<std::string> released;
-    int left = held;
+    const Workers workers = workers_of(client_->get(jobs, job_));
+    json list = client_->get(lists, list_name);
+    std::set<std::string> names = listed_names(list);
+    released.clear();
+    left = held;
     for (const auto& pod : pods) {
       if (left <= workers.min_replicas) break;
       if (names.insert(pod).second) {
@@ -94,37 +129,43 @@ std::vector<std::string> FiberJobScaler::release(const std::vector<std::string>&
       }
     }
     if (released.empty()) return {};
-    // Replicas above the pods left would make the controller replace the released ones; below
-    // (a `kubectl scale` down from outside) they stay as they are.
-    const int replicas = std::min(workers.replicas, left);
-    json patch = {
-        {"metadata", {{"resourceVersion", resource_version(job)}}},
-        {"spec",
-         {{"workers",
-           {{"replicas", replicas},
-            {"workersToDelete", std::vector<std::string>(names.begin(), names.end())}}}}}};
+    list["data"][kReleaseListKey] = list_text(names);
     try {
-      client_->patch(ref, job_, patch);
-      return released;
+      client_->replace(lists, list);  // with its resourceVersion: a concurrent write is a 409
+      break;
     } catch (const k8s::ApiError& e) {
       if (!e.is_conflict() || attempt >= kWriteAttempts) throw;
     }
   }
+  // Replicas above the pods left would make the controller replace the released ones; below
+  // (a `kubectl scale` down from outside) they stay as they are.
+  for (int attempt = 1;; ++attempt) {
+    json scale = client_->get(jobs, job_, "scale");
+    const int replicas = scale.value("spec", json::object()).value("replicas", 0);
+    if (replicas <= left) break;
+    scale["spec"]["replicas"] = left;
+    try {
+      client_->request("PUT", jobs.object_path(job_, "scale"), {}, scale.dump());
+      break;
+    } catch (const k8s::ApiError& e) {
+      if (!e.is_conflict() || attempt >= kWriteAttempts) throw;
+    }
+  }
+  return released;
 }
 
 void FiberJobScaler::forget(const std::vector<std::string>& pods) {
-  const auto ref = k8s::fiberjobs_ref(ns_);
+  const auto lists = config_maps_ref(ns_);
+  const std::string list_name = release_list_name(job_);
   for (int attempt = 1;; ++attempt) {
-    json job = client_->get(ref, job_);
-    Workers workers = workers_of(job);
-    std::vector<std::string> kept;
-    for (const auto& name : workers.to_delete)
-      if (std::find(pods.begin(), pods.end(), name) == pods.end()) kept.push_back(name);
-    if (kept.size() == workers.to_delete.size()) return;
-    json patch = {{"metadata", {{"resourceVersion", resource_version(job)}}},
-                  {"spec", {{"workers", {{"workersToDelete", kept}}}}}};
+    json list = client_->get(lists, list_name);
+    std::set<std::string> names = listed_names(list);
+    bool changed = false;
+    for (const auto& pod : pods) changed |= names.erase(pod) > 0;
+    if (!changed) return;
+    list["data"][kReleaseListKey] = list_text(names);
     try {
-      client_->patch(ref, job_, patch);
+      client_->replace(lists, list);
       return;
     } catch (const k8s::ApiError& e) {
       if (!e.is_conflict() || attempt >= kWriteAttempts) throw;

@@ -1,5 +1,6 @@
 // The launcher's requests to Kubernetes about its own FiberJob: how many worker pods it asks for
-// (the scale subresource) and which pods it releases (spec.workers.workersToDelete). Every write
+// (the scale subresource) and which pods it releases (listed in the job's release ConfigMap,
+// NAME-release: the launcher's Role may not write the job itself). Every write
 // carries the resourceVersion it was computed from, so a concurrent `kubectl scale` or controller
 // is never overwritten: on a conflict it reads again and recomputes. Runs as the job's own
 // service account, whose Role allows exactly these requests on this one FiberJob. No MPI.
@@ -23,7 +24,6 @@ class FiberJobScaler {
     int replicas = 0;
     int min_replicas = 0;
     int max_replicas = 0;
-    std::vector<std::string> to_delete;  ///< spec.workers.workersToDelete
   };
 
   /// Talks to the API server of the pod this runs in (its service account), or, outside a pod,
@@ -40,12 +40,11 @@ class FiberJobScaler {
   /// just before the write (so a `kubectl scale` meanwhile is neither undone nor doubled).
   /// Returns the spec as written (or as found, when it asks for enough already).
   Workers grow(int held, int more);
-  /// Names `pods` (of the `held` pods whose workers joined) in workersToDelete and lowers
-  /// replicas to at most the pods left, in one write, so the controller deletes exactly those
-  /// and replaces none of them; pods that would leave fewer than minReplicas stay. Returns the
-  /// pods released.
+  /// Lists `pods` (of the `held` pods whose workers joined) in the release ConfigMap, then lowers
+  /// replicas to at most the pods left, so the controller deletes exactly those and replaces none
+  /// of them; pods that would leave fewer than minReplicas stay. Returns the pods released.
   std::vector<std::string> release(const std::vector<std::string>& pods, int held);
-  /// Takes `pods` (released earlier and gone now) out of workersToDelete.
+  /// Takes `pods` (released earlier and gone now) out of the release ConfigMap.
   void forget(const std::vector<std::string>& pods);
 
   /// "FiberJob <ns>/<name>"

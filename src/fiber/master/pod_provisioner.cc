@@ -148,7 +148,7 @@ void PodProvisioner::carry_out(Plan& plan, std::unique_lock<std::mutex>& lock) {
       scaler_->forget(pod_names(plan.forget));
       forgotten = true;
     } catch (const std::exception& e) {
-      report("cannot clear workersToDelete of " + scaler_->describe(), e);
+      report("cannot clear the release list of " + scaler_->describe(), e);
     }
   }
   lock.lock();

@@ -65,6 +65,17 @@ TEST(PodBuilder, DefaultNameServicePod) {
             (json{"stdbuf", "-oL", "ompi-server", "--no-daemonize", "-r", "-"}));
   EXPECT_EQ(env_of(container)["OMPI_ALLOW_RUN_AS_ROOT"]["value"], "1");
   EXPECT_EQ(env_of(container)["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"]["value"], "1");
+  // Pod Security "restricted", requests and limits for a ResourceQuota, no API token.
+  EXPECT_EQ(pod["spec"]["securityContext"],
+            (json{{"runAsNonRoot", true},
+                  {"runAsUser", 1000},
+                  {"runAsGroup", 1000},
+                  {"seccompProfile", {{"type", "RuntimeDefault"}}}}));
+  EXPECT_EQ(container["securityContext"],
+            (json{{"allowPrivilegeEscalation", false}, {"capabilities", {{"drop", {"ALL"}}}}}));
+  EXPECT_EQ(container["resources"], (json{{"requests", {{"cpu", "50m"}, {"memory", "64Mi"}}},
+                                          {"limits", {{"cpu", "500m"}, {"memory", "256Mi"}}}}));
+  EXPECT_EQ(pod["spec"]["automountServiceAccountToken"], false);
 }
 
 TEST(PodBuilder, NameServiceTemplateOverridesTheDefault) {
@@ -97,6 +108,7 @@ TEST(PodBuilder, LauncherFromItsTemplateWithOurLabelsAndEnvironment) {
                         {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.uid"}}}}}},
                        {{"name", "FIBER_K8S_POD_IP"},
                         {"valueFrom", {{"fieldRef", {{"fieldPath", "status.podIP"}}}}}},
+                       {{"name", "FIBER_K8S_RELEASE_CONFIG_MAP"}, {"value", "pi-release"}},
                        {{"name", "FIBER_SLOTS_PER_WORKER"}, {"value", "9"}},
                        {{"name", "X"}, {"value", "$(FIBER_K8S_JOB)"}}}));
 }
@@ -170,6 +182,15 @@ TEST(PodBuilder, AWorkerWithoutACommandRunsTheLaunchersProgram) {
   EXPECT_EQ(build_worker_pod(spec, 0, "u")["spec"]["containers"][0]["command"], (json{"own"}));
 }
 
+TEST(PodBuilder, WorkersGetNoApiTokenUnlessTheirTemplateAsks) {
+  EXPECT_EQ(build_worker_pod(job(), 0, "uri")["spec"]["automountServiceAccountToken"], false);
+  JobSpec spec = job();
+  spec.worker_template["spec"]["automountServiceAccountToken"] = true;
+  EXPECT_EQ(build_worker_pod(spec, 0, "uri")["spec"]["automountServiceAccountToken"], true);
+  // The launcher keeps its token: it asks the API for pods.
+  EXPECT_FALSE(build_launcher_pod(job(), "uri")["spec"].contains("automountServiceAccountToken"));
+}
+
 TEST(PodBuilder, WorkersNeverRestartInPlace) {
   JobSpec spec = job();
   spec.worker_template["spec"]["restartPolicy"] = "Always";
@@ -190,11 +211,15 @@ TEST(LauncherAccess, AccountRoleAndBindingLimitedToTheJob) {
   EXPECT_EQ(role["rules"], (json{{{"apiGroups", {"fibermpi.io"}},
                                   {"resources", {"fiberjobs"}},
                                   {"resourceNames", {"pi"}},
-                                  {"verbs", {"get", "patch"}}},
+                                  {"verbs", {"get"}}},
                                  {{"apiGroups", {"fibermpi.io"}},
                                   {"resources", {"fiberjobs/scale"}},
                                   {"resourceNames", {"pi"}},
-                                  {"verbs", {"get", "patch", "update"}}}}));
+                                  {"verbs", {"get", "patch", "update"}}},
+                                 {{"apiGroups", {""}},
+                                  {"resources", {"configmaps"}},
+                                  {"resourceNames", {"pi-release"}},
+                                  {"verbs", {"get", "update"}}}}));
 
   const json binding = build_launcher_role_binding(job());
   EXPECT_EQ(

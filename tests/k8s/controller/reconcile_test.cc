@@ -1,10 +1,13 @@
 #include "k8s/controller/reconcile.h"
 
+#include "k8s/controller/release_list.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
 #include "k8s/controller/conditions.h"
+#include "k8s/controller/release_list.h"
 
 namespace fiber::k8s::controller {
 namespace {
@@ -93,15 +96,24 @@ std::vector<json> running_job_pods(int workers) {
 
 constexpr LauncherAccess kAllAccess = {.service_account = true, .role = true, .role_binding = true};
 
-// A pass over a job whose Service and launcher access exist (created by an earlier pass).
+// The job's release ConfigMap listing `names` (the launcher's writes).
+json release_list(const JobSpec& spec, const std::string& names = "") {
+  json config_map = build_release_config_map(spec);
+  config_map["data"][kReleaseListKey] = names;
+  return config_map;
+}
+
+// A pass over a job whose Service, release list and launcher access exist (created by an earlier
+// pass); `release` replaces its empty release list.
 ReconcilePlan run(const JobSpec& spec, json status, std::vector<json> pods,
                   std::optional<std::string> uri_from_log = std::nullopt,
-                  LauncherAccess access = kAllAccess) {
+                  LauncherAccess access = kAllAccess, std::optional<json> release = std::nullopt) {
   ObservedState observed;
   observed.status = std::move(status);
   observed.pods = std::move(pods);
   observed.service_exists = true;
   observed.launcher_access = access;
+  observed.release_config_map = release ? *release : release_list(spec);
   observed.name_service_uri_from_log = std::move(uri_from_log);
   observed.now = kNow;
   return reconcile(spec, observed, ReconcileSettings{"runtime:test"});
@@ -123,8 +135,8 @@ std::vector<std::string> created_names(const ReconcilePlan& plan) {
   return names;
 }
 
-const std::vector<std::string> kLauncherAccess = {
-    "ServiceAccount/pi-launcher", "Role/pi-launcher", "RoleBinding/pi-launcher"};
+const std::vector<std::string> kLauncherAccess = {"ServiceAccount/pi-launcher", "Role/pi-launcher",
+                                                  "RoleBinding/pi-launcher"};
 
 std::vector<std::string> deleted_names(const ReconcilePlan& plan) {
   std::vector<std::string> names;
@@ -152,8 +164,9 @@ TEST(Reconcile, NewJobGetsServiceAndNameServiceOnly) {
   const ReconcilePlan plan = reconcile(job(), observed, ReconcileSettings{"runtime:test"});
   // The launcher's account and Role come first, long before its pod: a create that fails is made
   // again by the passes that wait for the name service.
-  EXPECT_EQ(created_names(plan), (Names{"pi", "ServiceAccount/pi-launcher", "Role/pi-launcher",
-                                        "RoleBinding/pi-launcher", "pi-nameservice"}));
+  EXPECT_EQ(created_names(plan),
+            (Names{"pi", "ConfigMap/pi-release", "ServiceAccount/pi-launcher", "Role/pi-launcher",
+                   "RoleBinding/pi-launcher", "pi-nameservice"}));
   EXPECT_EQ(plan.creations[0]["kind"], "Service");
   EXPECT_TRUE(plan.deletions.empty());
   EXPECT_EQ(plan.status["phase"], "Pending");
@@ -416,6 +429,41 @@ TEST(Reconcile, ShrinkingDeletesNamedPodsFirstThenUnreadyHighestIndexFirst) {
   EXPECT_EQ(plan.status["workerReplacements"], 0);
 }
 
+TEST(Reconcile, PodsTheProgramListsInItsReleaseConfigMapAreDeletedFirstOnScaleDown) {
+  // The launcher may not write its job's spec: it names the pods it gives back in NAME-release,
+  // one a line, and lowers replicas through /scale. A line that is no pod name is reported and
+  // left out; the others count.
+  const JobSpec spec = job({{"replicas", 1}, {"workersToDelete", {"pi-worker-2"}}});
+  const json release = release_list(spec, "pi-worker-0\n  pi-worker-1 \nNot_A_Pod\n\n");
+  const ReconcilePlan plan =
+      run(spec, ready_status(4), running_job_pods(4), std::nullopt, kAllAccess, release);
+  EXPECT_EQ(deleted_names(plan), (Names{"pi-worker-2", "pi-worker-1", "pi-worker-0"}));
+  ASSERT_EQ(plan.deletions.size(), 3u);
+  EXPECT_EQ(plan.deletions[0].reason, "scale down: named in spec.workers.workersToDelete");
+  EXPECT_EQ(plan.deletions[1].reason, "scale down: released by the program (ConfigMap pi-release)");
+  EXPECT_TRUE(plan.creations.empty());
+  ASSERT_EQ(plan.events.size(), 1u);
+  EXPECT_EQ(plan.events[0], (JobEvent{true, "InvalidReleaseList",
+                                      "ConfigMap pi-release: 'Not_A_Pod' is not a pod name; the "
+                                      "line is ignored"}));
+  // Once they are gone, the released ones are no loss.
+  const ReconcilePlan after = next_pass(spec, plan, running_job_pods(1));
+  EXPECT_EQ(after.status["workerReplacements"], 0);
+}
+
+TEST(Reconcile, AMissingReleaseConfigMapIsCreatedAgain) {
+  ObservedState observed;
+  observed.status = ready_status(1);
+  observed.pods = running_job_pods(1);
+  observed.service_exists = true;
+  observed.launcher_access = kAllAccess;
+  observed.now = kNow;
+  const ReconcilePlan plan = reconcile(job(), observed, ReconcileSettings{"runtime:test"});
+  EXPECT_EQ(created_names(plan), (Names{"ConfigMap/pi-release"}));
+  EXPECT_EQ(plan.creations[0]["data"], (json{{"workersToDelete", ""}}));
+  EXPECT_EQ(plan.creations[0]["metadata"]["labels"]["fibermpi.io/job-name"], "pi");
+}
+
 TEST(Reconcile, ShrinkingNeverDeletesAWorkerInUse) {
   const ReconcilePlan plan = run(job({{"replicas", 1}}), ready_status(3), running_job_pods(3));
   EXPECT_TRUE(plan.deletions.empty());
@@ -673,9 +721,9 @@ TEST(Reconcile, SpecConfigGetsAConfigMapCreatedFirstAndRewrittenWhenItChanges) {
   observed.now = kNow;
   const ReconcilePlan plan =
       reconcile(job_with_config("pool_size: 4\n"), observed, ReconcileSettings{"runtime:test"});
-  EXPECT_EQ(created_names(plan),
-            (Names{"pi", "ConfigMap/pi-config", "ServiceAccount/pi-launcher", "Role/pi-launcher",
-                   "RoleBinding/pi-launcher", "pi-nameservice"}));
+  EXPECT_EQ(created_names(plan), (Names{"pi", "ConfigMap/pi-config", "ConfigMap/pi-release",
+                                        "ServiceAccount/pi-launcher", "Role/pi-launcher",
+                                        "RoleBinding/pi-launcher", "pi-nameservice"}));
   EXPECT_EQ(plan.creations[1]["data"]["fiber.yaml"], "pool_size: 4\n");
 
   json config_map = plan.creations[1];
@@ -683,6 +731,7 @@ TEST(Reconcile, SpecConfigGetsAConfigMapCreatedFirstAndRewrittenWhenItChanges) {
   observed.config_map = config_map;
   observed.service_exists = true;
   observed.launcher_access = kAllAccess;
+  observed.release_config_map = release_list(job_with_config("pool_size: 4\n"));
   const ReconcilePlan same =
       reconcile(job_with_config("pool_size: 4\n"), observed, ReconcileSettings{"runtime:test"});
   EXPECT_TRUE(same.updates.empty());

@@ -250,6 +250,25 @@ def test_scale_down_deletes_the_named_worker_only(cluster: Cluster, controller: 
     assert {"sc-worker-0", "sc-worker-2"} <= set(cluster.pods())
 
 
+def test_scale_down_deletes_the_workers_the_program_lists_in_its_release_config_map(
+        cluster: Cluster, controller: Controller) -> None:
+    """The program's way: the pod names in NAME-release (written with its resourceVersion), then a lower
+    scale; a line that is no pod name is a warning Event and nothing else."""
+    start_job(cluster, "rl", 3)
+    path = "/api/v1/namespaces/default/configmaps/rl-release"
+    release = cluster.get(path)
+    release["data"] = {"workersToDelete": "rl-worker-0\nNOT A POD\n"}
+    cluster.call("PUT", path, release)
+    scale = cluster.call("GET", f"{JOBS}/rl/scale")
+    scale["spec"]["replicas"] = 2
+    cluster.call("PUT", f"{JOBS}/rl/scale", scale)
+    wait_for("the listed worker gone", lambda: "rl-worker-0" not in cluster.pods())
+    assert {"rl-worker-1", "rl-worker-2"} <= set(cluster.pods())
+    wait_for("the InvalidReleaseList Event", lambda: any(
+        reason == "InvalidReleaseList" and "'NOT A POD' is not a pod name" in message
+        for reason, message in cluster.events()))
+
+
 def test_finished_job_is_deleted_after_its_ttl(cluster: Cluster, controller: Controller) -> None:
     start_job(cluster, "ttl", 1, ttlSecondsAfterFinished=1)
     cluster.set_phase("ttl-launcher", "Succeeded", exit_code=0)
@@ -397,9 +416,13 @@ def test_launcher_account_role_binding_and_config_map(cluster: Cluster, controll
         (owner,) = owned["metadata"]["ownerReferences"]
         assert owner["uid"] == job_uid and owner["controller"] is True
     assert role["rules"] == [
-        {"apiGroups": ["fibermpi.io"], "resources": ["fiberjobs"], "resourceNames": ["cf"], "verbs": ["get", "patch"]},
+        {"apiGroups": ["fibermpi.io"], "resources": ["fiberjobs"], "resourceNames": ["cf"], "verbs": ["get"]},
         {"apiGroups": ["fibermpi.io"], "resources": ["fiberjobs/scale"], "resourceNames": ["cf"],
-         "verbs": ["get", "patch", "update"]}]
+         "verbs": ["get", "patch", "update"]},
+        {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["cf-release"], "verbs": ["get", "update"]}]
+    release = cluster.get("/api/v1/namespaces/default/configmaps/cf-release")
+    assert release is not None and release["data"] == {"workersToDelete": ""}
+    assert release["metadata"]["ownerReferences"][0]["uid"] == job_uid
     assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "cf-launcher"}
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "cf-launcher", "namespace": "default"}]
 

@@ -174,7 +174,7 @@ def test_a_sample_job_runs_scales_and_gets_lost_workers_back(cluster: Cluster, v
         owned = cluster.get(kind, f"{name}-launcher")
         assert owned["metadata"]["ownerReferences"][0]["uid"] == job["metadata"]["uid"], owned
     assert {rule["resources"][0]: rule.get("resourceNames") for rule in cluster.get("role", f"{name}-launcher")[
-        "rules"]} == {"fiberjobs": [name], "fiberjobs/scale": [name]}
+        "rules"]} == {"fiberjobs": [name], "fiberjobs/scale": [name], "configmaps": [f"{name}-release"]}
 
     assert "scaled" in cluster.kubectl(version, "scale", f"fj/{name}", "--replicas=4").stdout
     wait_until("4 ready workers", lambda: len(running(cluster.pods(name, "worker"))) == 4
@@ -254,6 +254,20 @@ test "$(code -X PATCH -H 'Content-Type: application/merge-patch+json' -d '{"spec
   "$JOBS/$FIBER_K8S_JOB/scale")" = 200 || fail "PATCH own scale"
 test "$(code "$JOBS/another-job")" = 403 || fail "GET another job not refused"
 test "$(code -X DELETE "$JOBS/$FIBER_K8S_JOB")" = 403 || fail "DELETE own job not refused"
+# Its own job's spec is not the launcher's to write: not the worker template, not maxReplicas.
+test "$(code -X PATCH -H 'Content-Type: application/merge-patch+json' \
+  -d '{"spec":{"workers":{"template":{"spec":{"serviceAccountName":"default","containers":[{"name":"w","image":"x","securityContext":{"privileged":true}}]}}}}}' \
+  "$JOBS/$FIBER_K8S_JOB")" = 403 || fail "PATCH of the worker template not refused"
+test "$(code -X PATCH -H 'Content-Type: application/merge-patch+json' -d '{"spec":{"workers":{"maxReplicas":99}}}' \
+  "$JOBS/$FIBER_K8S_JOB")" = 403 || fail "PATCH of maxReplicas not refused"
+# It releases pods through its release ConfigMap: get and update (PUT) that one, nothing else.
+test "$FIBER_K8S_RELEASE_CONFIG_MAP" = "$FIBER_K8S_JOB-release" || fail "FIBER_K8S_RELEASE_CONFIG_MAP is '$FIBER_K8S_RELEASE_CONFIG_MAP'"
+MAPS="https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT/api/v1/namespaces/$FIBER_K8S_NAMESPACE/configmaps"
+LIST=$(curl -s --cacert "$SA/ca.crt" -H "Authorization: Bearer $(cat "$SA/token")" "$MAPS/$FIBER_K8S_RELEASE_CONFIG_MAP")
+test "$(code -X PUT -H 'Content-Type: application/json' -d "$LIST" "$MAPS/$FIBER_K8S_RELEASE_CONFIG_MAP")" = 200 || fail "PUT of the release list"
+test "$(code -X PATCH -H 'Content-Type: application/merge-patch+json' -d '{"data":{"x":"y"}}' \
+  "$MAPS/$FIBER_K8S_RELEASE_CONFIG_MAP")" = 403 || fail "PATCH of the release list not refused"
+test "$(code "$MAPS/$FIBER_K8S_JOB-config")" = 403 || fail "GET of another ConfigMap not refused"
 echo "config and access as expected"
 """
 

@@ -110,14 +110,16 @@ def test_rbac_names_exact_resources_and_verbs(rendered):
         assert need in granted, need
     # What it never does: touch secrets, change a job's spec, write pods in place.
     for never in [("", "secrets", "get"), ("fibermpi.io", "fiberjobs", "update"),
+                  ("fibermpi.io", "fiberjobs", "patch"),
                   ("fibermpi.io", "fiberjobs", "create"), ("", "pods", "update"), ("", "pods", "patch")]:
         assert never not in granted, never
 
 
 # What the controller's per-job launcher Role (NAME-launcher) grants, limited to the job by name.
-LAUNCHER_ROLE_GRANTS = [("fibermpi.io", "fiberjobs", "get"), ("fibermpi.io", "fiberjobs", "patch"),
+LAUNCHER_ROLE_GRANTS = [("fibermpi.io", "fiberjobs", "get"),
                         ("fibermpi.io", "fiberjobs/scale", "get"), ("fibermpi.io", "fiberjobs/scale", "patch"),
-                        ("fibermpi.io", "fiberjobs/scale", "update")]
+                        ("fibermpi.io", "fiberjobs/scale", "update"),
+                        ("", "configmaps", "get"), ("", "configmaps", "update")]
 
 
 def test_the_controller_holds_what_the_launcher_role_it_creates_grants(rendered):

@@ -139,9 +139,10 @@ class Watch:
 
 
 class PodRecorder:
-    """Watches a job's worker pods and spec: every worker pod seen alive, when it first was and when it
-    went (deleted or deletion begun), the most alive at once, every name workersToDelete held, and when
-    the launcher ended."""
+    """Watches a job's worker pods, spec and release list: every worker pod seen alive, when it first was
+    and when it went (deleted or deletion begun), the most alive at once, every name the program listed
+    in its release ConfigMap (NAME-release) or someone put in workersToDelete, and when the launcher
+    ended."""
 
     def __init__(self, cluster: Cluster, job: str):
         self.first_seen: dict[str, float] = {}
@@ -154,7 +155,15 @@ class PodRecorder:
         self.job = job
         self.watches = [
             Watch(cluster, ["pods", "-l", f"fibermpi.io/job-name={job},fibermpi.io/role=worker"], self._on_pod),
-            Watch(cluster, ["fiberjobs"], self._on_job)]
+            Watch(cluster, ["fiberjobs"], self._on_job),
+            Watch(cluster, ["configmaps", "-l", f"fibermpi.io/job-name={job}"], self._on_config_map)]
+
+    def _on_config_map(self, kind: str, config_map: dict, now: float) -> None:
+        if config_map.get("kind") != "ConfigMap" or config_map["metadata"]["name"] != f"{self.job}-release":
+            return
+        with self.lock:
+            listed = (config_map.get("data") or {}).get("workersToDelete", "")
+            self.named.update(line for line in listed.splitlines() if line)
 
     def _on_pod(self, kind: str, pod: dict, now: float) -> None:
         if pod.get("kind") != "Pod":

@@ -1,0 +1,57 @@
+#include "k8s/controller/release_list.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "k8s/controller/object_names.h"
+#include "k8s/controller/pod_builder.h"
+
+namespace fiber::k8s::controller {
+namespace {
+
+using nlohmann::json;
+
+// A DNS-1123 subdomain, what the API server allows as a pod's name.
+bool is_pod_name(const std::string& name) {
+  if (name.empty() || name.size() > 253) return false;
+  const auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (!alnum(name.front()) || !alnum(name.back())) return false;
+  return std::all_of(name.begin(), name.end(),
+                     [&](char c) { return alnum(c) || c == '-' || c == '.'; });
+}
+
+}  // namespace
+
+json build_release_config_map(const JobSpec& job) {
+  return {{"apiVersion", "v1"},
+          {"kind", "ConfigMap"},
+          {"metadata",
+           {{"name", release_config_map_name(job.name)},
+            {"namespace", job.ns},
+            {"labels", {{std::string(kJobNameLabel), job.name}}},
+            {"ownerReferences", json::array({owner_reference(job)})}}},
+          {"data", {{kReleaseListKey, ""}}}};
+}
+
+std::set<std::string> parse_release_list(const json& config_map,
+                                         std::vector<std::string>& refused) {
+  std::set<std::string> names;
+  const json::json_pointer pointer(std::string("/data/") + kReleaseListKey);
+  if (!config_map.is_object() || !config_map.contains(pointer)) return names;
+  const json& value = config_map.at(pointer);
+  if (!value.is_string()) return names;  // the API server keeps data values strings
+  std::istringstream lines(value.get<std::string>());
+  for (std::string line; std::getline(lines, line);) {
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos) continue;
+    line = line.substr(first, line.find_last_not_of(" \t\r") - first + 1);
+    if (is_pod_name(line)) {
+      names.insert(line);
+    } else {
+      refused.push_back("'" + line.substr(0, 80) + "' is not a pod name");
+    }
+  }
+  return names;
+}
+
+}  // namespace fiber::k8s::controller
