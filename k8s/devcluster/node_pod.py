@@ -600,6 +600,7 @@ class PodWorker(threading.Thread):
         for slot in running:
             if slot.current.process is not None:
                 slot.current.process.wait()
+                slot.current.wait_for_session(5)
                 end = time.monotonic() + 5
                 while slot.current.running and time.monotonic() < end:
                     time.sleep(0.01)  # the waiter thread records the exit right after wait()

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable
@@ -24,6 +25,41 @@ EXEC_SHIM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "node_exec.
 def now_rfc3339() -> str:
     """The time as Kubernetes writes it: second precision, UTC, `Z`."""
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _has_exited(pid: int) -> bool:
+    """True when every thread of `pid` has exited (a zombie waiting to be reaped, or gone). A
+    zombie whose other threads still run ("Zl") keeps its descriptors, sockets included."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return True  # gone
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/stat", encoding="utf-8", errors="replace") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        if stat[stat.rfind(")") + 2:][:1] not in ("Z", "X"):
+            return False
+    return True
+
+
+def session_members(session: int) -> list[int]:
+    """The processes of session `session` (from /proc: the session id is the 6th field of stat)."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as handle:
+                stat = handle.read()
+        except OSError:
+            continue  # it ended meanwhile
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 3 and fields[3] == str(session):
+            members.append(int(entry))
+    return members
 
 
 @dataclass
@@ -142,12 +178,34 @@ class ContainerProcess:
             return self.process is not None and self.returncode is None
 
     def signal_group(self, signal_number: int) -> None:
+        """Signals the container's process group. SIGKILL also reaches every other process of its
+        session, as a kubelet's kill reaches every process of the container: Open MPI 4.1's mpirun
+        puts its ranks in process groups of their own, which a group kill would leave running
+        (holding their sockets) until they notice their daemon is gone."""
         if self.process is None:
             return
         try:
             os.killpg(self.process.pid, signal_number)
         except (ProcessLookupError, PermissionError):
             pass
+        if signal_number == signal.SIGKILL:
+            for pid in session_members(self.process.pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+
+    def wait_for_session(self, timeout_s: float) -> None:
+        """Waits until no process of the container's session is left (a killed process takes a
+        moment to die, and its sockets close only then: the sandbox and its network go after)."""
+        if self.process is None:
+            return
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            alive = [pid for pid in session_members(self.process.pid) if not _has_exited(pid)]
+            if not alive:
+                return
+            time.sleep(0.01)
 
     def start_error(self) -> str:
         """The message of a command that could not be started, or empty."""

@@ -52,7 +52,9 @@ LAUNCHER_RBAC = [
      "metadata": {"name": "fiber-elastic-bench", "namespace": NAMESPACE},
      "rules": [{"apiGroups": ["fibermpi.io"], "resources": ["fiberjobs"], "verbs": ["get", "patch"]},
                {"apiGroups": ["fibermpi.io"], "resources": ["fiberjobs/scale"],
-                "verbs": ["get", "patch", "update"]}]},
+                "verbs": ["get", "patch", "update"]},
+               # The release list (ConfigMap NAME-release) the program writes.
+               {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "update"]}]},
     {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
      "metadata": {"name": "fiber-elastic-bench", "namespace": NAMESPACE},
      "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "fiber-elastic-bench"},

@@ -5,10 +5,16 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <sys/socket.h>
+
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <future>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "fiber/errors.h"
 
@@ -115,6 +121,53 @@ TEST(JoinTurns, OneTurnAtATimeAndAClosedSocketPassesItOn) {
   for (int i = 0; i < 50 && ended < 2; ++i) std::this_thread::sleep_for(20ms);
   EXPECT_EQ(begun, 2);
   EXPECT_EQ(ended, 2);
+}
+
+TEST(JoinTurns, APodThatJoinedIsWatchedAndItsEndIsHeardAtOnce) {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<std::string> gone;
+  JoinTurns turns("127.0.0.1", 60s, {}, {}, [&](const std::string& pod) {
+    std::lock_guard lock(mutex);
+    gone.push_back(pod);
+    changed.notify_all();
+  });
+  const int first = wait_for_join_turn(turns.address(), 10s);
+  hand_back_join_turn(first, "job-worker-0");
+  // The turn passed on although the first pod's socket stays open.
+  const int second = wait_for_join_turn(turns.address(), 5s);
+  hand_back_join_turn(second, "job-worker-1");
+  {
+    std::unique_lock lock(mutex);
+    EXPECT_FALSE(changed.wait_for(lock, 300ms, [&] { return !gone.empty(); }));
+  }
+  const auto closed = std::chrono::steady_clock::now();
+  ::close(first);  // as the kernel does when the pod's processes die
+  {
+    std::unique_lock lock(mutex);
+    ASSERT_TRUE(changed.wait_for(lock, 5s, [&] { return !gone.empty(); }));
+    EXPECT_EQ(gone, (std::vector<std::string>{"job-worker-0"}));
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - closed, 1s);
+  ::close(second);
+  std::unique_lock lock(mutex);
+  ASSERT_TRUE(changed.wait_for(lock, 5s, [&] { return gone.size() == 2; }));
+  EXPECT_EQ(gone[1], "job-worker-1");
+}
+
+TEST(JoinTurns, AMalformedJoinNoticeClosesTheConnectionAndPassesTheTurn) {
+  std::atomic<int> gone{0};
+  JoinTurns turns("127.0.0.1", 60s, {}, {}, [&](const std::string&) { ++gone; });
+  const int first = wait_for_join_turn(turns.address(), 10s);
+  const std::string bad = "jNot A Pod\n";
+  ASSERT_EQ(::send(first, bad.data(), bad.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bad.size()));
+  const int second = wait_for_join_turn(turns.address(), 5s);  // the turn passed on
+  char byte = 0;
+  EXPECT_EQ(::recv(first, &byte, 1, 0), 0);  // the launcher closed the first one
+  ::close(first);
+  ::close(second);
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(gone, 0);  // neither said it joined: nothing to watch
 }
 
 TEST(JoinTurns, NobodyListeningIsAnErrorNamingTheAddress) {

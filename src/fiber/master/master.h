@@ -84,6 +84,10 @@ class Master final : public MessageSink,
   /// A joining pod got its turn / its turn ended (see JoinAcceptor::begin_turn).
   void begin_join_turn() { acceptor_.begin_turn(); }
   void end_join_turn() { acceptor_.end_turn(); }
+  /// The launcher's connection with joined pod `pod` closed (JoinTurns): the pod is gone. Its
+  /// workers are declared dead by the next periodic check after a short grace, which lets in
+  /// what they sent last (a pod deleted gracefully says goodbye before it goes).
+  void pod_connection_closed(const std::string& pod);
   /// Runs as the launcher of a FiberJob: workers come from worker pods asked of `scaler`'s job
   /// (`slots_per_pod` workers each) instead of MPI_Comm_spawn. Call after listen().
   void provision_pods(std::unique_ptr<FiberJobScaler> scaler, int slots_per_pod);
@@ -173,6 +177,7 @@ class Master final : public MessageSink,
   void periodic_checks_locked(Clock::time_point now);
   /// Workers that were started but never said hello within Settings::hello_timeout.
   void check_hellos_locked(Clock::time_point now);
+  void check_gone_pods_locked(Clock::time_point now);
   void act_on_locked(const LivenessMonitor::Verdict& verdict);
   void declare_dead_locked(Slot& slot);
   /// Gives up on a worker that lives but whose messages are lost in either direction.
@@ -217,6 +222,8 @@ class Master final : public MessageSink,
   std::vector<int> exiting_pids_;  ///< Local spawned workers told to exit or that said so.
   std::optional<Clock::time_point> static_rank_lost_at_;  ///< Last death of a static-world rank.
   bool worker_lost_ = false;                              ///< Any worker was declared dead.
+  /// Pods whose connection closed, and when (pod_connection_closed).
+  std::map<std::string, Clock::time_point> pods_gone_;
 };
 
 }  // namespace fiber::detail

@@ -61,8 +61,37 @@ std::vector<Slot*> Master::live_slots_locked() const {
   return live;
 }
 
+void Master::pod_connection_closed(const std::string& pod) {
+  auto lock = engine_.lock();
+  pods_gone_.emplace(pod, Clock::now());
+}
+
+void Master::check_gone_pods_locked(Clock::time_point now) {
+  // Long enough for a goodbye sent just before the end to be read; short beside a heartbeat.
+  constexpr auto kGrace = std::chrono::milliseconds(200);
+  for (auto it = pods_gone_.begin(); it != pods_gone_.end();) {
+    const auto& [pod, closed_at] = *it;
+    if (now - closed_at < kGrace) {
+      ++it;
+      continue;
+    }
+    for (Slot* slot : live_slots_locked()) {
+      // A replacement pod may take the name again: only workers that joined before the close.
+      if (slot->pod != pod || !slot->link || slot->link->created > closed_at) continue;
+      std::fprintf(stderr,
+                   "fibermpi: worker pid %d of pod %s: the pod's connection to the launcher "
+                   "closed (the pod is gone); declaring the worker dead so that its work runs "
+                   "elsewhere\n",
+                   slot->pid, pod.c_str());
+      declare_dead_locked(*slot);
+    }
+    it = pods_gone_.erase(it);
+  }
+}
+
 void Master::periodic_checks_locked(Clock::time_point now) {
   check_hellos_locked(now);
+  check_gone_pods_locked(now);
   for (const auto& verdict : liveness_.check(live_slots_locked(), now, engine_.receiving_since()))
     act_on_locked(verdict);
   for (auto& [id, pool] : pools_) pool->tick_locked(now);

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <vector>
 
 #include "fiber/errors.h"
@@ -27,8 +28,12 @@ std::string system_error(const std::string& what) { return what + ": " + std::st
 }  // namespace
 
 JoinTurns::JoinTurns(const std::string& host, std::chrono::seconds turn_limit,
-                     std::function<void()> on_begin, std::function<void()> on_end)
-    : turn_limit_(turn_limit), on_begin_(std::move(on_begin)), on_end_(std::move(on_end)) {
+                     std::function<void()> on_begin, std::function<void()> on_end,
+                     std::function<void(const std::string&)> on_pod_gone)
+    : turn_limit_(turn_limit),
+      on_begin_(std::move(on_begin)),
+      on_end_(std::move(on_end)),
+      on_pod_gone_(std::move(on_pod_gone)) {
   // An IPv4 or IPv6 address (a pod's status.podIP is either), or none: every address of both
   // families, where the machine has IPv6 (a dual-stack socket), else every IPv4 one.
   sockaddr_storage where{};
@@ -98,10 +103,31 @@ JoinTurns::~JoinTurns() {
     if (fd >= 0) ::close(fd);
 }
 
+namespace {
+
+// A pod's name as it sends it: a DNS-1123 subdomain, at most 253 characters.
+constexpr size_t kMaxPodName = 253;
+
+bool is_pod_name(const std::string& name) {
+  if (name.empty() || name.size() > kMaxPodName) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
+  });
+}
+
+}  // namespace
+
 void JoinTurns::loop() {
   std::deque<int> waiting;
   int holder = -1;
+  std::string holder_said;  // what the holder sent so far: "j<pod name>\n" once joined
   Clock::time_point granted{};
+  std::map<int, std::string> watched;  // connections of joined pods, by descriptor: pod names
+  auto end_turn = [&] {
+    holder = -1;
+    holder_said.clear();
+    if (on_end_) on_end_();
+  };
   for (;;) {
     if (holder < 0) {
       while (!waiting.empty() && holder < 0) {
@@ -120,6 +146,8 @@ void JoinTurns::loop() {
     }
     std::vector<pollfd> fds = {{wake_[0], POLLIN, 0}, {listener_, POLLIN, 0}};
     if (holder >= 0) fds.push_back({holder, POLLIN, 0});
+    const size_t first_watched = fds.size();
+    for (const auto& [fd, pod] : watched) fds.push_back({fd, POLLIN, 0});
     const int timeout_ms = holder >= 0 ? 100 : -1;
     if (::poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
       std::fprintf(stderr, "fibermpi: join turns stop: %s\n", std::strerror(errno));
@@ -135,13 +163,54 @@ void JoinTurns::loop() {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
     }
-    // The holder gives its turn back by closing the socket (or dies, which closes it too); a
-    // holder silent past the limit (its pod vanished without a reset) loses it.
-    if (holder >= 0 &&
-        ((fds.size() > 2 && fds[2].revents != 0) || Clock::now() - granted > turn_limit_)) {
+    // A joined pod's connection ends with the pod (its processes die, the kernel closes it):
+    // the pod is gone, long before a heartbeat would say so.
+    for (size_t i = first_watched; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      char scratch[256];
+      const ssize_t got = ::recv(fds[i].fd, scratch, sizeof(scratch), MSG_DONTWAIT);
+      if (got > 0 || (got < 0 && (errno == EAGAIN || errno == EINTR))) continue;  // chatter
+      const std::string pod = watched[fds[i].fd];
+      ::close(fds[i].fd);
+      watched.erase(fds[i].fd);
+      if (on_pod_gone_) on_pod_gone_(pod);
+    }
+    // The holder gives its turn back by saying it joined ("j<pod name>\n": its connection is
+    // then watched), by closing the socket (or dying, which closes it too); a holder silent past
+    // the limit (its pod vanished without a reset) loses it.
+    if (holder >= 0 && fds.size() > 2 && fds[2].revents != 0) {
+      char chunk[128];
+      const ssize_t got = ::recv(holder, chunk, sizeof(chunk), MSG_DONTWAIT);
+      if (got > 0) {
+        holder_said.append(chunk, static_cast<size_t>(got));
+        const auto newline = holder_said.find('\n');
+        if (newline != std::string::npos) {
+          const std::string pod = holder_said.substr(1, newline - 1);
+          if (holder_said.front() == 'j' && is_pod_name(pod)) {
+            watched[holder] = pod;
+          } else {
+            std::fprintf(stderr,
+                         "fibermpi: a joining pod sent a malformed join notice; its "
+                         "connection is closed\n");
+            ::close(holder);
+          }
+          end_turn();
+        } else if (holder_said.size() > kMaxPodName + 2) {
+          std::fprintf(stderr,
+                       "fibermpi: a joining pod sent a join notice of more than %zu "
+                       "bytes; its connection is closed\n",
+                       kMaxPodName + 2);
+          ::close(holder);
+          end_turn();
+        }
+      } else if (got == 0 || (errno != EAGAIN && errno != EINTR)) {
+        ::close(holder);
+        end_turn();
+      }
+    }
+    if (holder >= 0 && Clock::now() - granted > turn_limit_) {
       ::close(holder);
-      holder = -1;
-      if (on_end_) on_end_();
+      end_turn();
     }
   }
   if (holder >= 0) {
@@ -149,6 +218,17 @@ void JoinTurns::loop() {
     if (on_end_) on_end_();
   }
   for (int fd : waiting) ::close(fd);
+  for (const auto& [fd, pod] : watched) ::close(fd);
+}
+
+void hand_back_join_turn(int turn, const std::string& pod) {
+  const std::string notice = "j" + pod + "\n";
+  if (!is_pod_name(pod) || ::send(turn, notice.data(), notice.size(), MSG_NOSIGNAL) !=
+                               static_cast<ssize_t>(notice.size())) {
+    ::close(turn);  // the turn passes on all the same; the pod is then watched by heartbeats
+  }
+  // Kept open for the life of this process, on purpose: its end tells the launcher the pod is
+  // gone. Close-on-exec, so children do not hold it.
 }
 
 std::string join_turn_address(const std::string& host, int port) {

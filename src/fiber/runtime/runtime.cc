@@ -225,7 +225,9 @@ void Runtime::begin(int& argc, char**& argv, const Config&) {
       g_pod_joined.store(true);
       throw;
     }
-    if (turn >= 0) ::close(turn);
+    // The turn passes on; the socket stays open for the pod's life, so that the launcher hears
+    // at once when the pod is gone.
+    if (turn >= 0) hand_back_join_turn(turn, pod->pod_name);
     link->connected = true;
   } else if (mode == bridge::LaunchMode::kStaticWorld && bridge::Environment::world_size() > 1) {
     link->comm = bridge::Communicator::duplicate(MPI_COMM_WORLD);
@@ -263,7 +265,8 @@ void Runtime::begin(int& argc, char**& argv, const Config&) {
       Master* master = master_.get();
       join_turns_ = std::make_unique<JoinTurns>(
           pod->pod_ip, std::chrono::seconds(60), [master] { master->begin_join_turn(); },
-          [master] { master->end_join_turn(); });
+          [master] { master->end_join_turn(); },
+          [master](const std::string& gone) { master->pod_connection_closed(gone); });
       bridge::publish_name(pod->turns_name(), join_turns_->address());
       bridge::publish_name(pod->service_name(), master_->listen());
       master_->provision_pods(std::make_unique<FiberJobScaler>(pod->ns, pod->job),
