@@ -9,8 +9,10 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import tempfile
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Iterator
 
 import requests
@@ -288,27 +290,41 @@ def write_kubeconfig(path: str, server: str, ca_file: str, context: str, user: s
 
 
 _QUANTITY_SUFFIXES = {
-    "n": 1e-9, "u": 1e-6, "m": 1e-3, "": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15,
-    "E": 1e18, "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50, "Ei": 2.0**60,
+    "n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 10**3), "": Fraction(1),
+    "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9), "T": Fraction(10**12),
+    "P": Fraction(10**15), "E": Fraction(10**18), "Ki": Fraction(2**10), "Mi": Fraction(2**20),
+    "Gi": Fraction(2**30), "Ti": Fraction(2**40), "Pi": Fraction(2**50), "Ei": Fraction(2**60),
 }
+# apimachinery's resource.Quantity syntax (its error names this expression)
+QUANTITY_PATTERN = r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
+
+
+def exact_quantity(text: str | int | float) -> tuple[Fraction, str]:
+    """A resource.Quantity (`500m`, `2`, `1Gi`, `1e3`) as its exact number of base units (cores, bytes)
+    and its format as apimachinery names it: BinarySI (Ki, Mi, ...), DecimalExponent (1e3) or DecimalSI."""
+    if isinstance(text, bool):
+        raise ValueError(f"quantity {text!r} is not a valid resource quantity")
+    if isinstance(text, (int, float)):
+        return Fraction(text), "DecimalSI"
+    value = str(text).strip()
+    if re.fullmatch(QUANTITY_PATTERN, value):
+        for suffix in sorted(_QUANTITY_SUFFIXES, key=len, reverse=True):
+            if suffix and value.endswith(suffix):
+                try:
+                    number = Fraction(value[: -len(suffix)])
+                except ValueError:
+                    break
+                return number * _QUANTITY_SUFFIXES[suffix], "BinarySI" if suffix.endswith("i") else "DecimalSI"
+        try:
+            return Fraction(value), "DecimalExponent" if "e" in value.lower() else "DecimalSI"
+        except ValueError:
+            pass
+    raise ValueError(f"quantity {text!r} is not a valid resource quantity")
 
 
 def parse_quantity(text: str | int | float) -> float:
-    """A resource.Quantity (`500m`, `2`, `1Gi`, `1e3`) as a number of base units (cores, bytes)."""
-    if isinstance(text, (int, float)):
-        return float(text)
-    value = str(text).strip()
-    for suffix in sorted(_QUANTITY_SUFFIXES, key=len, reverse=True):
-        if suffix and value.endswith(suffix):
-            number = value[: -len(suffix)]
-            try:
-                return float(number) * _QUANTITY_SUFFIXES[suffix]
-            except ValueError:
-                break
-    try:
-        return float(value)
-    except ValueError:
-        raise ValueError(f"quantity {text!r} is not a valid resource quantity") from None
+    """A resource.Quantity as a number of base units (cores, bytes)."""
+    return float(exact_quantity(text)[0])
 
 
 def make_event(involved: JSON, event_type: str, reason: str, message: str, component: str,

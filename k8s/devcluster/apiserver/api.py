@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from . import errors
+from . import admission, errors
 from .custom import CLEANUP_FINALIZER, admit, require_kind, storage_version
 from .errors import ApiError
 from .decoding import check_decodable
@@ -173,6 +173,7 @@ class Api:
                 raise self._invalid(info, meta.get("name", ""), causes)
             if info.group == RBAC_GROUP:
                 check_escalation(info.plural, obj, None, "", ctx.user, list(ctx.groups), self.stored_objects)
+            admission.validate(self, info, obj, None, ctx, None)
             key = resource_key(info)
             if self.store.get(key, meta.get("namespace", ""), meta["name"]) is not None:
                 raise errors.already_exists(info.group_resource, meta["name"], info.plural)
@@ -298,6 +299,7 @@ class Api:
             raise self._invalid(info, meta["name"], causes)
         if info.group == RBAC_GROUP and subresource is None:
             check_escalation(info.plural, new, old, meta["name"], ctx.user, list(ctx.groups), self.stored_objects)
+        admission.validate(self, info, new, old, ctx, subresource)
         if strategy.has_generation and self._spec_part(info, new) != self._spec_part(info, old):
             new["metadata"]["generation"] = int(old_meta.get("generation", 1)) + 1
         if new == old:

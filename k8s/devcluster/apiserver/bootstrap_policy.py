@@ -69,7 +69,8 @@ def cluster_roles() -> list[Object]:
         {"metadata": _metadata("system:aggregate-to-view", {AGGREGATE_TO_VIEW: "true"}),
          "rules": [_rule(READ, "", "pods", "serviceaccounts", "services", "services/status", "endpoints",
                          "configmaps"),
-                   _rule(READ, "", "bindings", "events", "pods/status", "namespaces/status", "pods/log"),
+                   _rule(READ, "", "resourcequotas", "bindings", "events", "pods/status", "resourcequotas/status",
+                         "namespaces/status", "pods/log"),
                    # namespaces read in a namespace: the one the binding is in.
                    _rule(READ, "", "namespaces")]},
     ]

@@ -1,5 +1,5 @@
-"""What the stand-in's controllers (garbage collector, ClusterRole aggregator) share: a background
-thread woken by the store's events (no periodic scan of all objects)."""
+"""What the stand-in's controllers (garbage collector, ClusterRole aggregator, resource quotas) share:
+a background thread woken by the store's events (no periodic scan of all objects)."""
 
 from __future__ import annotations
 

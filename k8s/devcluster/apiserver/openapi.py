@@ -259,6 +259,7 @@ BUILTIN_DOCS = {
     "ConfigMap": "Configuration data for pods to read.",
     "Node": "A machine that runs pods.",
     "Lease": "A lease held by one holder at a time, e.g. for leader election.",
+    "ResourceQuota": "Hard limits on what the objects of a namespace may use, and what they use.",
 }
 DEFAULT_PARTS = {"spec": "Desired state.", "status": "Observed state."}
 BUILTIN_PARTS = {

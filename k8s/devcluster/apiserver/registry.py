@@ -7,6 +7,7 @@ from typing import Any
 
 from .custom import CustomResourceDefinitionStrategy, CustomResourceStrategy, crd_infos
 from .resource_info import ResourceInfo
+from .resource_quota import ResourceQuotaStrategy
 from .strategies import (ConfigMapStrategy, EventStrategy, LeaseStrategy, NamespaceStrategy, NodeStrategy,
                          PodStrategy, RoleBindingStrategy, RoleStrategy, SecretStrategy, ServiceStrategy,
                          Strategy)
@@ -34,6 +35,8 @@ def _builtin_infos() -> list[ResourceInfo]:
         ResourceInfo("", "v1", "nodes", "node", "Node", "NodeList", False, short_names=("no",),
                      subresources=("status",)),
         ResourceInfo("", "v1", "bindings", "binding", "Binding", "BindingList", True, verbs=("create",)),
+        ResourceInfo("", "v1", "resourcequotas", "resourcequota", "ResourceQuota", "ResourceQuotaList", True,
+                     short_names=("quota",), subresources=("status",)),
     ]
     others = [
         ResourceInfo("coordination.k8s.io", "v1", "leases", "lease", "Lease", "LeaseList", True),
@@ -68,6 +71,7 @@ class Registry:
             "nodes": NodeStrategy(), "roles": RoleStrategy(), "clusterroles": RoleStrategy(),
             "rolebindings": RoleBindingStrategy(), "clusterrolebindings": RoleBindingStrategy(),
             "customresourcedefinitions": CustomResourceDefinitionStrategy(),
+            "resourcequotas": ResourceQuotaStrategy(),
         }
         for info in _builtin_infos():
             self.infos[(info.group, info.version, info.plural)] = info

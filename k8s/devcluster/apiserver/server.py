@@ -1,5 +1,5 @@
-"""Assembly of the stand-in: store, resources, authentication, garbage collector, listeners, and the
-objects a fresh cluster starts with."""
+"""Assembly of the stand-in: store, resources, authentication, the controllers (garbage collector,
+ClusterRole aggregator, resource quotas), listeners, and the objects a fresh cluster starts with."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from .bootstrap_policy import cluster_role_bindings, cluster_roles
 from .clusterrole_aggregation import ClusterRoleAggregator
 from .gc import GarbageCollector
 from .httpd import Server, tls_context
+from .quota_controller import QuotaController
 from .registry import Registry
 from .store import Store
 from .strategies import ServiceStrategy
@@ -49,6 +50,7 @@ class ApiServer:
                        options.bookmark_interval, insecure_admin=options.insecure)
         self.collector = GarbageCollector(self.api)
         self.aggregator = ClusterRoleAggregator(self.api)
+        self.quotas = QuotaController(self.api)
         self._bootstrap()
         context = None if options.insecure else tls_context(options.tls_cert or "", options.tls_key or "",
                                                              options.client_ca)
@@ -99,6 +101,7 @@ class ApiServer:
     def start(self) -> None:
         self.collector.start()
         self.aggregator.start()
+        self.quotas.start()
         for server in self.servers:
             thread = threading.Thread(target=server.serve_forever, name=f"listener-{server.server_address[0]}",
                                       daemon=True)
@@ -113,6 +116,7 @@ class ApiServer:
     def stop(self) -> None:
         self.collector.stop()
         self.aggregator.stop()
+        self.quotas.stop()
         for server in self.servers:
             server.shutdown()
             server.server_close()

@@ -95,6 +95,7 @@ class PodStrategy(Strategy):
                 if isinstance(container, dict):
                     _default_container(container)
         obj["status"] = {"phase": "Pending", "qosClass": _qos_class(spec)}
+        _sync_app_armor(obj)
 
     def validate(self, api: Api, info: ResourceInfo, obj: dict[str, Any],
                  old: dict[str, Any] | None) -> list[Cause]:
@@ -140,10 +141,68 @@ def _default_container(container: dict[str, Any]) -> None:
     container.setdefault("imagePullPolicy", "Always" if latest else "IfNotPresent")
     container.setdefault("terminationMessagePath", "/dev/termination-log")
     container.setdefault("terminationMessagePolicy", "File")
-    container.setdefault("resources", {})
+    resources = container.setdefault("resources", {})
+    limits = resources.get("limits") if isinstance(resources, dict) else None
+    if isinstance(limits, dict) and limits:
+        # a limit without a request is also the request (SetDefaults_Pod)
+        requests = resources.setdefault("requests", {})
+        if isinstance(requests, dict):
+            for name, value in limits.items():
+                requests.setdefault(name, value)
     for port in container.get("ports") or []:
         if isinstance(port, dict):
             port.setdefault("protocol", "TCP")
+
+
+_APP_ARMOR_ANNOTATION = "container.apparmor.security.beta.kubernetes.io/"
+_APP_ARMOR_ANNOTATION_VALUES = {"Unconfined": "unconfined", "RuntimeDefault": "runtime/default"}
+
+
+def _app_armor_annotation(profile: Any) -> str:
+    if not isinstance(profile, dict):
+        return ""
+    if profile.get("type") == "Localhost":
+        return "localhost/" + profile["localhostProfile"] if profile.get("localhostProfile") else ""
+    return _APP_ARMOR_ANNOTATION_VALUES.get(profile.get("type"), "")
+
+
+def _app_armor_field(annotation: Any) -> dict[str, Any] | None:
+    for kind, value in _APP_ARMOR_ANNOTATION_VALUES.items():
+        if annotation == value:
+            return {"type": kind}
+    if isinstance(annotation, str) and annotation.startswith("localhost/") and len(annotation) > len("localhost/"):
+        return {"type": "Localhost", "localhostProfile": annotation[len("localhost/"):]}
+    return None
+
+
+def _sync_app_armor(pod: dict[str, Any]) -> None:
+    """The AppArmor version skew of a pod create (KEP-24, v1.30): a container's profile field (or the
+    pod's) is also written as the container's annotation; an annotation without a field becomes the
+    container's field unless it equals the pod's."""
+    spec = pod["spec"]
+    if (spec.get("os") or {}).get("name") == "windows":
+        return
+    context = spec.get("securityContext")
+    pod_profile = context.get("appArmorProfile") if isinstance(context, dict) else None
+    annotations = dict(pod["metadata"].get("annotations") or {})
+    for group in ("initContainers", "containers", "ephemeralContainers"):
+        for container in spec.get(group) or []:
+            if not isinstance(container, dict):
+                continue
+            key = _APP_ARMOR_ANNOTATION + str(container.get("name", ""))
+            own_context = container.get("securityContext")
+            own = own_context.get("appArmorProfile") if isinstance(own_context, dict) else None
+            if key not in annotations:
+                value = _app_armor_annotation(own if own is not None else pod_profile)
+                if value:
+                    annotations[key] = value
+            elif own is None:
+                profile = _app_armor_field(annotations[key])
+                if profile is not None and profile != pod_profile:
+                    container["securityContext"] = {**(own_context if isinstance(own_context, dict) else {}),
+                                                    "appArmorProfile": profile}
+    if annotations:
+        pod["metadata"]["annotations"] = annotations
 
 
 def _qos_class(spec: dict[str, Any]) -> str:

@@ -1,8 +1,8 @@
 """meta.k8s.io/v1 Table answers (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io`), with the
 columns and cells kube-apiserver's printers give: a CRD's additionalPrinterColumns for custom
 resources, the built-in printers for pods, nodes, services, endpoints, events, namespaces,
-leases, configmaps, secrets, service accounts and RBAC objects, and Name + Created At for the
-rest."""
+leases, configmaps, secrets, service accounts, resource quotas and RBAC objects, and Name +
+Created At for the rest."""
 
 from __future__ import annotations
 
@@ -470,6 +470,26 @@ def created_at_row(obj: dict[str, Any], _now: datetime.datetime) -> Row:
     return [meta(obj).get("name", ""), meta(obj).get("creationTimestamp")]
 
 
+RESOURCE_QUOTA_COLUMNS = [
+    NAME_COLUMN, AGE_COLUMN,
+    column("Request", description="Request represents a minimum amount of cpu/memory that a container may "
+           "consume."),
+    column("Limit", description="Limits control the maximum amount of cpu/memory that a container may use "
+           "independent of contention on the node."),
+]
+
+
+def resource_quota_row(obj: dict[str, Any], now: datetime.datetime) -> Row:
+    """`used/hard` of each resource the quota limits, the limits.* ones in the Limit column."""
+    status = obj.get("status") or {}
+    used, hard = status.get("used") or {}, status.get("hard") or {}
+    columns: dict[bool, list[str]] = {False: [], True: []}
+    for resource in sorted((obj.get("spec") or {}).get("hard") or {}):
+        columns[resource.split(".")[0] == "limits" and "." in resource].append(
+            f"{resource}: {used.get(resource, '0')}/{hard.get(resource, '0')}")
+    return [meta(obj).get("name", ""), created(obj, now), ", ".join(columns[False]), ", ".join(columns[True])]
+
+
 BUILTIN_PRINTERS: dict[tuple[str, str], tuple[list[Column], Callable[..., Row]]] = {
     ("", "pods"): (POD_COLUMNS, pod_row),
     ("", "nodes"): (NODE_COLUMNS, node_row),
@@ -493,6 +513,7 @@ BUILTIN_PRINTERS: dict[tuple[str, str], tuple[list[Column], Callable[..., Row]]]
                               simple_rows(service_account_cells)),
     ("", "endpoints"): ([NAME_COLUMN, column("Endpoints", description="Addresses and ports."),
                          AGE_COLUMN], simple_rows(endpoints_cells)),
+    ("", "resourcequotas"): (RESOURCE_QUOTA_COLUMNS, resource_quota_row),
     ("rbac.authorization.k8s.io", "rolebindings"): (BINDING_COLUMNS, binding_row),
     ("rbac.authorization.k8s.io", "clusterrolebindings"): (BINDING_COLUMNS, binding_row),
     ("rbac.authorization.k8s.io", "roles"): (
