@@ -9,15 +9,20 @@ namespace fiber::k8s::controller {
 
 using nlohmann::json;
 
-json build_config_map(const JobSpec& job) {
+json build_job_config_map(const JobSpec& job, const std::string& name, json data) {
   return {{"apiVersion", "v1"},
           {"kind", "ConfigMap"},
           {"metadata",
-           {{"name", config_map_name(job.name)},
+           {{"name", name},
             {"namespace", job.ns},
             {"labels", {{std::string(kJobNameLabel), job.name}}},
             {"ownerReferences", json::array({owner_reference(job)})}}},
-          {"data", {{kConfigFileKey, job.config.value_or("")}}}};
+          {"data", std::move(data)}};
+}
+
+json build_config_map(const JobSpec& job) {
+  return build_job_config_map(job, config_map_name(job.name),
+                              {{kConfigFileKey, job.config.value_or("")}});
 }
 
 bool config_map_is_current(const json& config_map, const JobSpec& job) {

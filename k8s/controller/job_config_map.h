@@ -3,6 +3,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "k8s/controller/job_spec.h"
 
@@ -16,6 +17,10 @@ inline constexpr const char* kConfigMountPath = "/etc/fibermpi";
 inline constexpr const char* kConfigFilePath = "/etc/fibermpi/fiber.yaml";
 /// Name of the pod volume holding the ConfigMap.
 inline constexpr const char* kConfigVolumeName = "fibermpi-config";
+
+/// A ConfigMap `name` of the job's (labelled with its name, controlled by it) holding `data`.
+nlohmann::json build_job_config_map(const JobSpec& job, const std::string& name,
+                                    nlohmann::json data);
 
 /// ConfigMap NAME-config with `fiber.yaml` = *job.config, owned by the job. job.config must be set.
 nlohmann::json build_config_map(const JobSpec& job);

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "k8s/controller/job_config_map.h"
 #include "k8s/controller/object_names.h"
-#include "k8s/controller/pod_builder.h"
 
 namespace fiber::k8s::controller {
 namespace {
@@ -23,14 +23,7 @@ bool is_pod_name(const std::string& name) {
 }  // namespace
 
 json build_release_config_map(const JobSpec& job) {
-  return {{"apiVersion", "v1"},
-          {"kind", "ConfigMap"},
-          {"metadata",
-           {{"name", release_config_map_name(job.name)},
-            {"namespace", job.ns},
-            {"labels", {{std::string(kJobNameLabel), job.name}}},
-            {"ownerReferences", json::array({owner_reference(job)})}}},
-          {"data", {{kReleaseListKey, ""}}}};
+  return build_job_config_map(job, release_config_map_name(job.name), {{kReleaseListKey, ""}});
 }
 
 std::set<std::string> parse_release_list(const json& config_map,
