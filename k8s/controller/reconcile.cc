@@ -94,14 +94,9 @@ class Pass {
     // Released pods: named by people in spec.workers.workersToDelete, or by the program in its
     // release ConfigMap.
     to_delete_ = job.workers_to_delete;
-    std::vector<std::string> refused;
-    for (const std::string& name : parse_release_list(observed.release_config_map, refused))
+    for (const std::string& name :
+         parse_release_list(observed.release_config_map, refused_release_lines_))
       to_delete_.insert(name);
-    for (const std::string& why : refused) {
-      plan_.events.push_back(JobEvent{
-          true, "InvalidReleaseList",
-          "ConfigMap " + release_config_map_name(job.name) + ": " + why + "; the line is ignored"});
-    }
     plan_.status = observed.status.is_object() ? observed.status : json::object();
     for (const json& pod : observed.pods) {
       PodView view = view_pod(pod);
@@ -247,6 +242,16 @@ class Pass {
   // The account the launcher runs as, and what it may do: created before the launcher pod (the
   // creations of a plan are made in order), and again in any pass that finds one missing (a
   // create that failed, one deleted by hand): without them the program gets 403 from the API.
+  // Lines of the release list that are no pod name: a warning in each pass of a running job
+  // (the recorder counts repeats into one Event).
+  void report_refused_release_lines() {
+    for (const std::string& why : refused_release_lines_) {
+      plan_.events.push_back(JobEvent{true, "InvalidReleaseList",
+                                      "ConfigMap " + release_config_map_name(job_.name) + ": " +
+                                          why + "; the line is ignored"});
+    }
+  }
+
   void ensure_launcher_access() {
     // The release list first: the launcher's Role names it, and the program writes it.
     if (!observed_.release_config_map.is_object())
@@ -261,6 +266,7 @@ class Pass {
     ensure_service();
     ensure_config_map();
     ensure_launcher_access();
+    report_refused_release_lines();
     if (condition_is_true(conditions(), type::kSuspended)) {
       set(type::kSuspended, false, "Resumed", "spec.runPolicy.suspend is false");
     }
@@ -672,6 +678,7 @@ class Pass {
   ReconcilePlan plan_;
   // Worker pods released: spec.workers.workersToDelete and the release ConfigMap's list.
   std::set<std::string> to_delete_;
+  std::vector<std::string> refused_release_lines_;
   std::optional<PodView> name_service_;
   std::optional<PodView> launcher_;
   std::vector<PodView> workers_;

@@ -127,16 +127,16 @@ TEST(JoinTurns, APodThatJoinedIsWatchedAndItsEndIsHeardAtOnce) {
   std::mutex mutex;
   std::condition_variable changed;
   std::vector<std::string> gone;
-  JoinTurns turns("127.0.0.1", 60s, {}, {}, [&](const std::string& pod) {
+  JoinTurns turns("127.0.0.1", 60s, {}, {}, [&](const std::string& pod, int pid) {
     std::lock_guard lock(mutex);
-    gone.push_back(pod);
+    gone.push_back(pod + " " + std::to_string(pid));
     changed.notify_all();
   });
   const int first = wait_for_join_turn(turns.address(), 10s);
-  hand_back_join_turn(first, "job-worker-0");
+  hand_back_join_turn(first, "job-worker-0/0f3a-77", 4242);
   // The turn passed on although the first pod's socket stays open.
   const int second = wait_for_join_turn(turns.address(), 5s);
-  hand_back_join_turn(second, "job-worker-1");
+  hand_back_join_turn(second, "job-worker-1", 17);
   {
     std::unique_lock lock(mutex);
     EXPECT_FALSE(changed.wait_for(lock, 300ms, [&] { return !gone.empty(); }));
@@ -146,20 +146,20 @@ TEST(JoinTurns, APodThatJoinedIsWatchedAndItsEndIsHeardAtOnce) {
   {
     std::unique_lock lock(mutex);
     ASSERT_TRUE(changed.wait_for(lock, 5s, [&] { return !gone.empty(); }));
-    EXPECT_EQ(gone, (std::vector<std::string>{"job-worker-0"}));
+    EXPECT_EQ(gone, (std::vector<std::string>{"job-worker-0/0f3a-77 4242"}));
   }
   EXPECT_LT(std::chrono::steady_clock::now() - closed, 1s);
   ::close(second);
   std::unique_lock lock(mutex);
   ASSERT_TRUE(changed.wait_for(lock, 5s, [&] { return gone.size() == 2; }));
-  EXPECT_EQ(gone[1], "job-worker-1");
+  EXPECT_EQ(gone[1], "job-worker-1 17");
 }
 
 TEST(JoinTurns, AMalformedJoinNoticeClosesTheConnectionAndPassesTheTurn) {
   std::atomic<int> gone{0};
-  JoinTurns turns("127.0.0.1", 60s, {}, {}, [&](const std::string&) { ++gone; });
+  JoinTurns turns("127.0.0.1", 60s, {}, {}, [&](const std::string&, int) { ++gone; });
   const int first = wait_for_join_turn(turns.address(), 10s);
-  const std::string bad = "jNot A Pod\n";
+  const std::string bad = "jNot_A_Pod 12\n";
   ASSERT_EQ(::send(first, bad.data(), bad.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bad.size()));
   const int second = wait_for_join_turn(turns.address(), 5s);  // the turn passed on
   char byte = 0;

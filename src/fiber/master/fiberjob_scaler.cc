@@ -93,7 +93,12 @@ std::set<std::string> listed_names(const json& config_map) {
   const std::string text = config_map.at(pointer).get<std::string>();
   for (size_t begin = 0; begin < text.size();) {
     const size_t end = std::min(text.find('\n', begin), text.size());
-    if (end > begin) names.insert(text.substr(begin, end - begin));
+    // Trimmed as the controller reads it: a line a person edited is still that pod.
+    const size_t first = text.find_first_not_of(" \t\r", begin);
+    if (first < end) {
+      const size_t last = text.find_last_not_of(" \t\r", end - 1);
+      names.insert(text.substr(first, last - first + 1));
+    }
     begin = end + 1;
   }
   return names;
@@ -121,14 +126,17 @@ std::vector<std::string> FiberJobScaler::release(const std::vector<std::string>&
     std::set<std::string> names = listed_names(list);
     released.clear();
     left = held;
+    // A pod listed already (an earlier release whose scale write failed) is released again:
+    // this time its scale write completes the release.
+    bool listed_now = false;
     for (const auto& pod : pods) {
       if (left <= workers.min_replicas) break;
-      if (names.insert(pod).second) {
-        released.push_back(pod);
-        --left;
-      }
+      listed_now |= names.insert(pod).second;
+      released.push_back(pod);
+      --left;
     }
     if (released.empty()) return {};
+    if (!listed_now) break;
     list["data"][kReleaseListKey] = list_text(names);
     try {
       client_->replace(lists, list);  // with its resourceVersion: a concurrent write is a 409

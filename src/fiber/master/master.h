@@ -84,10 +84,11 @@ class Master final : public MessageSink,
   /// A joining pod got its turn / its turn ended (see JoinAcceptor::begin_turn).
   void begin_join_turn() { acceptor_.begin_turn(); }
   void end_join_turn() { acceptor_.end_turn(); }
-  /// The launcher's connection with joined pod `pod` closed (JoinTurns): the pod is gone. Its
-  /// workers are declared dead by the next periodic check after a short grace, which lets in
-  /// what they sent last (a pod deleted gracefully says goodbye before it goes).
-  void pod_connection_closed(const std::string& pod);
+  /// The launcher's connection with process `pid` of joined pod `pod` ("name/uid") closed
+  /// (JoinTurns): that worker is gone. It is declared dead by the next periodic check after a
+  /// short grace, which lets in what it sent last (a pod deleted gracefully says goodbye before
+  /// it goes). Only that process: the pod's other ranks may live on (heartbeats watch them).
+  void pod_connection_closed(const std::string& pod, int pid);
   /// Runs as the launcher of a FiberJob: workers come from worker pods asked of `scaler`'s job
   /// (`slots_per_pod` workers each) instead of MPI_Comm_spawn. Call after listen().
   void provision_pods(std::unique_ptr<FiberJobScaler> scaler, int slots_per_pod);
@@ -222,8 +223,13 @@ class Master final : public MessageSink,
   std::vector<int> exiting_pids_;  ///< Local spawned workers told to exit or that said so.
   std::optional<Clock::time_point> static_rank_lost_at_;  ///< Last death of a static-world rank.
   bool worker_lost_ = false;                              ///< Any worker was declared dead.
-  /// Pods whose connection closed, and when (pod_connection_closed).
-  std::map<std::string, Clock::time_point> pods_gone_;
+  /// Workers of joined pods whose connection closed, and when (pod_connection_closed).
+  struct GoneWorker {
+    std::string pod;
+    int pid = 0;
+    Clock::time_point closed_at;
+  };
+  std::vector<GoneWorker> pods_gone_;
 };
 
 }  // namespace fiber::detail

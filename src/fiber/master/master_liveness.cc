@@ -61,32 +61,32 @@ std::vector<Slot*> Master::live_slots_locked() const {
   return live;
 }
 
-void Master::pod_connection_closed(const std::string& pod) {
+void Master::pod_connection_closed(const std::string& pod, int pid) {
   auto lock = engine_.lock();
-  pods_gone_.emplace(pod, Clock::now());
+  pods_gone_.push_back(GoneWorker{pod, pid, Clock::now()});
 }
 
 void Master::check_gone_pods_locked(Clock::time_point now) {
   // Long enough for a goodbye sent just before the end to be read; short beside a heartbeat.
   constexpr auto kGrace = std::chrono::milliseconds(200);
-  for (auto it = pods_gone_.begin(); it != pods_gone_.end();) {
-    const auto& [pod, closed_at] = *it;
-    if (now - closed_at < kGrace) {
-      ++it;
-      continue;
-    }
+  std::erase_if(pods_gone_, [&](const GoneWorker& gone) {
+    if (now - gone.closed_at < kGrace) return false;
     for (Slot* slot : live_slots_locked()) {
-      // A replacement pod may take the name again: only workers that joined before the close.
-      if (slot->pod != pod || !slot->link || slot->link->created > closed_at) continue;
+      // The identity carries the pod's uid: a replacement of the same name is another pod. A
+      // worker that is leaving or told to shut down ends on its own.
+      if (slot->pod != gone.pod || slot->pid != gone.pid || slot->leaving ||
+          slot->state == Slot::State::kClosing) {
+        continue;
+      }
       std::fprintf(stderr,
-                   "fibermpi: worker pid %d of pod %s: the pod's connection to the launcher "
-                   "closed (the pod is gone); declaring the worker dead so that its work runs "
-                   "elsewhere\n",
-                   slot->pid, pod.c_str());
+                   "fibermpi: worker pid %d of pod %s: its connection to the launcher closed "
+                   "(the process or its pod is gone); declaring the worker dead so that its work "
+                   "runs elsewhere\n",
+                   slot->pid, gone.pod.c_str());
       declare_dead_locked(*slot);
     }
-    it = pods_gone_.erase(it);
-  }
+    return true;
+  });
 }
 
 void Master::periodic_checks_locked(Clock::time_point now) {

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "fiber/errors.h"
@@ -29,7 +31,7 @@ std::string system_error(const std::string& what) { return what + ": " + std::st
 
 JoinTurns::JoinTurns(const std::string& host, std::chrono::seconds turn_limit,
                      std::function<void()> on_begin, std::function<void()> on_end,
-                     std::function<void(const std::string&)> on_pod_gone)
+                     std::function<void(const std::string&, int)> on_pod_gone)
     : turn_limit_(turn_limit),
       on_begin_(std::move(on_begin)),
       on_end_(std::move(on_end)),
@@ -105,14 +107,53 @@ JoinTurns::~JoinTurns() {
 
 namespace {
 
-// A pod's name as it sends it: a DNS-1123 subdomain, at most 253 characters.
-constexpr size_t kMaxPodName = 253;
+// What a joined pod's rank 0 says to pass its turn on: "j<name>[/<uid>] <pid>\n". The name is
+// a DNS-1123 subdomain (253 characters at most), the uid lower-case letters, digits and dashes.
+constexpr size_t kMaxNotice = 1 + 253 + 1 + 64 + 1 + 10 + 1;
 
-bool is_pod_name(const std::string& name) {
-  if (name.empty() || name.size() > kMaxPodName) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
-  });
+bool is_subdomain(const std::string& name, size_t most) {
+  const auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (name.empty() || name.size() > most || !alnum(name.front()) || !alnum(name.back()))
+    return false;
+  return std::all_of(name.begin(), name.end(),
+                     [&](char c) { return alnum(c) || c == '-' || c == '.'; });
+}
+
+// "NAME" or "NAME/UID", as pod_identity_from_environment() makes it.
+bool is_pod_identity(const std::string& identity) {
+  const auto slash = identity.find('/');
+  if (slash == std::string::npos) return is_subdomain(identity, 253);
+  return is_subdomain(identity.substr(0, slash), 253) &&
+         is_subdomain(identity.substr(slash + 1), 64);
+}
+
+struct JoinNotice {
+  std::string pod;
+  int pid = 0;
+};
+
+std::optional<JoinNotice> parse_notice(const std::string& line) {
+  const auto space = line.rfind(' ');
+  if (line.size() < 4 || line.front() != 'j' || space == std::string::npos) return std::nullopt;
+  const std::string pod = line.substr(1, space - 1);
+  const std::string pid = line.substr(space + 1);
+  if (!is_pod_identity(pod) || pid.empty() || pid.size() > 10 ||
+      !std::all_of(pid.begin(), pid.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return std::nullopt;
+  }
+  const long value = std::stol(pid);
+  if (value < 1 || value > 0x7fffffff) return std::nullopt;
+  return JoinNotice{pod, static_cast<int>(value)};
+}
+
+// A watched connection of a pod that vanished without a word (a node lost, a partition) is
+// closed by keepalive after about 90 s instead of being kept for the launcher's life.
+void keep_alive(int fd) {
+  const int on = 1, idle = 30, interval = 10, count = 6;
+  ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof(interval));
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
 }
 
 }  // namespace
@@ -122,7 +163,7 @@ void JoinTurns::loop() {
   int holder = -1;
   std::string holder_said;  // what the holder sent so far: "j<pod name>\n" once joined
   Clock::time_point granted{};
-  std::map<int, std::string> watched;  // connections of joined pods, by descriptor: pod names
+  std::map<int, JoinNotice> watched;  // connections of joined pods, by descriptor
   auto end_turn = [&] {
     holder = -1;
     holder_said.clear();
@@ -170,10 +211,10 @@ void JoinTurns::loop() {
       char scratch[256];
       const ssize_t got = ::recv(fds[i].fd, scratch, sizeof(scratch), MSG_DONTWAIT);
       if (got > 0 || (got < 0 && (errno == EAGAIN || errno == EINTR))) continue;  // chatter
-      const std::string pod = watched[fds[i].fd];
+      const JoinNotice notice = watched[fds[i].fd];
       ::close(fds[i].fd);
       watched.erase(fds[i].fd);
-      if (on_pod_gone_) on_pod_gone_(pod);
+      if (on_pod_gone_) on_pod_gone_(notice.pod, notice.pid);
     }
     // The holder gives its turn back by saying it joined ("j<pod name>\n": its connection is
     // then watched), by closing the socket (or dying, which closes it too); a holder silent past
@@ -185,9 +226,9 @@ void JoinTurns::loop() {
         holder_said.append(chunk, static_cast<size_t>(got));
         const auto newline = holder_said.find('\n');
         if (newline != std::string::npos) {
-          const std::string pod = holder_said.substr(1, newline - 1);
-          if (holder_said.front() == 'j' && is_pod_name(pod)) {
-            watched[holder] = pod;
+          if (const auto notice = parse_notice(holder_said.substr(0, newline))) {
+            keep_alive(holder);
+            watched[holder] = *notice;
           } else {
             std::fprintf(stderr,
                          "fibermpi: a joining pod sent a malformed join notice; its "
@@ -195,11 +236,11 @@ void JoinTurns::loop() {
             ::close(holder);
           }
           end_turn();
-        } else if (holder_said.size() > kMaxPodName + 2) {
+        } else if (holder_said.size() > kMaxNotice) {
           std::fprintf(stderr,
                        "fibermpi: a joining pod sent a join notice of more than %zu "
                        "bytes; its connection is closed\n",
-                       kMaxPodName + 2);
+                       kMaxNotice);
           ::close(holder);
           end_turn();
         }
@@ -221,14 +262,15 @@ void JoinTurns::loop() {
   for (const auto& [fd, pod] : watched) ::close(fd);
 }
 
-void hand_back_join_turn(int turn, const std::string& pod) {
-  const std::string notice = "j" + pod + "\n";
-  if (!is_pod_name(pod) || ::send(turn, notice.data(), notice.size(), MSG_NOSIGNAL) !=
-                               static_cast<ssize_t>(notice.size())) {
+void hand_back_join_turn(int turn, const std::string& pod, int pid) {
+  const std::string notice = "j" + pod + " " + std::to_string(pid) + "\n";
+  if (!parse_notice(notice.substr(0, notice.size() - 1)) ||
+      ::send(turn, notice.data(), notice.size(), MSG_NOSIGNAL) !=
+          static_cast<ssize_t>(notice.size())) {
     ::close(turn);  // the turn passes on all the same; the pod is then watched by heartbeats
   }
-  // Kept open for the life of this process, on purpose: its end tells the launcher the pod is
-  // gone. Close-on-exec, so children do not hold it.
+  // Kept open for the life of this process, on purpose: its end tells the launcher this process
+  // is gone. Close-on-exec, so children do not hold it.
 }
 
 std::string join_turn_address(const std::string& host, int port) {

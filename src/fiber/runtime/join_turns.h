@@ -3,12 +3,12 @@
 // messages with the wrong peer (seen with worker pods that start together). Its name server
 // cannot serve as a lock (a name published twice is overwritten, one published by another job
 // cannot be withdrawn), so the master hands out turns itself, over a TCP socket: a joining job
-// asks, waits for its turn, connects, and then says so on the socket ("j<pod name>\n"), which
-// passes the turn on (closing the socket does too). A turn not given back within a time limit (its
-// job vanished while joining) passes on too. The socket of a pod that said it joined stays open
-// for the pod's life: when it closes (the pod's processes died and the kernel closed it) the pod
-// is gone, which the launcher hears at once (Open MPI 4.1 gives it no "peer hung up" event, and
-// heartbeats take heartbeat_timeout). Internal.
+// asks, waits for its turn, connects, and then says so on the socket ("j<pod>/<uid> <pid>\n"),
+// which passes the turn on (closing the socket does too). A turn not given back within a time limit
+// (its job vanished while joining) passes on too. The socket of a pod that said it joined stays
+// open for the life of that process (the pod's rank 0): when it closes (the process died and the
+// kernel closed it) that worker is gone, which the launcher hears at once (Open MPI 4.1 gives it no
+// "peer hung up" event, and heartbeats take heartbeat_timeout). Internal.
 #pragma once
 
 #include <atomic>
@@ -26,11 +26,11 @@ class JoinTurns {
   /// empty: every address, IPv6 and IPv4 where the machine has IPv6) at a port the kernel picks.
   /// Throws fiber::Error naming `host` when it is no address or cannot be listened on.
   /// `on_begin` runs (on the turns' thread) as a turn is given, `on_end` as it ends.
-  /// `on_pod_gone` runs (on the turns' thread) with the pod's name when the connection of a
-  /// pod that joined closes.
+  /// `on_pod_gone` runs (on the turns' thread) with the pod's identity ("name/uid") and the pid
+  /// of the process that held the connection when the connection of a pod that joined closes.
   JoinTurns(const std::string& host, std::chrono::seconds turn_limit,
             std::function<void()> on_begin = {}, std::function<void()> on_end = {},
-            std::function<void(const std::string&)> on_pod_gone = {});
+            std::function<void(const std::string&, int)> on_pod_gone = {});
   ~JoinTurns();
   JoinTurns(const JoinTurns&) = delete;
   JoinTurns& operator=(const JoinTurns&) = delete;
@@ -47,7 +47,7 @@ class JoinTurns {
   std::chrono::seconds turn_limit_;
   std::function<void()> on_begin_;
   std::function<void()> on_end_;
-  std::function<void(const std::string&)> on_pod_gone_;
+  std::function<void(const std::string&, int)> on_pod_gone_;
   std::thread thread_;
 };
 
@@ -58,10 +58,11 @@ std::string join_turn_address(const std::string& host, int port);
 /// the address and what is wrong with it.
 std::pair<std::string, std::string> split_join_turn_address(const std::string& address);
 
-/// Gives the turn back once this pod's job has connected: tells the launcher the pod `pod` joined
-/// and keeps the socket open for the life of the process (its end tells the launcher the pod is
-/// gone). A pod name that is no DNS-1123 subdomain closes it instead.
-void hand_back_join_turn(int turn, const std::string& pod);
+/// Gives the turn back once this pod's job has connected: tells the launcher that process `pid`
+/// of pod `pod` ("name/uid", pod_identity_from_environment()) joined, and keeps the socket open
+/// for the life of the process (its end tells the launcher that worker is gone). A malformed
+/// identity closes it instead.
+void hand_back_join_turn(int turn, const std::string& pod, int pid);
 
 /// Asks the master at `address` ("host:port", "[v6]:port", a host name of either family) for a turn
 /// and waits until it is given, at most until `limit` has passed. Returns the socket to close once

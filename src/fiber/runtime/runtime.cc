@@ -227,7 +227,8 @@ void Runtime::begin(int& argc, char**& argv, const Config&) {
     }
     // The turn passes on; the socket stays open for the pod's life, so that the launcher hears
     // at once when the pod is gone.
-    if (turn >= 0) hand_back_join_turn(turn, pod->pod_name);
+    if (turn >= 0)
+      hand_back_join_turn(turn, pod_identity_from_environment(), static_cast<int>(::getpid()));
     link->connected = true;
   } else if (mode == bridge::LaunchMode::kStaticWorld && bridge::Environment::world_size() > 1) {
     link->comm = bridge::Communicator::duplicate(MPI_COMM_WORLD);
@@ -266,7 +267,7 @@ void Runtime::begin(int& argc, char**& argv, const Config&) {
       join_turns_ = std::make_unique<JoinTurns>(
           pod->pod_ip, std::chrono::seconds(60), [master] { master->begin_join_turn(); },
           [master] { master->end_join_turn(); },
-          [master](const std::string& gone) { master->pod_connection_closed(gone); });
+          [master](const std::string& gone, int pid) { master->pod_connection_closed(gone, pid); });
       bridge::publish_name(pod->turns_name(), join_turns_->address());
       bridge::publish_name(pod->service_name(), master_->listen());
       master_->provision_pods(std::make_unique<FiberJobScaler>(pod->ns, pod->job),

@@ -12,6 +12,7 @@
 
 #include "fiber/errors.h"
 #include "fiber/function_ref.h"
+#include "fiber/runtime/kubernetes_pod.h"
 #include "fiber/serialization.h"
 #include "fiber/wire/link_messages.h"
 #include "fiber/wire/pool_messages.h"
@@ -138,10 +139,7 @@ void MasterLink::handshake() {
   hello.pid = static_cast<int>(::getpid());
   hello.host = host_;
   // Its pod: the name, and the uid that tells a replacement of the same name apart.
-  const char* pod = std::getenv("FIBER_K8S_POD_NAME");
-  const char* uid = std::getenv("FIBER_K8S_POD_UID");
-  if (pod && *pod && std::getenv("FIBER_K8S_ROLE"))
-    hello.pod = std::string(pod) + (uid && *uid ? std::string("/") + uid : std::string());
+  hello.pod = pod_identity_from_environment();
   send(hello.encode());
   auto held = engine_.lock();
   engine_.changes().wait(held, [this] { return handshake_ != Handshake::kWaiting; });

@@ -257,7 +257,9 @@ def test_a_pool_grows_onto_pods_maps_and_releases_what_it_no_longer_needs(cluste
 
 def test_worker_pods_deleted_mid_map_lose_nothing_and_replacements_take_tasks(cluster: Cluster):
     name = "loss"
-    cluster.kubectl("apply", "-f", "-", stdin=fiberjob(name, "loss"))
+    # The default heartbeat_timeout (5 s): the killed pod is seen gone sooner, through the
+    # connection its worker keeps with the launcher.
+    cluster.kubectl("apply", "-f", "-", stdin=fiberjob(name, "loss", config="pod_idle_timeout: 1s\n"))
     wait_until("4 workers ready", lambda: "4 workers ready" in cluster.log(f"{name}-launcher"))
     first = sorted(p["metadata"]["name"] for p in cluster.pods(name, "worker"))
     assert len(first) == 4, first
@@ -272,6 +274,8 @@ def test_worker_pods_deleted_mid_map_lose_nothing_and_replacements_take_tasks(cl
     # reuse a deleted pod's name, never its process).
     assert len(mapped) >= 5, f"no replacement pod took tasks: {mapped}"
     assert all(count > 0 for count in mapped.values())
+    assert f"of pod {first[1]}/" in log and "its connection to the launcher closed" in log, log
+    assert "heartbeat timeout" not in log, log
 
 
 def test_a_pool_that_shrank_grows_again_while_its_tasks_run(cluster: Cluster):
