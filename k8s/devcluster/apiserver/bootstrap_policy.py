@@ -65,14 +65,16 @@ def cluster_roles() -> list[Object]:
          "rules": [_rule(READ, "", "secrets"),
                    _rule(["impersonate"], "", "serviceaccounts"),
                    _rule(WRITE, "", "pods"),
-                   _rule(WRITE, "", "serviceaccounts", "services", "endpoints", "configmaps", "secrets")]},
+                   _rule(WRITE, "", "serviceaccounts", "services", "endpoints", "configmaps", "secrets"),
+                   _rule(WRITE, "networking.k8s.io", "networkpolicies")]},
         {"metadata": _metadata("system:aggregate-to-view", {AGGREGATE_TO_VIEW: "true"}),
          "rules": [_rule(READ, "", "pods", "serviceaccounts", "services", "services/status", "endpoints",
                          "configmaps"),
                    _rule(READ, "", "resourcequotas", "bindings", "events", "pods/status", "resourcequotas/status",
                          "namespaces/status", "pods/log"),
                    # namespaces read in a namespace: the one the binding is in.
-                   _rule(READ, "", "namespaces")]},
+                   _rule(READ, "", "namespaces"),
+                   _rule(READ, "networking.k8s.io", "networkpolicies")]},
     ]
 
 

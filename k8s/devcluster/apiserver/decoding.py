@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import ApiError
+from .network_policy import decode_errors as network_policy_decode_errors
 from .resource_info import ResourceInfo
 
 
@@ -76,4 +77,7 @@ def check_decodable(info: ResourceInfo, obj: dict[str, Any]) -> None:
             for item in value:
                 if not isinstance(item, dict):
                     raise refuse(f"{info.kind}.{field}", go_type.removeprefix("[]"), item)
+    if info.plural == "networkpolicies":
+        for path, go_type, value in network_policy_decode_errors(obj.get("spec")):
+            raise refuse(path, go_type, value)
 

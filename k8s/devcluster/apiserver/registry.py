@@ -6,6 +6,7 @@ import threading
 from typing import Any
 
 from .custom import CustomResourceDefinitionStrategy, CustomResourceStrategy, crd_infos
+from .network_policy import NetworkPolicyStrategy
 from .resource_info import ResourceInfo
 from .resource_quota import ResourceQuotaStrategy
 from .strategies import (ConfigMapStrategy, EventStrategy, LeaseStrategy, NamespaceStrategy, NodeStrategy,
@@ -40,6 +41,8 @@ def _builtin_infos() -> list[ResourceInfo]:
     ]
     others = [
         ResourceInfo("coordination.k8s.io", "v1", "leases", "lease", "Lease", "LeaseList", True),
+        ResourceInfo("networking.k8s.io", "v1", "networkpolicies", "networkpolicy", "NetworkPolicy",
+                     "NetworkPolicyList", True, short_names=("netpol",)),
         ResourceInfo("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", "RoleList", True),
         ResourceInfo("rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding", "RoleBinding",
                      "RoleBindingList", True),
@@ -71,7 +74,7 @@ class Registry:
             "nodes": NodeStrategy(), "roles": RoleStrategy(), "clusterroles": RoleStrategy(),
             "rolebindings": RoleBindingStrategy(), "clusterrolebindings": RoleBindingStrategy(),
             "customresourcedefinitions": CustomResourceDefinitionStrategy(),
-            "resourcequotas": ResourceQuotaStrategy(),
+            "resourcequotas": ResourceQuotaStrategy(), "networkpolicies": NetworkPolicyStrategy(),
         }
         for info in _builtin_infos():
             self.infos[(info.group, info.version, info.plural)] = info

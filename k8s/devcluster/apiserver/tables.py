@@ -422,6 +422,21 @@ def secret_cells(obj: dict[str, Any]) -> list[Any]:
     return [obj.get("type", "Opaque"), len(obj.get("data") or {})]
 
 
+def format_label_selector(selector: dict[str, Any]) -> str:
+    """A label selector the way kubectl columns print one: "<none>" for the empty selector."""
+    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for expression in selector.get("matchExpressions") or []:
+        key, operator = expression.get("key", ""), expression.get("operator", "")
+        values = ",".join(sorted(expression.get("values") or []))
+        parts.append({"In": f"{key} in ({values})", "NotIn": f"{key} notin ({values})",
+                      "Exists": key, "DoesNotExist": f"!{key}"}.get(operator, key))
+    return ",".join(parts) or "<none>"
+
+
+def network_policy_cells(obj: dict[str, Any]) -> list[Any]:
+    return [format_label_selector((obj.get("spec") or {}).get("podSelector") or {})]
+
+
 def service_account_cells(obj: dict[str, Any]) -> list[Any]:
     return [len(obj.get("secrets") or [])]
 
@@ -514,6 +529,10 @@ BUILTIN_PRINTERS: dict[tuple[str, str], tuple[list[Column], Callable[..., Row]]]
     ("", "endpoints"): ([NAME_COLUMN, column("Endpoints", description="Addresses and ports."),
                          AGE_COLUMN], simple_rows(endpoints_cells)),
     ("", "resourcequotas"): (RESOURCE_QUOTA_COLUMNS, resource_quota_row),
+    ("networking.k8s.io", "networkpolicies"): (
+        [NAME_COLUMN, column("Pod-Selector", description="The pods the policy applies to (its "
+                             "spec.podSelector)."), AGE_COLUMN],
+        simple_rows(network_policy_cells)),
     ("rbac.authorization.k8s.io", "rolebindings"): (BINDING_COLUMNS, binding_row),
     ("rbac.authorization.k8s.io", "clusterrolebindings"): (BINDING_COLUMNS, binding_row),
     ("rbac.authorization.k8s.io", "roles"): (
