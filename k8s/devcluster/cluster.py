@@ -23,6 +23,8 @@ from typing import Any
 import yaml
 
 from . import netns
+from .node_container import cluster_containers, remove_cluster_containers
+from .node_volumes import mounts_below, unmount_below
 from .node_images import DEFAULT_MOUNT_PATH, ImageError, ImageTable, LocalImage, parse_image_argument
 from .kube import JSON, KubeClient, KubeError, client_from_kubeconfig, core_path, resource_path, write_kubeconfig
 from .scheduler import node_ready
@@ -318,7 +320,7 @@ def default_images() -> list[LocalImage]:
     """fibermpi/examples and fibermpi/runtime, when their installed files exist."""
     if not os.path.isdir(DEFAULT_IMAGE_DIR):
         return []
-    return [LocalImage(name, DEFAULT_IMAGE_DIR, DEFAULT_MOUNT_PATH) for name in DEFAULT_IMAGE_NAMES]
+    return [LocalImage(name, DEFAULT_IMAGE_DIR, DEFAULT_MOUNT_PATH, fallback=True) for name in DEFAULT_IMAGE_NAMES]
 
 
 def image_table(arguments: list[str]) -> ImageTable:
@@ -440,17 +442,16 @@ def start_all(state_dir: str, record: JSON, node_count: int, with_controller: bo
         argv = [sys.executable, "-m", "k8s.devcluster", "node", "--name", name,
                 "--kubeconfig", os.path.join(state_dir, "kubeconfigs", f"{name}.yaml"), "--state-dir", state_dir,
                 "--pod-log-dir", os.path.join(state_dir, "logs"), "--ca-file", ca_file,
-                "--api-port", str(port), "--pods", str(pods_per_node)]
+                "--api-port", str(port), "--pods", str(pods_per_node), "--cluster-id", cid]
         if network:
             argv += ["--host-ip", network.node_address(index), "--subnet", str(network.subnet),
-                     "--pod-cidr", network.node_pod_cidr(index), "--cluster-id", cid,
-                     "--api-host", network.api_address]
+                     "--pod-cidr", network.node_pod_cidr(index), "--api-host", network.api_address]
         else:
             argv += ["--host-ip", "127.0.0.1", "--api-host", "127.0.0.1"]
         if mount_refusal:
             argv.append("--no-private-mounts")
         for image in images.images:
-            argv += ["--image", image.to_argument()]
+            argv += ["--fallback-image" if image.fallback else "--image", image.to_argument()]
         start_component(state_dir, name, argv)
 
     def nodes_ready() -> bool:
@@ -532,6 +533,9 @@ def down(state_dir: str, quiet: bool = False) -> list[str]:
     for pid_file in pod_pid_files:
         os.unlink(pid_file)
     stop_pids(processes_mentioning(state_dir), 0.0)
+    # Pods' podman containers outlive a killed `podman run` (conmon keeps them).
+    removed_containers = remove_cluster_containers(cid)
+    unmount_below(state_dir)
     removed = netns.delete_cluster_network(cid)
     # The kernel tears a namespace's veth down asynchronously: look again until it is gone.
     deadline = time.monotonic() + NETWORK_CLEANUP_S
@@ -550,8 +554,11 @@ def down(state_dir: str, quiet: bool = False) -> list[str]:
     if os.path.exists(record_path(state_dir)):
         os.unlink(record_path(state_dir))
     leftovers = [f"process {pid}" for pid in processes_mentioning(state_dir)] + netns.cluster_network_leftovers(cid)
+    leftovers += [f"container {name}" for name in cluster_containers(cid)] + \
+        [f"mount {point}" for point in mounts_below(state_dir)]
     if not quiet:
-        log(f"stopped the cluster in {state_dir}" + (f" (removed {len(removed)} network names)" if removed else ""))
+        log(f"stopped the cluster in {state_dir}" + (f" (removed {len(removed)} network names)" if removed else "")
+            + (f" (removed {len(removed_containers)} containers)" if removed_containers else ""))
         for leftover in leftovers:
             log(f"still present: {leftover}")
     return leftovers

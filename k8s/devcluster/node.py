@@ -17,6 +17,7 @@ from typing import Any
 
 from .kube import JSON, KubeClient, KubeError, client_from_kubeconfig, core_path, group_path
 from .netns import ClusterNetwork
+from .node_container import PodmanImages
 from .node_images import ImageTable, parse_image_argument
 from .node_pod import NodeContext, PodWorker, clear_pod_dir
 from .node_process import now_rfc3339
@@ -260,6 +261,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the machine refuses mount namespaces: volumes are not mounted in pods")
     parser.add_argument("--image", action="append", default=[], metavar="NAME=HOSTDIR:MOUNTPATH",
                         help="a local image: pods of image NAME get HOSTDIR read-only at MOUNTPATH (repeatable)")
+    parser.add_argument("--fallback-image", action="append", default=[], metavar="NAME=HOSTDIR:MOUNTPATH",
+                        help="a local image used only when podman's store has no image NAME (repeatable)")
+    parser.add_argument("--no-podman", action="store_true",
+                        help="never run pods as podman containers (images are host directories or the host)")
     parser.add_argument("--cpu", default=str(os.cpu_count() or 1))
     parser.add_argument("--memory", default=f"{total_memory_bytes() // 1024}Ki")
     parser.add_argument("--pods", type=int, default=110, help="allocatable pods")
@@ -279,7 +284,9 @@ def main(args: Any) -> int:
         allocatable=parse_capacity(args.cpu, args.memory, args.pods), network=network, cid=args.cluster_id,
         pod_cidr_prefix=prefix, private_mounts=not args.no_private_mounts, log_dir=args.pod_log_dir,
         base_path=os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
-        images=ImageTable([parse_image_argument(argument) for argument in args.image]))
+        images=ImageTable([parse_image_argument(argument) for argument in args.image]
+                          + [parse_image_argument(argument, fallback=True) for argument in args.fallback_image]),
+        podman=None if args.no_podman else PodmanImages())
     os.makedirs(context.pid_dir(), exist_ok=True)
     node = Node(args.name, client, context, parse_capacity(args.cpu, args.memory, args.pods), args.pod_cidr)
     signal.signal(signal.SIGTERM, lambda *_: node.stopped.set())

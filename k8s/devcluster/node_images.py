@@ -49,6 +49,7 @@ class LocalImage:
     name: str
     directory: str
     mount_path: str = DEFAULT_MOUNT_PATH
+    fallback: bool = False            # a default entry: podman's image of that name comes first
 
     @property
     def has_tag(self) -> bool:
@@ -69,7 +70,10 @@ class LocalImage:
 
     def record(self) -> dict[str, Any]:
         """The entry as cluster.json records it."""
-        return {"image": self.name, "directory": self.directory, "mountPath": self.mount_path}
+        record: dict[str, Any] = {"image": self.name, "directory": self.directory, "mountPath": self.mount_path}
+        if self.fallback:
+            record["fallback"] = True
+        return record
 
     def pull_failure(self, image: str, private_mounts: bool) -> str:
         """Why a container of this image cannot start now, or empty when it can."""
@@ -82,7 +86,7 @@ class LocalImage:
         return ""
 
 
-def parse_image_argument(text: str) -> LocalImage:
+def parse_image_argument(text: str, fallback: bool = False) -> LocalImage:
     """NAME=HOSTDIR[:MOUNTPATH] (mount path /opt/fibermpi when omitted); HOSTDIR is made absolute."""
     name, separator, rest = text.partition("=")
     name = name.strip()
@@ -99,7 +103,7 @@ def parse_image_argument(text: str) -> LocalImage:
     mount_path = os.path.normpath(mount_path)
     if mount_path == "/":
         raise ImageError(f"image {text!r}: the mount path must be a directory below /, not / itself")
-    return LocalImage(name, os.path.abspath(directory), mount_path)
+    return LocalImage(name, os.path.abspath(directory), mount_path, fallback)
 
 
 @dataclass

@@ -18,6 +18,9 @@ from typing import Any, Callable
 
 from .kube import JSON, KubeClient, KubeError, core_path, make_event, pod_path
 from .netns import NetworkError, PodNetwork
+from .node_container import (ContainerConfigError, ContainerOptions, ContainerRun, PodmanImage, PodmanImages,
+                             container_argv, container_name, effective_security, mount_flags, security_flags,
+                             user_flag, verify_run_as_non_root)
 from .node_env import (SERVICE_ACCOUNT_DIR, ObjectReader, PodConfigError, container_environment,
                        expand_references)
 from .node_images import ImageTable, LocalImage
@@ -26,7 +29,7 @@ from .node_process import ContainerProcess, LaunchSpec, now_rfc3339
 from .node_status import ConditionClock, ContainerSlot, container_status, pod_conditions
 from .node_termination import DEFAULT_PATH as DEFAULT_TERMINATION_PATH
 from .node_termination import FALLBACK_POLICY, FILE_POLICY
-from .node_volumes import SERVICE_ACCOUNT_VOLUME, TOKEN_SECONDS, VolumeWriter
+from .node_volumes import SERVICE_ACCOUNT_VOLUME, TOKEN_SECONDS, VolumeWriter, unmount_below
 
 RESTART_BACKOFF_BASE_S = 1.0
 RESTART_BACKOFF_MAX_S = 60.0
@@ -57,6 +60,7 @@ class NodeContext:
     log_dir: str                     # <state-dir>/logs: <ns>_<pod>_<uid>/<container>.log
     base_path: str                   # PATH given to containers
     images: ImageTable = field(default_factory=ImageTable)   # local images: name -> host directory
+    podman: PodmanImages | None = None                       # podman's image store (None: not used)
     used_ips: set[str] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("node"))
@@ -235,19 +239,24 @@ class PodWorker(threading.Thread):
                 self._start(slot)
 
     def _start(self, slot: ContainerSlot) -> None:
-        image = self._local_image(slot)
-        if image is not None:
+        image = self._resolve_image(slot)
+        if isinstance(image, LocalImage):
             failure = image.pull_failure(slot.spec.get("image", ""), self.context.private_mounts)
             if failure:
                 self._image_pull_failed(slot, failure)
                 return
             slot.image_id = f"devcluster-dir://{image.directory}"
+        elif isinstance(image, PodmanImage):
+            slot.image_id = image.status_id
         slot.pull_failures = 0
         if slot.last is not None:
             slot.restart_count += 1
             log_path = self._log_path(slot)
             if os.path.exists(log_path):
                 os.replace(log_path, log_path[: -len(".log")] + ".previous.log")
+        if isinstance(image, PodmanImage):
+            self._start_container(slot, image)
+            return
         if not slot.spec.get("command") and not slot.spec.get("args"):
             self._record_start_failure(slot, "NoCommand",
                                        f"container {slot.name} has no command: the development cluster's nodes "
@@ -265,6 +274,9 @@ class PodWorker(threading.Thread):
         except OSError as error:
             self._record_start_failure(slot, "StartError", str(error))
             return
+        self._record_started(slot, process, launch)
+
+    def _record_started(self, slot: ContainerSlot, process: ContainerProcess, launch: LaunchSpec) -> None:
         slot.current = process
         slot.env = launch.env
         slot.kill_deadline = 0.0
@@ -275,7 +287,79 @@ class PodWorker(threading.Thread):
         self._event("Normal", "Started", f"Started container {slot.name}")
 
     def _local_image(self, slot: ContainerSlot) -> LocalImage | None:
-        return self.context.images.find(str(slot.spec.get("image") or ""))
+        image = self._resolve_image(slot)
+        return image if isinstance(image, LocalImage) else None
+
+    def _resolve_image(self, slot: ContainerSlot) -> LocalImage | PodmanImage | None:
+        """The image table's entry (those given with --image first), else podman's image, else
+        a default entry (fibermpi/runtime and fibermpi/examples as host directories), else None:
+        the host's filesystem."""
+        name = str(slot.spec.get("image") or "")
+        entry = self.context.images.find(name)
+        if entry is not None and not entry.fallback:
+            return entry
+        found = self.context.podman.find(name) if self.context.podman is not None else None
+        return found or entry
+
+    def _start_container(self, slot: ContainerSlot, image: PodmanImage) -> None:
+        """One run of the container under podman."""
+        try:
+            launch, options = self._container_launch(slot, image)
+        except (PodConfigError, ContainerConfigError) as error:
+            if slot.waiting_message != str(error):
+                self._event("Warning", "Failed", f"Error: {error}")
+            slot.waiting_reason, slot.waiting_message = "CreateContainerConfigError", str(error)
+            slot.next_start = time.monotonic() + CONFIG_RETRY_S
+            return
+        if not options.argv:
+            self._record_start_failure(slot, "StartError", f"container {slot.name}: no command specified (the "
+                                                           f"pod names none and image {image.reference} has none)")
+            return
+        process = ContainerRun(launch, self._on_exit, options=options)
+        try:
+            process.start()
+        except OSError as error:
+            self._record_start_failure(slot, "StartError", str(error))
+            return
+        self._record_started(slot, process, launch)
+
+    def _container_launch(self, slot: ContainerSlot, image: PodmanImage) -> tuple[LaunchSpec, ContainerOptions]:
+        container = slot.spec
+        security = effective_security(self.pod, container)
+        verify_run_as_non_root(self.pod, container, security, image)
+        reader = ObjectReader(self.client, self.namespace)
+        # The runtime merges the image's environment under these, and sets HOSTNAME, HOME, PATH.
+        base = {
+            "KUBERNETES_SERVICE_HOST": self.context.api_host,
+            "KUBERNETES_SERVICE_PORT": str(self.context.api_port),
+            "KUBERNETES_SERVICE_PORT_HTTPS": str(self.context.api_port),
+            "KUBERNETES_PORT": f"tcp://{self.context.api_host}:{self.context.api_port}",
+        }
+        environment = container_environment(self._pod_with_status(), container, reader, base,
+                                            self.context.allocatable)
+        argv = container_argv(container, image, lambda part: expand_references(part, environment))
+        scratch = os.path.join(self.context.pod_dir(self.uid), "containers", slot.name, str(slot.restart_count))
+        mounts = self._mounts_of(container, on_host=False)
+        termination_file = self._termination_file(container, scratch, mounts, on_host=False)
+        flags = user_flag(security, image) + security_flags(self.pod, security) + mount_flags(mounts)
+        if self.pod["spec"].get("hostNetwork") or self.network is None:
+            flags += ["--network", "host"]
+        else:
+            flags += ["--network", f"ns:/run/netns/{self.network.netns}"]
+        if self.pod["spec"].get("hostNetwork"):
+            flags += ["--uts", "host"]
+        else:
+            flags += ["--hostname", self.pod["spec"].get("hostname") or self.name]
+        options = ContainerOptions(name=container_name(self.context.cid or "host", self.uid, slot.name,
+                                                       slot.restart_count),
+                                   image=image, argv=argv, flags=flags, cluster_id=self.context.cid or "host")
+        launch = LaunchSpec(command=argv, env=environment, working_dir=container.get("workingDir", ""),
+                            hostname=self.pod["spec"].get("hostname") or self.name, mounts=mounts,
+                            scratch_dir=scratch, log_path=self._log_path(slot), netns=None, private_mounts=False,
+                            pid_file=os.path.join(self.context.pid_dir(), f"{self.uid}_{slot.name}"),
+                            tty=bool(container.get("tty")), termination_file=termination_file,
+                            termination_policy=container.get("terminationMessagePolicy") or FILE_POLICY)
+        return launch, options
 
     def _image_pull_failed(self, slot: ContainerSlot, failure: str) -> None:
         """The image's directory cannot be mounted: ErrImagePull at the first failure, then
@@ -363,7 +447,8 @@ class PodWorker(threading.Thread):
                           tty=bool(container.get("tty")), termination_file=termination_file,
                           termination_policy=container.get("terminationMessagePolicy") or FILE_POLICY)
 
-    def _termination_file(self, container: JSON, scratch: str, mounts: list[dict[str, Any]]) -> str:
+    def _termination_file(self, container: JSON, scratch: str, mounts: list[dict[str, Any]],
+                          on_host: bool = True) -> str:
         """An empty file for this run's termination message, mounted writable at the container's
         terminationMessagePath (without a private mount namespace it stays unmounted and empty)."""
         policy = container.get("terminationMessagePolicy") or FILE_POLICY
@@ -378,7 +463,8 @@ class PodWorker(threading.Thread):
             pass
         os.chmod(path, 0o666)
         if not any(os.path.normpath(m["target"]) == os.path.normpath(target) for m in mounts):
-            self._ensure_top_level_dir(os.path.dirname(target) or target)
+            if on_host:
+                self._ensure_top_level_dir(os.path.dirname(target) or target)
             mounts.append({"source": path, "target": target, "readOnly": False, "optional": True})
         return path
 
@@ -390,7 +476,7 @@ class PodWorker(threading.Thread):
         self._ensure_top_level_dir(image.mount_path)
         return [{"source": image.directory, "target": image.mount_path, "readOnly": True}]
 
-    def _mounts_of(self, container: JSON) -> list[dict[str, Any]]:
+    def _mounts_of(self, container: JSON, on_host: bool = True) -> list[dict[str, Any]]:
         volumes_dir = os.path.join(self.context.pod_dir(self.uid), "volumes")
         mounts = []
         declared = {volume["name"]: volume for volume in self.pod["spec"].get("volumes") or []}
@@ -402,7 +488,8 @@ class PodWorker(threading.Thread):
             if mount.get("subPath"):
                 source = os.path.join(source, mount["subPath"])
             mounts.append({"source": source, "target": mount["mountPath"], "readOnly": bool(mount.get("readOnly"))})
-            self._ensure_top_level_dir(mount["mountPath"])
+            if on_host:
+                self._ensure_top_level_dir(mount["mountPath"])
         if not self.pod["spec"].get("hostNetwork"):
             mounts.append({"source": self._hosts_file(), "target": "/etc/hosts", "readOnly": False})
         if self._automount_token() and not any(m["target"].rstrip("/") == SERVICE_ACCOUNT_DIR for m in mounts):
@@ -440,7 +527,7 @@ class PodWorker(threading.Thread):
                     continue
                 ok, message = run_probe(probe.spec, slot.spec, self.pod_ip, slot.current.process.pid,
                                         self.network.netns if self.network else None, self.context.private_mounts,
-                                        slot.env)
+                                        slot.env, slot.current.exec_prefix())
                 probe.record(ok, message)
                 label = kind[: -len("Probe")].capitalize()
                 if not ok:
@@ -471,7 +558,7 @@ class PodWorker(threading.Thread):
             return True
         ok, message = run_probe(dict(handler, timeoutSeconds=timeout_s), slot.spec, self.pod_ip,
                                 slot.current.process.pid, self.network.netns if self.network else None,
-                                self.context.private_mounts, slot.env)
+                                self.context.private_mounts, slot.env, slot.current.exec_prefix())
         if not ok:
             reason = "FailedPostStartHook" if hook == "postStart" else "FailedPreStopHook"
             self._event("Warning", reason, f"{hook} hook of container {slot.name} failed: {message}")
@@ -669,5 +756,6 @@ class PodWorker(threading.Thread):
 
 
 def clear_pod_dir(context: NodeContext, uid: str) -> None:
-    """Removes the pod's volumes and scratch files once it is deleted."""
+    """Removes the pod's volumes (unmounting its memory emptyDirs) and scratch files once it is deleted."""
+    unmount_below(context.pod_dir(uid))
     shutil.rmtree(context.pod_dir(uid), ignore_errors=True)

@@ -77,10 +77,14 @@ def resolve_port(port: Any, container: JSON) -> int:
 
 
 def run_probe(spec: JSON, container: JSON, pod_ip: str, pid: int, netns: str | None, private_mounts: bool,
-              env: dict[str, str]) -> tuple[bool, str]:
-    """Runs one probe; (success, message)."""
+              env: dict[str, str], exec_prefix: list[str] | None = None) -> tuple[bool, str]:
+    """Runs one probe; (success, message). An exec probe of a real container runs through
+    `exec_prefix` (podman exec NAME), with the container's own user and environment."""
     timeout_s = float(spec.get("timeoutSeconds", 1))
     try:
+        if "exec" in spec and exec_prefix is not None:
+            return _run_exec([*exec_prefix, *(spec["exec"].get("command") or [])], None, timeout_s) \
+                if spec["exec"].get("command") else (False, "exec probe without a command")
         if "exec" in spec:
             return _exec_probe(spec["exec"].get("command") or [], pid, netns, private_mounts, env, timeout_s)
         if "tcpSocket" in spec:
@@ -103,8 +107,13 @@ def _exec_probe(command: list[str], pid: int, netns: str | None, private_mounts:
     if netns:
         namespaces.append("--net")
     argv = ["nsenter", "--target", str(pid), *namespaces, "--", *command] if namespaces else command
+    return _run_exec(argv, env, timeout_s)
+
+
+def _run_exec(argv: list[str], env: dict[str, str] | None, timeout_s: float) -> tuple[bool, str]:
     try:
-        result = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout_s)
+        result = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout_s,
+                                stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         return False, f"command timed out after {timeout_s:g}s"
     output = (result.stdout + result.stderr).strip()

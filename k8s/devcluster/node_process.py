@@ -195,6 +195,11 @@ class ContainerProcess:
                 except (ProcessLookupError, PermissionError):
                     pass
 
+    def exec_prefix(self) -> list[str] | None:
+        """How a probe or hook runs a command in a real container; None: a host process, entered
+        with nsenter."""
+        return None
+
     def wait_for_session(self, timeout_s: float) -> None:
         """Waits until no process of the container's session is left (a killed process takes a
         moment to die, and its sockets close only then: the sandbox and its network go after)."""

@@ -6,9 +6,11 @@ cluster's CA, the namespace). hostPath volumes are mounted from the host as they
 from __future__ import annotations
 
 import os
+import re
+import subprocess
 from typing import Any
 
-from .kube import JSON, KubeClient, KubeError, core_path
+from .kube import JSON, KubeClient, KubeError, core_path, parse_quantity
 from .node_env import ObjectReader, PodConfigError, field_value, write_file, write_key_items
 
 TOKEN_SECONDS = 3600
@@ -39,6 +41,10 @@ class VolumeWriter:
             return
         os.makedirs(directory, exist_ok=True)
         if "emptyDir" in volume:
+            # Writable by any user, as the kubelet makes an emptyDir (containers run as non-root).
+            os.chmod(directory, 0o777)
+            if (volume["emptyDir"] or {}).get("medium") == "Memory":
+                mount_memory(directory, (volume["emptyDir"] or {}).get("sizeLimit"))
             return
         if "configMap" in volume:
             source = volume["configMap"]
@@ -71,7 +77,7 @@ class VolumeWriter:
             token = source["serviceAccountToken"]
             seconds = int(token.get("expirationSeconds", TOKEN_SECONDS))
             token_text = self.request_token(token.get("audience"), seconds)
-            write_file(directory, token.get("path", "token"), token_text, 0o600)
+            write_file(directory, token.get("path", "token"), token_text, mode)
         elif "configMap" in source:
             ref = source["configMap"]
             data = reader.data("ConfigMap", ref.get("name", ""), bool(ref.get("optional")))
@@ -90,7 +96,8 @@ class VolumeWriter:
     def write_service_account(self) -> None:
         """token, ca.crt and namespace, as /var/run/secrets/kubernetes.io/serviceaccount holds them."""
         directory = os.path.join(self.volumes_dir, SERVICE_ACCOUNT_VOLUME)
-        write_file(directory, "token", self.request_token(None, TOKEN_SECONDS), 0o600)
+        # The kubelet's kube-api-access volume: defaultMode 0644, so a container's non-root user reads it.
+        write_file(directory, "token", self.request_token(None, TOKEN_SECONDS), 0o644)
         write_file(directory, "ca.crt", self.ca_text(), 0o644)
         write_file(directory, "namespace", self.namespace, 0o644)
 
@@ -112,3 +119,41 @@ class VolumeWriter:
             return self.client.create(path, request)["status"]["token"]
         except KubeError as error:
             raise PodConfigError(f"service account token for {self.namespace}/{account}: {error.message}") from error
+
+
+def mount_memory(directory: str, size_limit: str | None) -> None:
+    """An emptyDir of medium Memory: a tmpfs on its directory (sizeLimit as its size; without one,
+    tmpfs's default, half the machine's memory), mounted once and shared by the pod's containers.
+    Without the privileges for a mount it stays a directory on disk."""
+    if os.path.ismount(directory) or os.geteuid() != 0:
+        return
+    options = "mode=1777"
+    if size_limit:
+        options += f",size={int(parse_quantity(str(size_limit)))}"
+    result = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", directory], capture_output=True,
+                            text=True, timeout=30)
+    if result.returncode != 0:
+        raise PodConfigError(f"emptyDir of medium Memory at {directory}: mount: {result.stderr.strip()}")
+
+
+def mounts_below(directory: str) -> list[str]:
+    """Mount points inside `directory` (the memory emptyDirs of its pods), deepest first."""
+    prefix = os.path.realpath(directory).rstrip("/") + "/"
+    points = []
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8") as handle:
+            for line in handle:
+                fields = line.split()
+                if len(fields) > 4:
+                    point = re.sub(r"\\([0-7]{3})", lambda match: chr(int(match.group(1), 8)), fields[4])
+                    if point.startswith(prefix):
+                        points.append(point)
+    except OSError:
+        return []
+    return sorted(set(points), key=lambda point: point.count("/"), reverse=True)
+
+
+def unmount_below(directory: str) -> None:
+    """Unmounts every mount inside `directory` (before it is removed)."""
+    for point in mounts_below(directory):
+        subprocess.run(["umount", "-l", point], capture_output=True, timeout=30)

@@ -39,7 +39,7 @@ FROM ${SLIM_IMAGE}
 # Every library the programs of /opt/fibermpi/bin need; the image test checks that each resolves.
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       openmpi-bin libopenmpi3 libboost-serialization1.74.0 libhwloc15 libyaml-cpp0.7 \
-      libcurl4 libssl3 ca-certificates procps coreutils \
+      libcurl4 libssl3 ca-certificates procps coreutils tini \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /opt/fibermpi /opt/fibermpi
 ENV PATH=/opt/fibermpi/bin:$PATH \
@@ -48,3 +48,7 @@ ENV PATH=/opt/fibermpi/bin:$PATH \
 RUN useradd --uid 1000 --create-home fiber
 USER 1000:1000
 WORKDIR /home/fiber
+# A real init as PID 1: it passes a pod's SIGTERM on to the program, reaps the orphans Open MPI's
+# processes leave, and ends with the program's exit code. A pod keeps it by giving its program as
+# `args` (a `command` replaces the ENTRYPOINT).
+ENTRYPOINT ["/usr/bin/tini", "--"]

@@ -177,6 +177,8 @@ def test_the_controller_in_its_container_takes_the_lead_and_reconciles_a_job(tmp
 def test_the_runtime_image_runs_as_non_root_with_every_library_resolved():
     config = inspect(RUNTIME_IMAGE)["Config"]
     assert config["User"] == "1000:1000"
+    # A real init as PID 1 (forwards signals, reaps orphans, ends with the program's code).
+    assert config["Entrypoint"] == ["/usr/bin/tini", "--"]
     assert not [e for e in config.get("Env", []) if e.split("=", 1)[0] in ROOT_OPT_IN]
     assert unresolved_libraries(RUNTIME_IMAGE, "/opt/fibermpi/bin/* /opt/fibermpi/lib/*.so*") == ""
     listed = podman("run", "--rm", *LIMITS, RUNTIME_IMAGE, "ls", "/opt/fibermpi/bin").stdout.split()

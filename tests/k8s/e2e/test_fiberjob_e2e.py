@@ -114,10 +114,15 @@ def sample(name: str, **workers: Any) -> str:
     return yaml.safe_dump(job)
 
 
+def launcher_script(job: dict, script: str) -> None:
+    """The launcher runs `script` with the image's sh (as args: the image's init stays PID 1)."""
+    job["spec"]["launcher"]["template"]["spec"]["containers"][0]["args"] = ["/bin/sh", "-c", script]
+
+
 def exiting_job(name: str, code: int) -> str:
     job = yaml.safe_load(SAMPLE.read_text())
     job["metadata"]["name"] = name
-    job["spec"]["launcher"]["template"]["spec"]["containers"][0]["args"] = [f"sleep 2; exit {code}"]
+    launcher_script(job, f"sleep 2; exit {code}")
     job["spec"]["workers"].update(replicas=2, minReplicas=0)
     job["spec"]["runPolicy"] = {"cleanPodPolicy": "All"}
     return yaml.safe_dump(job)
@@ -276,7 +281,10 @@ def test_the_launcher_gets_its_config_file_and_an_account_limited_to_its_job(clu
     job = yaml.safe_load(SAMPLE.read_text())
     job["metadata"]["name"] = "cfg"
     job["spec"]["config"] = "pool_size: 3\n"
-    job["spec"]["launcher"]["template"]["spec"]["containers"][0]["args"] = [CHECKING_LAUNCHER]
+    launcher_script(job, CHECKING_LAUNCHER)
+    # The checks need curl, which the runtime image does not hold: this launcher runs on the
+    # host's filesystem (an image podman does not have).
+    job["spec"]["launcher"]["template"]["spec"]["containers"][0]["image"] = "fibermpi/e2e-host-tools"
     job["spec"]["workers"].update(replicas=1, minReplicas=0)
     job["spec"]["runPolicy"] = {"cleanPodPolicy": "None"}
     cluster.kubectl("1.33", "apply", "-f", "-", stdin=yaml.safe_dump(job))
@@ -297,8 +305,7 @@ def test_the_launcher_gets_its_config_file_and_an_account_limited_to_its_job(clu
 
 def test_why_the_launcher_failed_reaches_the_jobs_condition(cluster: Cluster):
     job = yaml.safe_load(exiting_job("why", 4))
-    job["spec"]["launcher"]["template"]["spec"]["containers"][0]["args"] = [
-        "echo 'fiber.yaml: unknown key pool_sise' >&2; exit 4"]
+    launcher_script(job, "echo 'fiber.yaml: unknown key pool_sise' >&2; exit 4")
     cluster.kubectl("1.33", "apply", "-f", "-", stdin=yaml.safe_dump(job))
     failed = wait_until("Failed", lambda: (j := cluster.get("fj", "why")).get("status", {}).get(
         "phase") == "Failed" and j)

@@ -385,14 +385,3 @@ def test_a_process_on_a_pod_runs_a_pool_of_its_own_on_other_pods(cluster: Cluste
     assert sum(counts.values()) == 200, log
     assert all(pod.startswith(f"{name}-worker-") and pod != outer for pod in counts), log
     assert "outer exit code 0" in log, log
-
-
-def test_the_pool_demo_sample_runs_to_success(cluster: Cluster):
-    image = ROOT / "build-openmpi4/image/opt/fibermpi/bin/03_elastic_pool"
-    assert image.exists(), f"{image} is not installed (scripts/setup and scripts/test install it)"
-    recorder = PodRecorder(cluster, "pool-demo")
-    cluster.kubectl("apply", "-f", str(ROOT / "k8s/samples/pool-demo.yaml"))
-    log = succeeded(cluster, "pool-demo", recorder, timeout_s=300)
-    assert "pool resized to 8 workers" in log and "pool resized to 2 workers" in log, log
-    assert recorder.most_at_once == 8, recorder.first_seen
-    assert re.search(r"^final loss", log, re.MULTILINE), log
