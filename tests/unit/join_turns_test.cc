@@ -1,6 +1,6 @@
 // Join turns over real TCP sockets on this machine's loopback: IPv4, IPv6 and the dual-stack
 // listener a pod without a known address gets; addresses as pods' status.podIP gives them.
-#include "fiber/runtime/join_turns.h"
+#include "fiber/kubernetes/join_turns.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -11,7 +11,7 @@
 #include <filesystem>
 
 #include "fiber/errors.h"
-#include "fiber/master/fiberjob_scaler.h"
+#include "fiber/kubernetes/fiberjob_scaler.h"
 #include "fiber/serialization.h"
 #include "mpi_bridge/environment.h"
 #include "mpi_bridge/spawn.h"

@@ -12,10 +12,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "fiber/kubernetes/pod_provisioner.h"
 #include "fiber/master/group_core.h"
 #include "fiber/master/join_acceptor.h"
 #include "fiber/master/liveness_monitor.h"
-#include "fiber/master/pod_provisioner.h"
 #include "fiber/master/pool_core.h"
 #include "fiber/master/pool_host.h"
 #include "fiber/master/process_table.h"

@@ -11,13 +11,13 @@
 
 #include "fiber/errors.h"
 #include "fiber/function_ref.h"
-#include "fiber/master/fiberjob_scaler.h"
+#include "fiber/kubernetes/join_turns.h"
+#include "fiber/kubernetes/kubernetes_pod.h"
+#include "fiber/kubernetes/pod_join.h"
 #include "fiber/master/local_group.h"
 #include "fiber/master/local_pool.h"
 #include "fiber/master/master.h"
 #include "fiber/master/queue_hub.h"
-#include "fiber/runtime/join_turns.h"
-#include "fiber/runtime/kubernetes_pod.h"
 #include "fiber/worker/master_link.h"
 #include "fiber/worker/nested_client.h"
 #include "fiber/worker/start_up_watchdog.h"
@@ -87,46 +87,6 @@ void take_connect_option(int& argc, char**& argv) {
   }
 }
 
-// Set once this worker pod's rank has joined its launcher.
-std::atomic<bool> g_pod_joined{false};
-
-// A worker pod's rank that has not joined within `limit` (the launcher never published, no turn
-// came, a connect hung in Open MPI) ends with status 1, so that its pod fails and is replaced
-// instead of running for ever without serving.
-void exit_unless_joined(const KubernetesPod& pod, std::chrono::seconds limit) {
-  std::thread([limit, what = pod.describe()] {
-    const auto give_up = Clock::now() + limit;
-    while (!g_pod_joined.load() && Clock::now() < give_up)
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    if (g_pod_joined.load()) return;
-    std::fprintf(stderr,
-                 "fibermpi: this worker pod has not joined the launcher of %s within %d s; "
-                 "exiting\n",
-                 what.c_str(), static_cast<int>(limit.count()));
-    std::fflush(nullptr);
-    std::_Exit(1);
-  }).detach();
-}
-
-// A worker pod's job finds the launcher's rendezvous on the job's name service. The pods of a
-// FiberJob start together, so the launcher may not have published it yet: look again until it
-// has, for at most `limit`.
-std::string find_launcher(const KubernetesPod& pod, std::chrono::seconds limit) {
-  const auto give_up = Clock::now() + limit;
-  auto pause = std::chrono::milliseconds(20);
-  for (;;) {
-    std::string address = bridge::lookup_name(pod.service_name());
-    if (!address.empty()) return address;
-    if (Clock::now() > give_up) {
-      throw Error("fibermpi: the launcher of " + pod.describe() + " has not published '" +
-                  pod.service_name() + "' on the name service " + pod.name_service_uri +
-                  " within " + std::to_string(limit.count()) + " s");
-    }
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::milliseconds(500));
-  }
-}
-
 }  // namespace
 
 Runtime& Runtime::instance() {
@@ -155,22 +115,7 @@ void Runtime::start(int& argc, char**& argv, const Config& config) {
 void Runtime::begin(int& argc, char**& argv, const Config&) {
   take_connect_option(argc, argv);
   const auto pod = KubernetesPod::from_environment();
-  if (pod) {
-    if (!bridge::Environment::has_standalone_name_server()) {
-      throw UsageError(
-          "fibermpi runs in a pod of " + pod->describe() +
-          " but was built against Open MPI 5, which has no name server (ompi-server) for "
-          "separately started jobs: build it with -DFIBER_MPI=openmpi4 for Kubernetes");
-    }
-    // The pod's own MPI job: the program runs again under mpirun, which finds the job's name
-    // service (the user's pod template names only the program).
-    if (!bridge::started_by_launcher()) relaunch_under_mpirun(*pod, argc, argv);
-    // The launcher's status for the pod, even if the program exits before init completes (the
-    // handler registered later runs first and reports it too, before a shutdown that may end
-    // the process early).
-    if (pod->role == KubernetesPod::Role::kLauncher)
-      ::on_exit([](int status, void*) { report_exit_status(status); }, nullptr);
-  }
+  if (pod) prepare_pod_process(*pod, argc, argv);
   // Open MPI's TCP transport writes to sockets of peers that may have died; the default SIGPIPE
   // would kill this process with them. Ignored unless the program installed its own handler.
   struct sigaction pipe_action {};
@@ -178,106 +123,81 @@ void Runtime::begin(int& argc, char**& argv, const Config&) {
     ::signal(SIGPIPE, SIG_IGN);
   if (std::getenv("FIBER_WORKER")) leave_if_start_up_stalls();
   bridge::Environment::initialize(&argc, &argv);
-  if (pod && pod->role == KubernetesPod::Role::kWorker) {
-    exit_unless_joined(*pod, settings_.pod_start_timeout + std::chrono::seconds(30));
-    bridge::Environment::join(find_launcher(*pod, settings_.pod_start_timeout));
-  }
-  const auto mode = bridge::Environment::launch_mode();
+  if (pod && pod->role == KubernetesPod::Role::kWorker)
+    find_launcher(*pod, settings_.pod_start_timeout);
   if (settings_.spawn.executable.empty())
     settings_.spawn.executable = ModuleTable::executable_path();
   settings_.spawn.env.emplace_back("FIBER_WORKER", "1");
   for (int i = 1; i < argc; ++i) settings_.spawn.args.emplace_back(argv[i]);
 
-  auto link = std::make_unique<Link>();
-  bool master = true;
-  bool spawned = false;
-  bool joined = false;
-  if (mode == bridge::LaunchMode::kSpawned) {
-    master = false;
-    spawned = true;
-    // The parent intercommunicator is MPI's own handle: used, never freed.
-    link->comm = bridge::Communicator::borrow(bridge::Environment::parent());
-  } else if (mode == bridge::LaunchMode::kConnected) {
-    // Every rank of this job is a worker of the master it joins.
-    master = false;
-    joined = true;
-    // Worker pods start together; Open MPI 4.1 needs them to connect one after another: rank 0
-    // waits for its turn from the launcher, and gives it back once connected.
-    int turn = -1;
-    if (pod && bridge::Environment::world_rank() == 0) {
-      try {
-        const std::string turns = bridge::lookup_name(pod->turns_name());
-        if (turns.empty())
-          throw Error("the launcher of " + pod->describe() + " published no join turns");
-        turn = wait_for_join_turn(turns, settings_.pod_start_timeout);
-      } catch (const std::exception& e) {
-        // The pod's other ranks wait in the collective connect: end the whole pod, it is
-        // replaced.
-        std::fprintf(stderr, "fibermpi: %s\n", e.what());
-        std::fflush(nullptr);
-        std::_Exit(1);
-      }
-    }
-    try {
-      link->comm = bridge::connect(bridge::Environment::connect_address());
-    } catch (...) {
-      if (turn >= 0) ::close(turn);
-      g_pod_joined.store(true);
-      throw;
-    }
-    // The turn passes on; the socket stays open for the pod's life, so that the launcher hears
-    // at once when the pod is gone.
-    if (turn >= 0)
-      hand_back_join_turn(turn, pod_identity_from_environment(), static_cast<int>(::getpid()));
-    link->connected = true;
-  } else if (mode == bridge::LaunchMode::kStaticWorld && bridge::Environment::world_size() > 1) {
-    link->comm = bridge::Communicator::duplicate(MPI_COMM_WORLD);
-    master = bridge::Environment::world_rank() == 0;
-    if (master) {
-      link->live_slots = bridge::Environment::world_size() - 1;
-      link->expected_hellos = link->live_slots;
-      link->created = Clock::now();
-      link->last_heard = link->created;
-    }
-  } else {
-    link.reset();
-  }
+  LaunchPart part = choose_part(pod ? &*pod : nullptr);
+  if (part.master)
+    start_master(std::move(part.link), pod ? &*pod : nullptr);
+  else
+    start_worker(std::move(part.link), part.spawned, part.joined);
+}
 
-  if (master) {
-    engine_ = std::make_unique<ProgressEngine>(settings_, settings_.liveness_interval,
-                                               settings_.liveness_interval);
-    master_ = std::make_unique<Master>(settings_, *engine_, std::move(link));
-    if (bridge::Environment::recovery_disabled_under_launcher() && !std::getenv("FIBER_QUIET")) {
-      const char* option = bridge::recovery_option();
-      std::fprintf(stderr,
-                   "fibermpi: started by mpirun without %s: a child process that is killed will "
-                   "abort the whole job (add %s, or set FIBER_QUIET=1 to hide this)\n",
-                   option, option);
-    }
-    master_->start();
-    g_running.store(true, std::memory_order_release);
-    engine_->start(*master_);
-    if (pod) {
-      // The launcher of a FiberJob: worker pods join through the rendezvous it publishes, and
-      // its pools ask the job for them.
-      // Turns first: a worker that finds the rendezvous finds its turns too.
-      // A turn is a connect/accept (well under a second); one held for a minute belongs to a
-      // pod that vanished without closing its socket.
-      Master* master = master_.get();
-      join_turns_ = std::make_unique<JoinTurns>(
-          pod->pod_ip, std::chrono::seconds(60), [master] { master->begin_join_turn(); },
-          [master] { master->end_join_turn(); },
-          [master](const std::string& gone, int pid) { master->pod_connection_closed(gone, pid); });
-      bridge::publish_name(pod->turns_name(), join_turns_->address());
-      bridge::publish_name(pod->service_name(), master_->listen());
-      master_->provision_pods(std::make_unique<FiberJobScaler>(pod->ns, pod->job),
-                              pod->slots_per_worker);
-    }
-    ::on_exit(shutdown_at_exit, nullptr);
-    if (!bridge::Environment::owns_mpi())
-      bridge::Environment::call_at_finalize(shutdown_at_program_finalize);
-    return;
+Runtime::LaunchPart Runtime::choose_part(const KubernetesPod* pod) {
+  LaunchPart part;
+  part.link = std::make_unique<Link>();
+  Link& link = *part.link;
+  switch (bridge::Environment::launch_mode()) {
+    case bridge::LaunchMode::kSpawned:
+      part.master = false;
+      part.spawned = true;
+      // The parent intercommunicator is MPI's own handle: used, never freed.
+      link.comm = bridge::Communicator::borrow(bridge::Environment::parent());
+      return part;
+    case bridge::LaunchMode::kConnected:
+      // Every rank of this job is a worker of the master it joins.
+      part.master = false;
+      part.joined = true;
+      link.comm = pod ? connect_to_launcher(*pod, settings_.pod_start_timeout)
+                      : bridge::connect(bridge::Environment::connect_address());
+      link.connected = true;
+      return part;
+    case bridge::LaunchMode::kStaticWorld:
+      if (bridge::Environment::world_size() == 1) break;
+      link.comm = bridge::Communicator::duplicate(MPI_COMM_WORLD);
+      part.master = bridge::Environment::world_rank() == 0;
+      if (part.master) {
+        link.live_slots = bridge::Environment::world_size() - 1;
+        link.expected_hellos = link.live_slots;
+        link.created = Clock::now();
+        link.last_heard = link.created;
+      }
+      return part;
+    default:
+      break;
   }
+  // A master alone: no link until it spawns or is joined.
+  part.link.reset();
+  return part;
+}
+
+void Runtime::start_master(std::unique_ptr<Link> link, const KubernetesPod* pod) {
+  engine_ = std::make_unique<ProgressEngine>(settings_, settings_.liveness_interval,
+                                             settings_.liveness_interval);
+  master_ = std::make_unique<Master>(settings_, *engine_, std::move(link));
+  if (bridge::Environment::recovery_disabled_under_launcher() && !std::getenv("FIBER_QUIET")) {
+    const char* option = bridge::recovery_option();
+    std::fprintf(stderr,
+                 "fibermpi: started by mpirun without %s: a child process that is killed will "
+                 "abort the whole job (add %s, or set FIBER_QUIET=1 to hide this)\n",
+                 option, option);
+  }
+  master_->start();
+  g_running.store(true, std::memory_order_release);
+  engine_->start(*master_);
+  // The launcher of a FiberJob: worker pods join through the rendezvous it publishes, and its
+  // pools ask the job for them.
+  if (pod) join_turns_ = serve_worker_pods(*pod, *master_);
+  ::on_exit(shutdown_at_exit, nullptr);
+  if (!bridge::Environment::owns_mpi())
+    bridge::Environment::call_at_finalize(shutdown_at_program_finalize);
+}
+
+void Runtime::start_worker(std::unique_ptr<Link> link, bool spawned, bool joined) {
   self_name_ = "Worker";
   engine_ = std::make_unique<ProgressEngine>(settings_, settings_.master_check_interval,
                                              std::chrono::milliseconds(100));

@@ -17,6 +17,8 @@ namespace fiber::detail {
 
 class GroupClient;
 class JoinTurns;
+struct KubernetesPod;
+struct Link;
 class Master;
 class MasterLink;
 class NestedClient;
@@ -69,7 +71,19 @@ class Runtime {
 
  private:
   Runtime() = default;
+  /// What this process is in the run, from how it was launched.
+  struct LaunchPart {
+    std::unique_ptr<Link> link;  ///< to the workers (master) or to the master; none alone
+    bool master = true;
+    bool spawned = false;  ///< a worker spawned by the master
+    bool joined = false;   ///< a worker of a job that connected to the master
+  };
   void begin(int& argc, char**& argv, const Config& config);
+  /// Connects a joining job (a worker pod in its turn) and says which side this process runs.
+  LaunchPart choose_part(const KubernetesPod* pod);
+  void start_master(std::unique_ptr<Link> link, const KubernetesPod* pod);
+  /// Never returns.
+  [[noreturn]] void start_worker(std::unique_ptr<Link> link, bool spawned, bool joined);
   /// Finalises MPI (with a watchdog when a process of the run was lost) unless a thread may still
   /// be inside MPI, in which case finalising is left out.
   void finalize(bool mpi_quiet, bool worker_lost, int status);

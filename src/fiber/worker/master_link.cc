@@ -12,7 +12,7 @@
 
 #include "fiber/errors.h"
 #include "fiber/function_ref.h"
-#include "fiber/runtime/kubernetes_pod.h"
+#include "fiber/kubernetes/kubernetes_pod.h"
 #include "fiber/serialization.h"
 #include "fiber/wire/link_messages.h"
 #include "fiber/wire/pool_messages.h"

@@ -1,9 +1,9 @@
-#include "fiber/master/pod_provisioner.h"
+#include "fiber/kubernetes/pod_provisioner.h"
 
 #include <algorithm>
 #include <cstdio>
 
-#include "fiber/master/fiberjob_scaler.h"
+#include "fiber/kubernetes/fiberjob_scaler.h"
 
 namespace fiber::detail {
 namespace {

@@ -1,4 +1,4 @@
-#include "fiber/master/fiberjob_scaler.h"
+#include "fiber/kubernetes/fiberjob_scaler.h"
 
 #include <algorithm>
 #include <cstdlib>

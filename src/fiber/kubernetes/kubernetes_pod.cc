@@ -1,4 +1,4 @@
-#include "fiber/runtime/kubernetes_pod.h"
+#include "fiber/kubernetes/kubernetes_pod.h"
 
 #include <signal.h>
 #include <sys/wait.h>

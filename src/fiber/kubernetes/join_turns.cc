@@ -1,4 +1,4 @@
-#include "fiber/runtime/join_turns.h"
+#include "fiber/kubernetes/join_turns.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
