@@ -42,6 +42,10 @@ ResourceRef ref_of_kind(const std::string& kind, const std::string& ns) {
   if (kind == "RoleBinding") {
     return ResourceRef{"rbac.authorization.k8s.io", "v1", "rolebindings", ns};
   }
+  if (kind == "Secret") return ResourceRef{"", "v1", "secrets", ns};
+  if (kind == "NetworkPolicy") {
+    return ResourceRef{"networking.k8s.io", "v1", "networkpolicies", ns};
+  }
   return pods_ref(ns);
 }
 
@@ -52,7 +56,7 @@ ResourceRef ref_of(const json& object, const std::string& ns) {
 // Kinds an informer of the controller watches: their creations are expected in its cache.
 bool is_watched_kind(const std::string& kind) {
   return kind == "Pod" || kind == "Service" || kind == "ConfigMap" || kind == "ServiceAccount" ||
-         kind == "Role" || kind == "RoleBinding";
+         kind == "Role" || kind == "RoleBinding" || kind == "Secret" || kind == "NetworkPolicy";
 }
 
 // Thrown when a pass finds, before a write, that this controller may no longer lead.
@@ -102,14 +106,18 @@ FiberJobController::FiberJobController(ApiClient& client, EventRecorder& recorde
       client_, informer_options(ref_of_kind("Role", options_.watch_namespace), true));
   role_bindings_ = std::make_unique<Informer>(
       client_, informer_options(ref_of_kind("RoleBinding", options_.watch_namespace), true));
+  secrets_ = std::make_unique<Informer>(
+      client_, informer_options(ref_of_kind("Secret", options_.watch_namespace), true));
+  network_policies_ = std::make_unique<Informer>(
+      client_, informer_options(ref_of_kind("NetworkPolicy", options_.watch_namespace), true));
   register_handlers();
 }
 
 FiberJobController::~FiberJobController() { stop(); }
 
 std::vector<Informer*> FiberJobController::owned_informers() const {
-  return {pods_.get(),  services_.get(),     config_maps_.get(), service_accounts_.get(),
-          roles_.get(), role_bindings_.get()};
+  return {pods_.get(),  services_.get(),      config_maps_.get(), service_accounts_.get(),
+          roles_.get(), role_bindings_.get(), secrets_.get(),     network_policies_.get()};
 }
 
 std::vector<Informer*> FiberJobController::informers() const {
@@ -324,13 +332,17 @@ KeyOutcome FiberJobController::reconcile_key(const std::string& key) {
   // The launcher's account and what it may do: a missing one is created again (someone else's of
   // that name is met by the create, which records it as in the way).
   const std::string account = launcher_account_name(name);
-  auto ours = [&](const Informer& informer) {
-    const std::optional<json> found = informer.get(ns, account);
+  auto ours = [&](const Informer& informer, const std::string& object) {
+    const std::optional<json> found = informer.get(ns, object);
     return found && is_controlled_by(*found, spec.uid);
   };
-  observed.launcher_access = {.service_account = ours(*service_accounts_),
-                              .role = ours(*roles_),
-                              .role_binding = ours(*role_bindings_)};
+  observed.launcher_access = {.service_account = ours(*service_accounts_, account),
+                              .role = ours(*roles_, account),
+                              .role_binding = ours(*role_bindings_, account)};
+  // The join token and the NetworkPolicy likewise (a token someone else chose is no secret of
+  // the job's: its Secret in the way stops the job as any object in the way does).
+  observed.isolation = {.join_token_secret = ours(*secrets_, join_token_secret_name(name)),
+                        .network_policy = ours(*network_policies_, network_policy_name(name))};
   // The program's release list; someone else's ConfigMap of that name is in the way.
   if (const std::optional<json> release = config_maps_->get(ns, release_config_map_name(name))) {
     if (is_controlled_by(*release, spec.uid)) {

@@ -125,6 +125,9 @@ class FiberJobController {
   std::unique_ptr<Informer> service_accounts_;
   std::unique_ptr<Informer> roles_;
   std::unique_ptr<Informer> role_bindings_;
+  // The job's join-token Secret and NetworkPolicy, watched for the same reason.
+  std::unique_ptr<Informer> secrets_;
+  std::unique_ptr<Informer> network_policies_;
 
   /// Every informer, the jobs' first; the ones of objects the controller creates for its jobs.
   std::vector<Informer*> informers() const;

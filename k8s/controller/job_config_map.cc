@@ -33,25 +33,9 @@ bool config_map_is_current(const json& config_map, const JobSpec& job) {
 }
 
 void mount_config_map(json& pod, const JobSpec& job) {
-  json& spec = pod["spec"];
-  if (!spec.contains("containers") || !spec["containers"].is_array() ||
-      spec["containers"].empty() || !spec["containers"][0].is_object()) {
-    return;
-  }
-  if (!spec.contains("volumes") || !spec["volumes"].is_array()) spec["volumes"] = json::array();
-  spec["volumes"].push_back(
-      {{"name", kConfigVolumeName}, {"configMap", {{"name", config_map_name(job.name)}}}});
-  json& container = spec["containers"][0];
-  if (!container.contains("volumeMounts") || !container["volumeMounts"].is_array()) {
-    container["volumeMounts"] = json::array();
-  }
-  container["volumeMounts"].push_back(
-      {{"name", kConfigVolumeName}, {"mountPath", kConfigMountPath}, {"readOnly", true}});
-  if (!container.contains("env") || !container["env"].is_array()) container["env"] = json::array();
-  for (const json& variable : container["env"]) {
-    if (variable.value("name", "") == "FIBER_CONFIG") return;  // the template's own wins
-  }
-  container["env"].push_back({{"name", "FIBER_CONFIG"}, {"value", kConfigFilePath}});
+  mount_in_first_container(
+      pod, {{"name", kConfigVolumeName}, {"configMap", {{"name", config_map_name(job.name)}}}},
+      kConfigMountPath, "FIBER_CONFIG", kConfigFilePath);
 }
 
 }  // namespace fiber::k8s::controller

@@ -18,6 +18,12 @@ std::string config_map_name(std::string_view job) { return std::string(job) + "-
 
 std::string release_config_map_name(std::string_view job) { return std::string(job) + "-release"; }
 
+std::string join_token_secret_name(std::string_view job) {
+  return std::string(job) + "-join-token";
+}
+
+std::string network_policy_name(std::string_view job) { return std::string(job); }
+
 std::string worker_pod_name(std::string_view job, int index) {
   return std::string(job) + "-worker-" + std::to_string(index);
 }

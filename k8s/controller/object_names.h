@@ -35,6 +35,10 @@ std::string launcher_account_name(std::string_view job);
 std::string config_map_name(std::string_view job);
 /// "JOB-release": the ConfigMap in which the launcher lists the worker pods it releases.
 std::string release_config_map_name(std::string_view job);
+/// "JOB-join-token": the Secret holding the token the job's pods prove to each other.
+std::string join_token_secret_name(std::string_view job);
+/// The job's NetworkPolicy: the job's own name.
+std::string network_policy_name(std::string_view job);
 /// "JOB-worker-INDEX".
 std::string worker_pod_name(std::string_view job, int index);
 /// Label selector of the job's worker pods, written to status.workers.selector for the scale

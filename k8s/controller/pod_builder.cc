@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "k8s/controller/job_config_map.h"
+#include "k8s/controller/job_isolation.h"
 #include "k8s/controller/object_names.h"
 #include "k8s/controller/release_list.h"
 
@@ -131,6 +132,28 @@ json owner_reference(const JobSpec& job) {
           {"blockOwnerDeletion", true}};
 }
 
+void mount_in_first_container(json& pod, json volume, const std::string& path,
+                              const std::string& variable, const std::string& value) {
+  json& spec = pod["spec"];
+  if (!spec.contains("containers") || !spec["containers"].is_array() ||
+      spec["containers"].empty() || !spec["containers"][0].is_object()) {
+    return;
+  }
+  if (!spec.contains("volumes") || !spec["volumes"].is_array()) spec["volumes"] = json::array();
+  const std::string name = volume["name"];
+  spec["volumes"].push_back(std::move(volume));
+  json& container = spec["containers"][0];
+  if (!container.contains("volumeMounts") || !container["volumeMounts"].is_array()) {
+    container["volumeMounts"] = json::array();
+  }
+  container["volumeMounts"].push_back({{"name", name}, {"mountPath", path}, {"readOnly", true}});
+  if (!container.contains("env") || !container["env"].is_array()) container["env"] = json::array();
+  for (const json& each : container["env"]) {
+    if (each.value("name", "") == variable) return;  // the template's own wins
+  }
+  container["env"].push_back({{"name", variable}, {"value", value}});
+}
+
 json build_service(const JobSpec& job) {
   // publishNotReadyAddresses: the pods find each other by DNS before they report ready.
   return {{"apiVersion", "v1"},
@@ -199,6 +222,7 @@ json build_launcher_pod(const JobSpec& job, const std::string& uri) {
     (*container)["terminationMessagePolicy"] = "FallbackToLogsOnError";
   }
   if (job.config) mount_config_map(pod, job);
+  mount_join_token(pod, job);
   return pod;
 }
 
@@ -212,6 +236,7 @@ json build_worker_pod(const JobSpec& job, int index, const std::string& uri) {
   add_environment_to_containers(pod, environment);
   take_launcher_command(pod, job);
   if (job.config) mount_config_map(pod, job);
+  mount_join_token(pod, job);
   // Workers never talk to the API server (the launcher asks for and releases pods): no token in
   // them unless their template asks for one.
   if (!pod["spec"].contains("automountServiceAccountToken")) {

@@ -262,10 +262,22 @@ class Pass {
     if (!access.role_binding) plan_.creations.push_back(build_launcher_role_binding(job_));
   }
 
+  // The job's join token and NetworkPolicy: the token before any pod that mounts it (a pod whose
+  // Secret is missing does not start), both again in any pass that finds one missing. A token
+  // made again differs from the one the running pods hold: pods started after that are refused
+  // by a launcher started before (the Secret is deleted only by hand).
+  void ensure_isolation() {
+    if (!observed_.isolation.join_token_secret) {
+      plan_.creations.push_back(build_join_token_secret(job_, settings_.new_join_token()));
+    }
+    if (!observed_.isolation.network_policy) plan_.creations.push_back(build_network_policy(job_));
+  }
+
   void run_active() {
     ensure_service();
     ensure_config_map();
     ensure_launcher_access();
+    ensure_isolation();
     report_refused_release_lines();
     if (condition_is_true(conditions(), type::kSuspended)) {
       set(type::kSuspended, false, "Resumed", "spec.runPolicy.suspend is false");

@@ -3,19 +3,22 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "k8s/client/time_format.h"
+#include "k8s/controller/job_isolation.h"
 #include "k8s/controller/job_spec.h"
 #include "k8s/controller/pod_builder.h"
 
 namespace fiber::k8s::controller {
 
 /// An object holding one of the job's own names (its Service, name-service or launcher pod, the
-/// launcher's ServiceAccount, Role or RoleBinding, its ConfigMap) that the job does not control.
+/// launcher's ServiceAccount, Role or RoleBinding, its ConfigMaps, its join-token Secret or
+/// NetworkPolicy) that the job does not control.
 struct ForeignObject {
   std::string kind;
   std::string name;
@@ -36,6 +39,13 @@ struct LauncherAccess {
   bool role_binding = false;
 };
 
+/// Which of the job's join-token Secret and NetworkPolicy (job_isolation.h) exist, controlled by
+/// the job.
+struct JobIsolation {
+  bool join_token_secret = false;
+  bool network_policy = false;
+};
+
 struct ObservedState {
   /// The job's current status (null or an object).
   nlohmann::json status;
@@ -52,6 +62,9 @@ struct ObservedState {
   nlohmann::json release_config_map;
   /// The launcher's account and Role; a missing one is created in every pass of a running job.
   LauncherAccess launcher_access;
+  /// The join-token Secret and the NetworkPolicy; a missing one is created in every pass of a
+  /// running job.
+  JobIsolation isolation;
   /// The URI read from the name-service pod's log, when the controller read it for this pass.
   std::optional<std::string> name_service_uri_from_log;
   /// The time of the decision.
@@ -61,6 +74,8 @@ struct ObservedState {
 /// Settings of the controller that shape the objects it creates.
 struct ReconcileSettings {
   std::string name_service_image = kDefaultNameServiceImage;
+  /// Makes the token of a join-token Secret to create (tests give a fixed one).
+  std::function<std::string()> new_join_token = random_join_token;
 };
 
 /// A pod to delete, with its uid as the precondition so that a newer pod of the same name is

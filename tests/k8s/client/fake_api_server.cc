@@ -37,6 +37,9 @@ FakeApiServer::FakeApiServer(const std::function<void(httplib::Server&)>& add_ro
   // not end the test process.
   std::signal(SIGPIPE, SIG_IGN);
   add_routes(server_);
+  // Every watch holds a thread of the pool while it is open: the controller's nine informers
+  // would take all of httplib's default eight, and its lists would never be answered.
+  server_.new_task_queue = [] { return new httplib::ThreadPool(32); };
   port_ = server_.bind_to_any_port("127.0.0.1");
   if (port_ <= 0) throw std::runtime_error("the fake API server cannot bind a port");
   thread_ = std::thread([this] { server_.listen_after_bind(); });

@@ -55,10 +55,11 @@ json owned_pod(const std::string& name, const std::string& role, const std::stri
           {"status", {{"phase", phase}}}};
 }
 
-// An object of `kind` the job controls, named as the launcher's ServiceAccount, Role and
-// RoleBinding are.
-json owned_launcher_access(const std::string& api_version, const std::string& kind) {
-  json object = owned_pod("pi-launcher", "launcher", "");
+// An object `name` of `kind` the job controls (the launcher's ServiceAccount, Role and
+// RoleBinding, the job's join-token Secret and NetworkPolicy).
+json owned_object(const std::string& api_version, const std::string& kind,
+                  const std::string& name) {
+  json object = owned_pod(name, "launcher", "");
   object["apiVersion"] = api_version;
   object["kind"] = kind;
   object.erase("status");
@@ -68,7 +69,8 @@ json owned_launcher_access(const std::string& api_version, const std::string& ki
 // Lists what the test put in it, keeps watches open and silent, and records every write.
 class ScriptedServer {
  public:
-  /// `with_launcher_access`: the launcher's ServiceAccount, Role and RoleBinding exist.
+  /// `with_launcher_access`: the launcher's ServiceAccount, Role and RoleBinding exist, and the
+  /// job's join-token Secret and NetworkPolicy.
   ScriptedServer(json job, std::vector<json> pods, int status_write_code = 200,
                  bool with_launcher_access = false)
       : job_(std::move(job)),
@@ -80,9 +82,10 @@ class ScriptedServer {
           list_route(http, "/api/v1/pods", [this] { return json(pods_); });
           list_route(http, "/api/v1/services", [] { return json::array(); });
           list_route(http, "/api/v1/configmaps", [] { return json::array(); });
-          const auto access = [with_launcher_access](std::string api_version, std::string kind) {
+          const auto access = [with_launcher_access](std::string api_version, std::string kind,
+                                                     std::string name = "pi-launcher") {
             return [=] {
-              return with_launcher_access ? json::array({owned_launcher_access(api_version, kind)})
+              return with_launcher_access ? json::array({owned_object(api_version, kind, name)})
                                           : json::array();
             };
           };
@@ -91,6 +94,9 @@ class ScriptedServer {
                      access("rbac.authorization.k8s.io/v1", "Role"));
           list_route(http, "/apis/rbac.authorization.k8s.io/v1/rolebindings",
                      access("rbac.authorization.k8s.io/v1", "RoleBinding"));
+          list_route(http, "/api/v1/secrets", access("v1", "Secret", "pi-join-token"));
+          list_route(http, "/apis/networking.k8s.io/v1/networkpolicies",
+                     access("networking.k8s.io/v1", "NetworkPolicy", "pi"));
           http.Post(R"(/api/v1/namespaces/ns/(\w+))",
                     [this](const httplib::Request& request, httplib::Response& response) {
                       const json body = json::parse(request.body);

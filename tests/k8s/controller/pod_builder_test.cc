@@ -110,7 +110,9 @@ TEST(PodBuilder, LauncherFromItsTemplateWithOurLabelsAndEnvironment) {
                         {"valueFrom", {{"fieldRef", {{"fieldPath", "status.podIP"}}}}}},
                        {{"name", "FIBER_K8S_RELEASE_CONFIG_MAP"}, {"value", "pi-release"}},
                        {{"name", "FIBER_SLOTS_PER_WORKER"}, {"value", "9"}},
-                       {{"name", "X"}, {"value", "$(FIBER_K8S_JOB)"}}}));
+                       {{"name", "X"}, {"value", "$(FIBER_K8S_JOB)"}},
+                       {{"name", "FIBER_JOIN_TOKEN_FILE"},
+                        {"value", "/var/run/secrets/fibermpi.io/join/token"}}}));
 }
 
 TEST(PodBuilder, WorkerCarriesItsIndex) {
@@ -124,7 +126,7 @@ TEST(PodBuilder, WorkerCarriesItsIndex) {
   EXPECT_EQ(env["FIBER_K8S_ROLE"]["value"], "worker");
   EXPECT_EQ(env["FIBER_SLOTS_PER_WORKER"]["value"], "2");
   EXPECT_EQ(env["FIBER_NAME_SERVICE_URI"]["value"], "u");
-  EXPECT_EQ(env.size(), 9u);
+  EXPECT_EQ(env.size(), 10u);  // with FIBER_JOIN_TOKEN_FILE
   EXPECT_EQ(env["FIBER_K8S_POD_UID"]["valueFrom"]["fieldRef"]["fieldPath"], "metadata.uid");
 }
 
@@ -144,26 +146,58 @@ TEST(PodBuilder, LauncherRunsAsTheJobsAccountAndReportsWhyItFailed) {
   EXPECT_FALSE(build_worker_pod(job(), 0, "u")["spec"].contains("serviceAccountName"));
 }
 
+// The volume and the mount of `name` in `pod` (its first container), null when it has none.
+std::pair<json, json> volume_and_mount(const json& pod, const std::string& name) {
+  std::pair<json, json> found;
+  for (const json& volume : pod["spec"].value("volumes", json::array()))
+    if (volume["name"] == name) found.first = volume;
+  for (const json& mount : pod["spec"]["containers"][0].value("volumeMounts", json::array()))
+    if (mount["name"] == name) found.second = mount;
+  return found;
+}
+
 TEST(PodBuilder, SpecConfigIsMountedIntoTheFirstContainerOfLauncherAndWorkers) {
   JobSpec spec = job();
   spec.launcher_template["spec"]["containers"].push_back({{"name", "sidecar"}, {"image", "s"}});
   spec.config = "pool_size: 2\n";
   for (const json& pod : {build_launcher_pod(spec, "u"), build_worker_pod(spec, 0, "u")}) {
-    EXPECT_EQ(pod["spec"]["volumes"],
-              (json{{{"name", "fibermpi-config"}, {"configMap", {{"name", "pi-config"}}}}}));
-    const json& first = pod["spec"]["containers"][0];
+    const auto [volume, mount] = volume_and_mount(pod, "fibermpi-config");
+    EXPECT_EQ(volume, (json{{"name", "fibermpi-config"}, {"configMap", {{"name", "pi-config"}}}}));
     EXPECT_EQ(
-        first["volumeMounts"],
-        (json{{{"name", "fibermpi-config"}, {"mountPath", "/etc/fibermpi"}, {"readOnly", true}}}));
-    EXPECT_EQ(env_of(first)["FIBER_CONFIG"]["value"], "/etc/fibermpi/fiber.yaml");
+        mount,
+        (json{{"name", "fibermpi-config"}, {"mountPath", "/etc/fibermpi"}, {"readOnly", true}}));
+    EXPECT_EQ(env_of(pod["spec"]["containers"][0])["FIBER_CONFIG"]["value"],
+              "/etc/fibermpi/fiber.yaml");
   }
   EXPECT_FALSE(build_launcher_pod(spec, "u")["spec"]["containers"][1].contains("volumeMounts"));
   // Without spec.config: no volume, no mount, no FIBER_CONFIG.
   for (const json& pod : {build_launcher_pod(job(), "u"), build_worker_pod(job(), 0, "u")}) {
-    EXPECT_FALSE(pod["spec"].contains("volumes"));
-    EXPECT_FALSE(pod["spec"]["containers"][0].contains("volumeMounts"));
+    const auto [volume, mount] = volume_and_mount(pod, "fibermpi-config");
+    EXPECT_TRUE(volume.is_null());
+    EXPECT_TRUE(mount.is_null());
     EXPECT_FALSE(env_of(pod["spec"]["containers"][0]).contains("FIBER_CONFIG"));
   }
+}
+
+TEST(PodBuilder, TheJoinTokenIsMountedIntoTheLauncherAndTheWorkersOnly) {
+  JobSpec spec = job();
+  for (const json& pod : {build_launcher_pod(spec, "u"), build_worker_pod(spec, 0, "u")}) {
+    const auto [volume, mount] = volume_and_mount(pod, "fibermpi-join-token");
+    EXPECT_EQ(volume, (json{{"name", "fibermpi-join-token"},
+                            {"secret", {{"secretName", "pi-join-token"}}}}));
+    EXPECT_EQ(mount, (json{{"name", "fibermpi-join-token"},
+                           {"mountPath", "/var/run/secrets/fibermpi.io/join"},
+                           {"readOnly", true}}));
+    EXPECT_EQ(env_of(pod["spec"]["containers"][0])["FIBER_JOIN_TOKEN_FILE"]["value"],
+              "/var/run/secrets/fibermpi.io/join/token");
+  }
+  // The name service never joins anyone: it gets no token.
+  EXPECT_FALSE(build_name_service_pod(spec, "img")["spec"].contains("volumes"));
+  // A template's own FIBER_JOIN_TOKEN_FILE wins (its token mounted elsewhere).
+  spec.worker_template["spec"]["containers"][0]["env"] = {
+      {{"name", "FIBER_JOIN_TOKEN_FILE"}, {"value", "/mine"}}};
+  const json worker = build_worker_pod(spec, 1, "u");
+  EXPECT_EQ(env_of(worker["spec"]["containers"][0])["FIBER_JOIN_TOKEN_FILE"]["value"], "/mine");
 }
 
 TEST(PodBuilder, AWorkerWithoutACommandRunsTheLaunchersProgram) {

@@ -95,6 +95,12 @@ std::vector<json> running_job_pods(int workers) {
 }
 
 constexpr LauncherAccess kAllAccess = {.service_account = true, .role = true, .role_binding = true};
+constexpr JobIsolation kIsolated = {.join_token_secret = true, .network_policy = true};
+
+// The tests' settings: a fixed token, so that plans compare equal.
+ReconcileSettings test_settings() {
+  return ReconcileSettings{"runtime:test", [] { return std::string("0123456789abcdef"); }};
+}
 
 // The job's release ConfigMap listing `names` (the launcher's writes).
 json release_list(const JobSpec& spec, const std::string& names = "") {
@@ -113,10 +119,11 @@ ReconcilePlan run(const JobSpec& spec, json status, std::vector<json> pods,
   observed.pods = std::move(pods);
   observed.service_exists = true;
   observed.launcher_access = access;
+  observed.isolation = kIsolated;
   observed.release_config_map = release ? *release : release_list(spec);
   observed.name_service_uri_from_log = std::move(uri_from_log);
   observed.now = kNow;
-  return reconcile(spec, observed, ReconcileSettings{"runtime:test"});
+  return reconcile(spec, observed, test_settings());
 }
 
 // The pass after `plan`'s status was written (the cache now shows it), over the same pods.
@@ -161,12 +168,13 @@ using Names = std::vector<std::string>;
 TEST(Reconcile, NewJobGetsServiceAndNameServiceOnly) {
   ObservedState observed;
   observed.now = kNow;
-  const ReconcilePlan plan = reconcile(job(), observed, ReconcileSettings{"runtime:test"});
+  const ReconcilePlan plan = reconcile(job(), observed, test_settings());
   // The launcher's account and Role come first, long before its pod: a create that fails is made
   // again by the passes that wait for the name service.
   EXPECT_EQ(created_names(plan),
             (Names{"pi", "ConfigMap/pi-release", "ServiceAccount/pi-launcher", "Role/pi-launcher",
-                   "RoleBinding/pi-launcher", "pi-nameservice"}));
+                   "RoleBinding/pi-launcher", "Secret/pi-join-token", "NetworkPolicy/pi",
+                   "pi-nameservice"}));
   EXPECT_EQ(plan.creations[0]["kind"], "Service");
   EXPECT_TRUE(plan.deletions.empty());
   EXPECT_EQ(plan.status["phase"], "Pending");
@@ -274,6 +282,23 @@ TEST(Reconcile, ALauncherAccessObjectGoneFromARunningJobIsCreatedAgain) {
   // The Role's rules are the launcher's, on its job alone.
   const json& role = none.creations[1];
   EXPECT_EQ(role["rules"][0]["resourceNames"], json::array({"pi"}));
+}
+
+TEST(Reconcile, AJoinTokenOrNetworkPolicyGoneFromARunningJobIsCreatedAgain) {
+  const JobSpec spec = job({{"replicas", 2}});
+  ObservedState observed;
+  observed.status = ready_status(2);
+  observed.pods = running_job_pods(2);
+  observed.service_exists = true;
+  observed.launcher_access = kAllAccess;
+  observed.release_config_map = release_list(spec);
+  observed.now = kNow;
+  const ReconcilePlan plan = reconcile(spec, observed, test_settings());
+  EXPECT_EQ(created_names(plan), (Names{"Secret/pi-join-token", "NetworkPolicy/pi"}));
+  EXPECT_EQ(plan.creations[0]["stringData"]["token"], "0123456789abcdef");
+  EXPECT_EQ(plan.status["phase"], "Running");
+  observed.isolation = {.join_token_secret = true, .network_policy = false};
+  EXPECT_EQ(created_names(reconcile(spec, observed, test_settings())), (Names{"NetworkPolicy/pi"}));
 }
 
 TEST(Reconcile, ASuspendedOrFinishedJobDoesNotCreateLauncherAccess) {
@@ -457,8 +482,9 @@ TEST(Reconcile, AMissingReleaseConfigMapIsCreatedAgain) {
   observed.pods = running_job_pods(1);
   observed.service_exists = true;
   observed.launcher_access = kAllAccess;
+  observed.isolation = kIsolated;
   observed.now = kNow;
-  const ReconcilePlan plan = reconcile(job(), observed, ReconcileSettings{"runtime:test"});
+  const ReconcilePlan plan = reconcile(job(), observed, test_settings());
   EXPECT_EQ(created_names(plan), (Names{"ConfigMap/pi-release"}));
   EXPECT_EQ(plan.creations[0]["data"], (json{{"workersToDelete", ""}}));
   EXPECT_EQ(plan.creations[0]["metadata"]["labels"]["fibermpi.io/job-name"], "pi");
@@ -693,7 +719,7 @@ TEST(Reconcile, ForeignObjectsTheControllerFoundBlockEveryCreation) {
   ObservedState observed;
   observed.now = kNow;
   observed.foreign_objects = {ForeignObject{"Service", "pi", "no controller"}};
-  const ReconcilePlan plan = reconcile(job(), observed, ReconcileSettings{"runtime:test"});
+  const ReconcilePlan plan = reconcile(job(), observed, test_settings());
   EXPECT_TRUE(plan.creations.empty());
   EXPECT_EQ(condition(plan, "NameConflict")["message"],
             "the job waits: Service pi (no controller) holds one of its names and is not "
@@ -720,10 +746,11 @@ TEST(Reconcile, SpecConfigGetsAConfigMapCreatedFirstAndRewrittenWhenItChanges) {
   ObservedState observed;
   observed.now = kNow;
   const ReconcilePlan plan =
-      reconcile(job_with_config("pool_size: 4\n"), observed, ReconcileSettings{"runtime:test"});
-  EXPECT_EQ(created_names(plan), (Names{"pi", "ConfigMap/pi-config", "ConfigMap/pi-release",
-                                        "ServiceAccount/pi-launcher", "Role/pi-launcher",
-                                        "RoleBinding/pi-launcher", "pi-nameservice"}));
+      reconcile(job_with_config("pool_size: 4\n"), observed, test_settings());
+  EXPECT_EQ(created_names(plan),
+            (Names{"pi", "ConfigMap/pi-config", "ConfigMap/pi-release",
+                   "ServiceAccount/pi-launcher", "Role/pi-launcher", "RoleBinding/pi-launcher",
+                   "Secret/pi-join-token", "NetworkPolicy/pi", "pi-nameservice"}));
   EXPECT_EQ(plan.creations[1]["data"]["fiber.yaml"], "pool_size: 4\n");
 
   json config_map = plan.creations[1];
@@ -731,22 +758,22 @@ TEST(Reconcile, SpecConfigGetsAConfigMapCreatedFirstAndRewrittenWhenItChanges) {
   observed.config_map = config_map;
   observed.service_exists = true;
   observed.launcher_access = kAllAccess;
+  observed.isolation = kIsolated;
   observed.release_config_map = release_list(job_with_config("pool_size: 4\n"));
   const ReconcilePlan same =
-      reconcile(job_with_config("pool_size: 4\n"), observed, ReconcileSettings{"runtime:test"});
+      reconcile(job_with_config("pool_size: 4\n"), observed, test_settings());
   EXPECT_TRUE(same.updates.empty());
   EXPECT_EQ(created_names(same), (Names{"pi-nameservice"}));
 
   const ReconcilePlan changed =
-      reconcile(job_with_config("pool_size: 8\n"), observed, ReconcileSettings{"runtime:test"});
+      reconcile(job_with_config("pool_size: 8\n"), observed, test_settings());
   ASSERT_EQ(changed.updates.size(), 1u);
   EXPECT_EQ(changed.updates[0]["data"]["fiber.yaml"], "pool_size: 8\n");
   EXPECT_EQ(changed.updates[0]["metadata"]["resourceVersion"], "7");
 
   // No spec.config: no ConfigMap.
   observed.config_map = nullptr;
-  EXPECT_EQ(created_names(reconcile(job(), observed, ReconcileSettings{"runtime:test"})),
-            (Names{"pi-nameservice"}));
+  EXPECT_EQ(created_names(reconcile(job(), observed, test_settings())), (Names{"pi-nameservice"}));
 }
 
 TEST(Reconcile, LauncherFailureCarriesTheEndOfItsTerminationMessage) {

@@ -3,6 +3,7 @@ writing pod phases through /status and the name service's log into the stand-in'
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -478,4 +479,46 @@ def test_a_job_without_config_has_no_config_map_and_no_mount(cluster: Cluster, c
     for name in ("nc2-launcher", "nc2-worker-0"):
         container = cluster.pods()[name]["spec"]["containers"][0]
         assert "FIBER_CONFIG" not in {variable["name"] for variable in container.get("env", [])}
-        assert not container.get("volumeMounts")
+        assert "fibermpi-config" not in {mount["name"] for mount in container.get("volumeMounts", [])}
+
+
+def test_the_join_token_secret_and_network_policy_are_the_jobs_and_made_again(
+        cluster: Cluster, controller: Controller) -> None:
+    """Secret NAME-join-token (a random token, mounted into the launcher and the workers only, never
+    granted to the launcher's Role) and NetworkPolicy NAME (ingress from the job's pods only), both
+    owned by the job and made again when deleted."""
+    start_job(cluster, "jt", 1)
+    job_uid = cluster.job("jt")["metadata"]["uid"]
+    secret_path = "/api/v1/namespaces/default/secrets/jt-join-token"
+    policy_path = "/apis/networking.k8s.io/v1/namespaces/default/networkpolicies/jt"
+    secret, policy = cluster.get(secret_path), cluster.get(policy_path)
+    for owned in (secret, policy):
+        assert owned is not None
+        (owner,) = owned["metadata"]["ownerReferences"]
+        assert owner["uid"] == job_uid and owner["controller"] is True and owner["kind"] == "FiberJob"
+    token = base64.b64decode(secret["data"]["token"]).decode()
+    assert re.fullmatch(r"[0-9a-f]{64}", token), token
+    same_job = {"matchLabels": {"fibermpi.io/job-name": "jt"}}
+    assert policy["spec"] == {"podSelector": same_job, "policyTypes": ["Ingress"],
+                              "ingress": [{"from": [{"podSelector": same_job}]}]}
+    pods = cluster.pods()
+    for name in ("jt-launcher", "jt-worker-0"):
+        spec = pods[name]["spec"]
+        assert {"name": "fibermpi-join-token", "secret": {"secretName": "jt-join-token"}} in [
+            {key: volume[key] for key in ("name", "secret") if key in volume} for volume in spec["volumes"]]
+        container = spec["containers"][0]
+        assert {"name": "FIBER_JOIN_TOKEN_FILE", "value": "/var/run/secrets/fibermpi.io/join/token"} in container["env"]
+    assert "volumes" not in pods["jt-nameservice"]["spec"] or all(
+        "secret" not in volume for volume in pods["jt-nameservice"]["spec"]["volumes"])
+    role = cluster.get(f"{RBAC}/roles/jt-launcher")
+    assert all("secrets" not in rule["resources"] for rule in role["rules"])
+
+    for path in (secret_path, policy_path):
+        old_uid = cluster.get(path)["metadata"]["uid"]
+        cluster.call("DELETE", path)
+
+        def made_again(path: str = path, old_uid: str = old_uid) -> bool:
+            now = cluster.get(path)
+            return now is not None and now["metadata"]["uid"] != old_uid
+        wait_for(f"{path} made again", made_again)
+        assert cluster.get(path)["metadata"]["ownerReferences"][0]["uid"] == job_uid

@@ -106,10 +106,15 @@ def test_rbac_names_exact_resources_and_verbs(rendered):
                  ("coordination.k8s.io", "leases", "update"),
                  ("", "configmaps", "watch"), ("", "configmaps", "create"), ("", "configmaps", "update"),
                  ("", "serviceaccounts", "create"), ("rbac.authorization.k8s.io", "roles", "create"),
-                 ("rbac.authorization.k8s.io", "rolebindings", "create")]:
+                 ("rbac.authorization.k8s.io", "rolebindings", "create"),
+                 ("", "secrets", "create"), ("", "secrets", "watch"),
+                 ("networking.k8s.io", "networkpolicies", "create"),
+                 ("networking.k8s.io", "networkpolicies", "watch")]:
         assert need in granted, need
-    # What it never does: touch secrets, change a job's spec, write pods in place.
-    for never in [("", "secrets", "get"), ("fibermpi.io", "fiberjobs", "update"),
+    # What it never does: change a secret it made (a job's token stays the pods'), change a job's
+    # spec, write pods in place.
+    for never in [("", "secrets", "update"), ("", "secrets", "patch"), ("", "secrets", "delete"),
+                  ("fibermpi.io", "fiberjobs", "update"),
                   ("fibermpi.io", "fiberjobs", "patch"),
                   ("fibermpi.io", "fiberjobs", "create"), ("", "pods", "update"), ("", "pods", "patch")]:
         assert never not in granted, never
