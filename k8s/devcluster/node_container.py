@@ -36,6 +36,8 @@ PODMAN_FLAGS_FILE = os.path.join(REPO_ROOT, "scripts", "podman-flags.sh")
 CLUSTER_LABEL = "fibermpi.io/devcluster"
 IMAGE_CACHE_S = 5.0
 PODMAN_TIMEOUT_S = 60.0
+START_TIMEOUT_S = 120.0
+REMOVE_ATTEMPTS = 5
 IMAGE_ID_SCHEME = "podman://"
 
 
@@ -252,10 +254,11 @@ class ContainerOptions:
     flags: list[str]                  # user, security, mounts, network, hostname
     cluster_id: str
 
-    def run_argv(self, env: dict[str, str], working_dir: str, tty: bool) -> list[str]:
+    def run_argv(self, env: dict[str, str], working_dir: str, tty: bool, pid_file: str) -> list[str]:
         limits = podman_flags()[1]
         argv = podman_command("run", "--name", self.name, "--label", f"{CLUSTER_LABEL}={self.cluster_id}",
-                              "--pull", "never", *limits, "--entrypoint", json.dumps(self.argv))
+                              "--pull", "never", *limits, "--pidfile", pid_file,
+                              "--entrypoint", json.dumps(self.argv))
         argv += ["-t", "--log-driver", "none"] if tty else ["--log-driver", "passthrough"]
         if working_dir:
             argv += ["--workdir", working_dir]
@@ -271,32 +274,54 @@ class ContainerRun(ContainerProcess):
     removed once read."""
 
     options: ContainerOptions | None = None
+    init_pid: int = 0                 # the container's PID 1 as the host sees it
     removed: threading.Event = field(default_factory=threading.Event)
     start_failure: str = ""
     exit_code: int | None = None
     oom_killed: bool = False
 
     def start(self) -> None:
+        """Starts the container and returns once its process runs (as a runtime's StartContainer
+        does), or once podman gave up."""
         assert self.options is not None
         os.makedirs(self.spec.scratch_dir, exist_ok=True)
         os.makedirs(os.path.dirname(self.spec.log_path), exist_ok=True)
-        argv = self.options.run_argv(self.spec.env, self.spec.working_dir, self.spec.tty)
+        init_pid_file = os.path.join(self.spec.scratch_dir, "container.pid")
+        if os.path.exists(init_pid_file):
+            os.unlink(init_pid_file)
+        argv = self.options.run_argv(self.spec.env, self.spec.working_dir, self.spec.tty, init_pid_file)
         with open(self.spec.log_path, "ab") as log:
             self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                             start_new_session=True, close_fds=True, cwd="/")
-        self.started_at = now_rfc3339()
         with open(self.spec.pid_file, "w", encoding="utf-8") as handle:
             handle.write(str(self.process.pid))
+        self.init_pid = self._wait_until_started(init_pid_file)
+        self.started_at = now_rfc3339()
         threading.Thread(target=self._wait, name=f"wait-{self.options.name}", daemon=True).start()
+
+    def _wait_until_started(self, init_pid_file: str) -> int:
+        """The container's PID 1 on the host once it has left `runc init` for the container's
+        program; 0 when podman ended first (the container could not start, or ended at once)."""
+        assert self.process is not None
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while self.process.poll() is None and time.monotonic() < deadline:
+            try:
+                with open(init_pid_file, encoding="utf-8") as handle:
+                    pid = int(handle.read().strip() or 0)
+                with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                    if pid and not handle.read().startswith(b"runc\0init") and \
+                            not os.readlink(f"/proc/{pid}/exe").endswith("/runc"):
+                        return pid
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.01)
+        return 0
 
     def _wait(self) -> None:
         assert self.process is not None and self.options is not None
         returncode = self.process.wait()
         state = self._inspect_state()
-        try:
-            run_podman("rm", "-f", "-t", "0", self.options.name)
-        except (OSError, subprocess.TimeoutExpired):
-            pass
+        remove_containers([self.options.name])
         self.removed.set()
         try:
             os.unlink(self.spec.pid_file)
@@ -340,10 +365,17 @@ class ContainerRun(ContainerProcess):
         return errors[-1] if errors else ""
 
     def signal_group(self, signal_number: int) -> None:
-        """Signals the container's PID 1 (as a runtime's kill does; SIGKILL of PID 1 ends every
-        process of its PID namespace). A container not started yet is removed instead."""
+        """Signals the container's PID 1, as runc's kill does (SIGKILL of PID 1 ends every process
+        of its PID namespace); podman kill when its PID is not known. A container podman could
+        not signal is removed on SIGKILL."""
         if self.process is None or self.options is None or not self.running:
             return
+        if self.init_pid:
+            try:
+                os.kill(self.init_pid, signal_number)
+                return
+            except ProcessLookupError:
+                return
         name = signal.Signals(signal_number).name.removeprefix("SIG")
         try:
             done = run_podman("kill", "--signal", name, self.options.name)
@@ -394,9 +426,23 @@ def cluster_containers(cid: str) -> list[str]:
 def remove_cluster_containers(cid: str) -> list[str]:
     """Removes (killing first) every podman container of cluster `cid`; returns their names."""
     names = cluster_containers(cid)
-    if names:
+    remove_containers(names, lambda: cluster_containers(cid))
+    return names
+
+
+def remove_containers(names: list[str], remaining: Any = None) -> None:
+    """podman rm -f of the named containers until none is left. A container whose processes were
+    killed under it can be left "Stopping" by the first removal; the next one finishes it."""
+    def left() -> list[str]:
+        if remaining is not None:
+            return remaining()
+        return [name for name in names
+                if run_podman("container", "exists", name).returncode == 0]
+    for _ in range(REMOVE_ATTEMPTS):
+        if not names:
+            return
         try:
             run_podman("rm", "-f", "-t", "0", *names, timeout_s=120)
         except (OSError, subprocess.TimeoutExpired):
             pass
-    return names
+        names = left()

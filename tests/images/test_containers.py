@@ -251,6 +251,20 @@ def test_deletion_sends_sigterm_through_tini_and_sigkill_after_the_grace(cluster
     assert not [name for name in cluster.containers()], cluster.containers()
 
 
+def test_a_pods_end_reaches_the_program_through_tini_and_its_exit_code_is_the_programs(cluster: Cluster):
+    # activeDeadlineSeconds ends the pod as a deletion does (SIGTERM, the grace period) but keeps
+    # its status to read.
+    script = "trap 'echo got TERM; exit 7' TERM; echo started; while :; do sleep 0.1; done"
+    cluster.create("deadline", [{"name": "main", "image": RUNTIME_IMAGE, "args": ["/bin/sh", "-c", script]}],
+                   activeDeadlineSeconds=3, restartPolicy="Never", terminationGracePeriodSeconds=30)
+    pod = cluster.finished("deadline", timeout_s=30)
+    assert pod["status"]["reason"] == "DeadlineExceeded", pod["status"]
+    assert status_of(pod, "main")["state"]["terminated"]["exitCode"] == 7, pod["status"]
+    assert "got TERM" in cluster.log("deadline")
+    cluster.delete("deadline")
+    cluster.gone("deadline")
+
+
 def test_down_after_a_crash_leaves_no_container(tmp_path: pathlib.Path):
     state_dir = tmp_path / "crashed"
     try:
