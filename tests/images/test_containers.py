@@ -26,7 +26,8 @@ from k8s.devcluster.kube import client_from_kubeconfig, core_path  # noqa: E402
 from k8s.devcluster.node_container import podman_command  # noqa: E402
 
 RUNTIME_IMAGE = os.environ.get("FIBER_RUNTIME_IMAGE", "fibermpi/runtime:dev")
-BASE_IMAGE = "localhost/fibermpi-base:bookworm"
+NAMED_USER_IMAGE = "localhost/fibermpi-test/named-user:dev"
+ROOT_USER_IMAGE = "localhost/fibermpi-test/root-user:dev"
 KUBECTL = "/usr/lib/google-cloud-sdk/bin/kubectl.1.33"
 RESTRICTED = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
 POD_RESTRICTED = {"runAsNonRoot": True, "runAsUser": 1000, "seccompProfile": {"type": "RuntimeDefault"}}
@@ -175,20 +176,45 @@ def test_security_context_is_applied(cluster: Cluster):
     cluster.gone("secure")
 
 
-def test_run_as_non_root_is_refused_with_the_kubelets_words(cluster: Cluster):
-    cluster.create("rootimage", [{"name": "main", "image": BASE_IMAGE, "args": ["true"],
-                                  "securityContext": {"runAsNonRoot": True}}])
-    uid = cluster.pod("rootimage")["metadata"]["uid"]
+@pytest.fixture
+def user_images(tmp_path: pathlib.Path) -> dict[str, str]:
+    """The runtime image with its user given by name (fiber, uid 1000), which the kubelet cannot
+    check against runAsNonRoot, and with root's."""
+    images = {"fiber": NAMED_USER_IMAGE, "0:0": ROOT_USER_IMAGE}
+    for user, image in images.items():
+        (tmp_path / "Containerfile").write_text(f"FROM {RUNTIME_IMAGE}\nUSER {user}\n")
+        podman("build", "-q", "-t", image, str(tmp_path))
+    yield images
+    podman("rmi", "-f", *images.values(), check=False)
 
-    def waiting() -> dict | None:
-        statuses = cluster.pod("rootimage").get("status", {}).get("containerStatuses") or []
+
+def test_run_as_non_root_is_refused_with_the_kubelets_words(cluster: Cluster, user_images: dict[str, str]):
+    def waiting_message(name: str) -> str | None:
+        statuses = cluster.pod(name).get("status", {}).get("containerStatuses") or []
         state = statuses[0].get("state", {}).get("waiting", {}) if statuses else {}
-        return state if state.get("reason") == "CreateContainerConfigError" else None
-    state = wait_until("CreateContainerConfigError", waiting)
-    assert state["message"] == ("container has runAsNonRoot and image will run as root "
-                                f'(pod: "rootimage_default({uid})", container: main)'), state
-    cluster.delete("rootimage", grace=0)
-    cluster.gone("rootimage")
+        return state.get("message") if state.get("reason") == "CreateContainerConfigError" else None
+
+    cluster.create("rootimage", [{"name": "main", "image": user_images["0:0"], "args": ["true"],
+                                  "securityContext": {"runAsNonRoot": True}}])
+    cluster.create("nameduser", [{"name": "main", "image": user_images["fiber"], "args": ["true"]}],
+                   securityContext={"runAsNonRoot": True})
+    cluster.create("rootuser", [{"name": "main", "image": RUNTIME_IMAGE, "args": ["true"],
+                                 "securityContext": {"runAsNonRoot": True, "runAsUser": 0}}])
+    who = {name: f'(pod: "{name}_default({cluster.pod(name)["metadata"]["uid"]})", container: main)'
+           for name in ("rootimage", "nameduser", "rootuser")}
+    assert wait_until("rootimage refused", lambda: waiting_message("rootimage")) == \
+        f"container has runAsNonRoot and image will run as root {who['rootimage']}"
+    assert wait_until("nameduser refused", lambda: waiting_message("nameduser")) == \
+        f"container has runAsNonRoot and image has non-numeric user (fiber), cannot verify user is non-root " \
+        f"{who['nameduser']}"
+    assert wait_until("rootuser refused", lambda: waiting_message("rootuser")) == \
+        f"container's runAsUser breaks non-root policy {who['rootuser']}"
+    events = cluster.api.list(core_path("events", "default"), field_selector="involvedObject.name=rootimage")
+    assert any(e["reason"] == "Failed" and "runAsNonRoot" in e["message"] for e in events["items"]), events
+    for name in who:
+        cluster.delete(name, grace=0)
+    for name in who:
+        cluster.gone(name)
 
 
 def test_volumes_exit_codes_termination_messages_and_restarts(cluster: Cluster, tmp_path: pathlib.Path):
