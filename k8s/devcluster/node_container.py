@@ -160,8 +160,9 @@ def effective_security(pod: JSON, container: JSON) -> JSON:
     return merged
 
 
-def verify_run_as_non_root(pod: JSON, container: JSON, security: JSON, image: PodmanImage) -> None:
-    """runAsNonRoot against the user the container would run as, worded as the kubelet words it."""
+def verify_run_as_non_root(pod: JSON, container: JSON, security: JSON, image: PodmanImage | None) -> None:
+    """runAsNonRoot against the user the container would run as, worded as the kubelet words it.
+    A host process (no image: `image` None) runs as the node's user, root, whatever runAsUser says."""
     if not security.get("runAsNonRoot"):
         return
     metadata = pod["metadata"]
@@ -171,7 +172,7 @@ def verify_run_as_non_root(pod: JSON, container: JSON, security: JSON, image: Po
         if int(security["runAsUser"]) == 0:
             raise ContainerConfigError(f"container's runAsUser breaks non-root policy {who}")
         return
-    uid, username = image.numeric_user()
+    uid, username = image.numeric_user() if image is not None else (os.geteuid(), "")
     if uid is None and username:
         raise ContainerConfigError(f"container has runAsNonRoot and image has non-numeric user ({username}), "
                                    f"cannot verify user is non-root {who}")

@@ -263,8 +263,9 @@ class PodWorker(threading.Thread):
                                        f"do not pull or run images, a container runs its command and args")
             return
         try:
+            verify_run_as_non_root(self.pod, slot.spec, effective_security(self.pod, slot.spec), None)
             launch = self._launch_spec(slot)
-        except PodConfigError as error:
+        except (PodConfigError, ContainerConfigError) as error:
             slot.waiting_reason, slot.waiting_message = "CreateContainerConfigError", str(error)
             slot.next_start = time.monotonic() + CONFIG_RETRY_S
             return

@@ -200,8 +200,11 @@ def test_run_as_non_root_is_refused_with_the_kubelets_words(cluster: Cluster, us
                    securityContext={"runAsNonRoot": True})
     cluster.create("rootuser", [{"name": "main", "image": RUNTIME_IMAGE, "args": ["true"],
                                  "securityContext": {"runAsNonRoot": True, "runAsUser": 0}}])
+    # A pod of an image podman does not have runs on the host's filesystem, as the node's user (root).
+    cluster.create("hostroot", [{"name": "main", "image": "fibermpi/not-an-image", "command": ["true"],
+                                 "securityContext": {"runAsNonRoot": True}}])
     who = {name: f'(pod: "{name}_default({cluster.pod(name)["metadata"]["uid"]})", container: main)'
-           for name in ("rootimage", "nameduser", "rootuser")}
+           for name in ("rootimage", "nameduser", "rootuser", "hostroot")}
     assert wait_until("rootimage refused", lambda: waiting_message("rootimage")) == \
         f"container has runAsNonRoot and image will run as root {who['rootimage']}"
     assert wait_until("nameduser refused", lambda: waiting_message("nameduser")) == \
@@ -209,6 +212,8 @@ def test_run_as_non_root_is_refused_with_the_kubelets_words(cluster: Cluster, us
         f"{who['nameduser']}"
     assert wait_until("rootuser refused", lambda: waiting_message("rootuser")) == \
         f"container's runAsUser breaks non-root policy {who['rootuser']}"
+    assert wait_until("hostroot refused", lambda: waiting_message("hostroot")) == \
+        f"container has runAsNonRoot and image will run as root {who['hostroot']}"
     events = cluster.api.list(core_path("events", "default"), field_selector="involvedObject.name=rootimage")
     assert any(e["reason"] == "Failed" and "runAsNonRoot" in e["message"] for e in events["items"]), events
     for name in who:
