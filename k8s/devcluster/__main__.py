@@ -12,7 +12,8 @@ from . import cluster, node, scheduler
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="dev-cluster",
                                      description="The fibermpi development cluster: an API server stand-in, "
-                                                 "a scheduler and nodes that run pods as local processes.")
+                                                 "a scheduler and nodes that run pods as podman containers (images in podman's store) "
+                                                 "or local processes.")
     subparsers = parser.add_subparsers(dest="command", required=True)
     cluster.add_arguments(subparsers)
     node.add_arguments(subparsers.add_parser("node", help="run one node (a kubelet stand-in)"))

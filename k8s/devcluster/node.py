@@ -1,6 +1,6 @@
 """A kubelet stand-in: registers its Node, renews its Lease in kube-node-lease, lists and watches
 the pods bound to it (relisting on 410 Gone) and gives each one a PodWorker that runs its
-containers as local processes. SIGTERM or SIGINT stops it, killing its pods' processes."""
+containers as podman containers (an image in podman's store) or local processes. SIGTERM or SIGINT stops it, killing its pods' processes."""
 
 from __future__ import annotations
 
