@@ -2,8 +2,9 @@
 of the host instead. The cluster's image table maps an image (a repository, optionally with a tag)
 to a host directory, which the node bind-mounts read-only at the image's mount path inside the
 pod's private mount namespace before the container's command runs; the image's `bin` directory
-heads the container's PATH, as an image's `ENV PATH` would. Images not in the table run on the
-host's filesystem.
+heads the container's PATH, as an image's `ENV PATH` would. The table's entries given with
+--image come before podman's store, the default ones (`fallback`) after it; images in neither run
+on the host's filesystem.
 
 An image whose directory is missing, or one that cannot be mounted because the machine gives pods
 no private mount namespace, cannot be "pulled": the container waits with reason ErrImagePull, then

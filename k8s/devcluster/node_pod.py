@@ -1,5 +1,6 @@
 """One pod on a node: its sandbox (IP, network namespace, volumes, service-account token), its
-init and app containers as local processes restarted by the pod's restartPolicy with backoff, its
+init and app containers (podman containers where podman has the image, else local processes; see
+_resolve_image) restarted by the pod's restartPolicy with backoff, its
 status written through `pods/NAME/status`, and its graceful deletion (SIGTERM, the grace period,
 SIGKILL, final status, then the API object deleted with gracePeriodSeconds=0 and a uid
 precondition)."""
