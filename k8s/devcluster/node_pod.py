@@ -267,8 +267,7 @@ class PodWorker(threading.Thread):
             verify_run_as_non_root(self.pod, slot.spec, effective_security(self.pod, slot.spec), None)
             launch = self._launch_spec(slot)
         except (PodConfigError, ContainerConfigError) as error:
-            slot.waiting_reason, slot.waiting_message = "CreateContainerConfigError", str(error)
-            slot.next_start = time.monotonic() + CONFIG_RETRY_S
+            self._config_error(slot, str(error))
             return
         process = ContainerProcess(launch, self._on_exit)
         try:
@@ -308,10 +307,7 @@ class PodWorker(threading.Thread):
         try:
             launch, options = self._container_launch(slot, image)
         except (PodConfigError, ContainerConfigError) as error:
-            if slot.waiting_message != str(error):
-                self._event("Warning", "Failed", f"Error: {error}")
-            slot.waiting_reason, slot.waiting_message = "CreateContainerConfigError", str(error)
-            slot.next_start = time.monotonic() + CONFIG_RETRY_S
+            self._config_error(slot, str(error))
             return
         if not options.argv:
             self._record_start_failure(slot, "StartError", f"container {slot.name}: no command specified (the "
@@ -325,19 +321,30 @@ class PodWorker(threading.Thread):
             return
         self._record_started(slot, process, launch)
 
+    def _config_error(self, slot: ContainerSlot, message: str) -> None:
+        """The container cannot be created as asked: it waits (CreateContainerConfigError, a Failed
+        event when the reason is new) and is tried again."""
+        if slot.waiting_message != message:
+            self._event("Warning", "Failed", f"Error: {message}")
+        slot.waiting_reason, slot.waiting_message = "CreateContainerConfigError", message
+        slot.next_start = time.monotonic() + CONFIG_RETRY_S
+
+    def _service_environment(self) -> dict[str, str]:
+        """What every container's environment holds of the cluster: where the API server is."""
+        return {
+            "KUBERNETES_SERVICE_HOST": self.context.api_host,
+            "KUBERNETES_SERVICE_PORT": str(self.context.api_port),
+            "KUBERNETES_SERVICE_PORT_HTTPS": str(self.context.api_port),
+            "KUBERNETES_PORT": f"tcp://{self.context.api_host}:{self.context.api_port}",
+        }
+
     def _container_launch(self, slot: ContainerSlot, image: PodmanImage) -> tuple[LaunchSpec, ContainerOptions]:
         container = slot.spec
         security = effective_security(self.pod, container)
         verify_run_as_non_root(self.pod, container, security, image)
         reader = ObjectReader(self.client, self.namespace)
         # The runtime merges the image's environment under these, and sets HOSTNAME, HOME, PATH.
-        base = {
-            "KUBERNETES_SERVICE_HOST": self.context.api_host,
-            "KUBERNETES_SERVICE_PORT": str(self.context.api_port),
-            "KUBERNETES_SERVICE_PORT_HTTPS": str(self.context.api_port),
-            "KUBERNETES_PORT": f"tcp://{self.context.api_host}:{self.context.api_port}",
-        }
-        environment = container_environment(self._pod_with_status(), container, reader, base,
+        environment = container_environment(self._pod_with_status(), container, reader, self._service_environment(),
                                             self.context.allocatable)
         argv = container_argv(container, image, lambda part: expand_references(part, environment))
         scratch = os.path.join(self.context.pod_dir(self.uid), "containers", slot.name, str(slot.restart_count))
@@ -428,10 +435,7 @@ class PodWorker(threading.Thread):
             "PATH": f"{image.bin_dir}:{self.context.base_path}" if image else self.context.base_path,
             "HOME": "/root" if os.geteuid() == 0 else os.environ.get("HOME", "/"),
             "HOSTNAME": self.pod["spec"].get("hostname") or self.name,
-            "KUBERNETES_SERVICE_HOST": self.context.api_host,
-            "KUBERNETES_SERVICE_PORT": str(self.context.api_port),
-            "KUBERNETES_SERVICE_PORT_HTTPS": str(self.context.api_port),
-            "KUBERNETES_PORT": f"tcp://{self.context.api_host}:{self.context.api_port}",
+            **self._service_environment(),
         }
         environment = container_environment(self._pod_with_status(), container, reader, base,
                                             self.context.allocatable)
