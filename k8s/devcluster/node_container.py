@@ -187,7 +187,7 @@ def container_argv(container: JSON, image: PodmanImage, expand: Any) -> list[str
     args = [expand(str(part)) for part in container.get("args") or []]
     if command:
         return command + args
-    return image.entrypoint + (args if "args" in container else image.cmd)
+    return image.entrypoint + (args if args else image.cmd)
 
 
 def user_flag(security: JSON, image: PodmanImage) -> list[str]:
