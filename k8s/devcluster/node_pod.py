@@ -99,6 +99,7 @@ class PodWorker(threading.Thread):
         self.gone = False                 # the API object no longer exists
         self.stopping = False             # the node shuts down
         self.pod_ip = ""
+        self.ip_released = False
         self.network: PodNetwork | None = None
         self.sandbox_ready = False
         self.token_expires = 0.0
@@ -601,8 +602,11 @@ class PodWorker(threading.Thread):
             except NetworkError as error:
                 self.log.warning("removing the network namespace: %s", error)
             self.network = None
-        if self.pod_ip and self.pod_ip != self.context.host_ip:
+        # Once only: the sandbox is removed when the pod ends and again when its worker exits, and
+        # a second release would free the address another pod got meanwhile (two pods, one IP).
+        if self.pod_ip and self.pod_ip != self.context.host_ip and not self.ip_released:
             self.context.release_ip(self.pod_ip)
+            self.ip_released = True
         self.token_expires = 0.0
 
     def _pod_with_status(self) -> JSON:

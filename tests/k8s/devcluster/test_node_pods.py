@@ -427,3 +427,25 @@ def test_pods_in_their_own_namespaces_talk_over_tcp(context: NodeContext, networ
         worker.join(10)
     result = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
     assert netns.netns_prefix(network.cid) not in result.stdout
+
+
+@pytest.mark.skipif(bool(network_refusal), reason=f"no network namespaces here: {network_refusal}")
+def test_a_pods_address_is_released_once(context: NodeContext, network: Any) -> None:
+    """The sandbox of an ended pod is removed when it ends and again when it is deleted: the second
+    removal must not free the address another pod took meanwhile (two pods with one IP)."""
+    context.network = network
+    context.cid = network.cid
+    context.host_ip = network.node_address(1)
+    context.pod_cidr_prefix = network.node_pod_cidr(1).rsplit(".", 1)[0] + "."
+    worker, api = start(context, make_pod("short", [{"name": "main", "image": "x", "command": ["true"]}]))
+    api.wait("Succeeded", lambda: api.phase() == "Succeeded")
+    address = api.pod["status"]["podIP"]
+    deadline = time.monotonic() + WAIT_S
+    while address in context.used_ips:
+        assert time.monotonic() < deadline, "the ended pod kept its address"
+        time.sleep(0.02)
+    assert context.allocate_ip() == address  # the next pod gets it
+    request_deletion(worker, api, 1)
+    api.wait("deletion", lambda: bool(api.deleted))
+    worker.join(10)
+    assert address in context.used_ips
