@@ -131,6 +131,12 @@ void relaunch_under_mpirun(const KubernetesPod& pod, int argc, char** argv) {
   // with it: the master runs its tasks elsewhere and keeps the rest. Containers often run as
   // root, which mpirun refuses unless told.
   for (auto& option : bridge::mpirun_options()) words.push_back(std::move(option));
+  // Pods often drop every capability (Pod Security restricted): where the kernel's Yama LSM then
+  // refuses process_vm_readv between a pod's ranks, Open MPI's single-copy (CMA) transfers fail,
+  // so large messages go through the shared-memory buffers instead, unless the user chose.
+  if (!std::getenv("OMPI_MCA_btl_vader_single_copy_mechanism")) {
+    words.insert(words.end(), {"--mca", "btl_vader_single_copy_mechanism", "none"});
+  }
   words.insert(words.end(),
                {"--bind-to", "none", "-n", std::to_string(ranks), ModuleTable::executable_path()});
   for (int i = 1; i < argc; ++i) words.emplace_back(argv[i]);
