@@ -59,6 +59,12 @@ Communicator connect(const std::string& address) {
   return communicator;
 }
 
+bool root_decides(bool ok) {
+  int decided = ok ? 1 : 0;
+  FIBER_MPI_CHECK(MPI_Bcast(&decided, 1, MPI_INT, 0, MPI_COMM_WORLD));
+  return decided != 0;
+}
+
 void publish_name(const std::string& service, const std::string& address) {
   const int code = MPI_Publish_name(service.c_str(), MPI_INFO_NULL, address.c_str());
   if (code != MPI_SUCCESS) {

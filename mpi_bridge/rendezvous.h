@@ -31,6 +31,11 @@ class Rendezvous {
 /// returned too (it says so), so that nothing is sent to it before.
 Communicator connect(const std::string& address);
 
+/// Rank 0's `ok`, on every rank of the job (collective over MPI_COMM_WORLD): a joining job's rank
+/// 0 says whether it may connect, so that every rank goes on to connect, or none does. Throws
+/// fiber::MpiError when the broadcast fails.
+bool root_decides(bool ok);
+
 /// Publishes `address` under `service` on the job's name server (MPI_Publish_name; Open MPI
 /// 4.1: the ompi-server mpirun was started with), replacing what was published under that name
 /// before. Throws fiber::MpiError naming the service.

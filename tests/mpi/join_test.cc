@@ -4,6 +4,9 @@
 //   join_test leave <port file>  the joined ranks get SIGTERM mid-map: they finish their work,
 //                                leave, and their job exits 0
 //   join_test kill <port file>   the whole joined job is SIGKILLed mid-map: nothing is lost
+//   join_test refused <port file> a job that cannot prove the join token is refused (the script
+//                                writes <port file>.refused once it has ended): the map of the
+//                                master's own pool is exact and the pool never grew
 #include <signal.h>
 #include <unistd.h>
 
@@ -78,6 +81,19 @@ int main(int argc, char** argv) {
 
   const auto opened = std::chrono::steady_clock::now();
   const auto give_up = opened + std::chrono::seconds(90);
+  if (scenario == "refused") {
+    std::vector<long> inputs(400);
+    std::iota(inputs.begin(), inputs.end(), 0L);
+    auto squares = pool.map_async(slow_square, inputs, 1);
+    while (!std::filesystem::exists(port_file + ".refused") &&
+           std::chrono::steady_clock::now() < give_up)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    check(std::filesystem::exists(port_file + ".refused"), "the refused job ended");
+    check_squares_and_shrink_back(pool, inputs, squares.get(), give_up);
+    check(pool.size() == 1 && pool.worker_pids().size() == 1, "the pool never grew");
+    std::printf(failures == 0 ? "join_test refused: OK\n" : "join_test refused: FAILED\n");
+    return failures == 0 ? 0 : 1;
+  }
   while (pool.worker_pids().size() < 3 && std::chrono::steady_clock::now() < give_up)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   check(pool.worker_pids().size() == 3, "the two ranks of the joined job became pool workers");

@@ -82,7 +82,7 @@ TEST(JoinTurnAddress, MalformedAddressesAreRefusedNamingTheProblem) {
 TEST(JoinTurns, AnIPv4ListenerGivesTurns) {
   JoinTurns turns("127.0.0.1", 60s);
   EXPECT_EQ(turns.address().rfind("127.0.0.1:", 0), 0u) << turns.address();
-  const int fd = wait_for_join_turn(turns.address(), 10s);
+  const int fd = wait_for_join_turn(turns.address(), 10s).fd;
   EXPECT_GE(fd, 0);
   ::close(fd);
 }
@@ -91,33 +91,33 @@ TEST(JoinTurns, AnIPv6ListenerGivesTurnsAtABracketedAddress) {
   REQUIRE_IPV6();
   JoinTurns turns("::1", 60s);
   EXPECT_EQ(turns.address().rfind("[::1]:", 0), 0u) << turns.address();
-  const int fd = wait_for_join_turn(turns.address(), 10s);
+  const int fd = wait_for_join_turn(turns.address(), 10s).fd;
   EXPECT_GE(fd, 0);
   ::close(fd);
   JoinTurns bracketed("[::1]", 60s);
-  ::close(wait_for_join_turn(bracketed.address(), 10s));
+  ::close(wait_for_join_turn(bracketed.address(), 10s).fd);
 }
 
 TEST(JoinTurns, AListenerOnNoAddressTakesBothFamilies) {
   REQUIRE_IPV6();
   JoinTurns turns("", 60s);
   const std::string port = port_of(turns.address());
-  ::close(wait_for_join_turn("127.0.0.1:" + port, 10s));
-  ::close(wait_for_join_turn("[::1]:" + port, 10s));
-  ::close(wait_for_join_turn("localhost:" + port, 10s));
+  ::close(wait_for_join_turn("127.0.0.1:" + port, 10s).fd);
+  ::close(wait_for_join_turn("[::1]:" + port, 10s).fd);
+  ::close(wait_for_join_turn("localhost:" + port, 10s).fd);
 }
 
 TEST(JoinTurns, OneTurnAtATimeAndAClosedSocketPassesItOn) {
   std::atomic<int> begun{0}, ended{0};
   JoinTurns turns(
       "127.0.0.1", 60s, [&] { ++begun; }, [&] { ++ended; });
-  const int first = wait_for_join_turn(turns.address(), 10s);
+  const int first = wait_for_join_turn(turns.address(), 10s).fd;
   auto second =
       std::async(std::launch::async, [&] { return wait_for_join_turn(turns.address(), 10s); });
   EXPECT_EQ(second.wait_for(500ms), std::future_status::timeout);  // waits while the first holds
   ::close(first);
   ASSERT_EQ(second.wait_for(5s), std::future_status::ready);
-  ::close(second.get());
+  ::close(second.get().fd);
   for (int i = 0; i < 50 && ended < 2; ++i) std::this_thread::sleep_for(20ms);
   EXPECT_EQ(begun, 2);
   EXPECT_EQ(ended, 2);
@@ -132,10 +132,10 @@ TEST(JoinTurns, APodThatJoinedIsWatchedAndItsEndIsHeardAtOnce) {
     gone.push_back(pod + " " + std::to_string(pid));
     changed.notify_all();
   });
-  const int first = wait_for_join_turn(turns.address(), 10s);
+  const int first = wait_for_join_turn(turns.address(), 10s).fd;
   hand_back_join_turn(first, "job-worker-0/0f3a-77", 4242);
   // The turn passed on although the first pod's socket stays open.
-  const int second = wait_for_join_turn(turns.address(), 5s);
+  const int second = wait_for_join_turn(turns.address(), 5s).fd;
   hand_back_join_turn(second, "job-worker-1", 17);
   {
     std::unique_lock lock(mutex);
@@ -158,10 +158,10 @@ TEST(JoinTurns, APodThatJoinedIsWatchedAndItsEndIsHeardAtOnce) {
 TEST(JoinTurns, AMalformedJoinNoticeClosesTheConnectionAndPassesTheTurn) {
   std::atomic<int> gone{0};
   JoinTurns turns("127.0.0.1", 60s, {}, {}, [&](const std::string&, int) { ++gone; });
-  const int first = wait_for_join_turn(turns.address(), 10s);
+  const int first = wait_for_join_turn(turns.address(), 10s).fd;
   const std::string bad = "jNot_A_Pod 12\n";
   ASSERT_EQ(::send(first, bad.data(), bad.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bad.size()));
-  const int second = wait_for_join_turn(turns.address(), 5s);  // the turn passed on
+  const int second = wait_for_join_turn(turns.address(), 5s).fd;  // the turn passed on
   char byte = 0;
   EXPECT_EQ(::recv(first, &byte, 1, 0), 0);  // the launcher closed the first one
   ::close(first);

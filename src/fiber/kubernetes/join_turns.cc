@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "fiber/errors.h"
+#include "fiber/kubernetes/join_handshake.h"
 
 namespace fiber::detail {
 namespace {
@@ -31,8 +32,9 @@ std::string system_error(const std::string& what) { return what + ": " + std::st
 
 JoinTurns::JoinTurns(const std::string& host, std::chrono::seconds turn_limit,
                      std::function<void()> on_begin, std::function<void()> on_end,
-                     std::function<void(const std::string&, int)> on_pod_gone)
-    : turn_limit_(turn_limit),
+                     std::function<void(const std::string&, int)> on_pod_gone, JoinGuard guard)
+    : guard_(std::move(guard)),
+      turn_limit_(turn_limit),
       on_begin_(std::move(on_begin)),
       on_end_(std::move(on_end)),
       on_pod_gone_(std::move(on_pod_gone)) {
@@ -84,6 +86,7 @@ JoinTurns::JoinTurns(const std::string& host, std::chrono::seconds turn_limit,
   }
   const bool ipv6 = where.ss_family == AF_INET6;
   const int port = ntohs(ipv6 ? v6->sin6_port : v4->sin_port);
+  port_ = port;
   char text[INET6_ADDRSTRLEN] = {};
   if (bare.empty()) {
     std::snprintf(text, sizeof(text), "%s", ipv6 ? "::" : "0.0.0.0");
@@ -156,10 +159,50 @@ void keep_alive(int fd) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
 }
 
+// The text of the peer address of `fd`, for log lines ("10.1.2.3:4711", "[fd00::5]:4711").
+std::string peer_of(int fd) {
+  sockaddr_storage peer{};
+  socklen_t length = sizeof(peer);
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &length) != 0)
+    return "an unknown address";
+  char text[INET6_ADDRSTRLEN] = {};
+  if (peer.ss_family == AF_INET6) {
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&peer);
+    ::inet_ntop(AF_INET6, &v6->sin6_addr, text, sizeof(text));
+    return join_turn_address(text, ntohs(v6->sin6_port));
+  }
+  const auto* v4 = reinterpret_cast<const sockaddr_in*>(&peer);
+  ::inet_ntop(AF_INET, &v4->sin_addr, text, sizeof(text));
+  return join_turn_address(text, ntohs(v4->sin_port));
+}
+
+bool send_whole(int fd, const std::string& bytes) {
+  return ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
+}
+
+void refuse(int fd, const std::string& peer, const char* why) {
+  std::fprintf(stderr, "fibermpi: refused a joining job at %s: %s\n", peer.c_str(), why);
+  ::close(fd);
+}
+
+// A connection that waits for its turn, with what its handshake agreed (with a token).
+struct Waiting {
+  int fd = -1;
+  std::optional<MasterHandshake> handshake;
+};
+
+// A connection that has not proven the token yet.
+struct Proving {
+  MasterHandshake handshake;
+  Clock::time_point deadline;
+  std::string peer;
+};
+
 }  // namespace
 
 void JoinTurns::loop() {
-  std::deque<int> waiting;
+  std::deque<Waiting> waiting;
+  std::map<int, Proving> proving;  // connections still in the join handshake, by descriptor
   int holder = -1;
   std::string holder_said;  // what the holder sent so far: "j<pod name>\n" once joined
   Clock::time_point granted{};
@@ -169,27 +212,73 @@ void JoinTurns::loop() {
     holder_said.clear();
     if (on_end_) on_end_();
   };
+  // A new connection: with a token it must prove it first; without one it waits at once.
+  auto take = [&](int client) {
+    if (!guard_.token) {
+      waiting.push_back(Waiting{client, std::nullopt});
+      return;
+    }
+    MasterHandshake handshake(*guard_.token);
+    if (!send_whole(client, handshake.greeting())) {
+      ::close(client);
+      return;
+    }
+    proving.emplace(client, Proving{std::move(handshake), Clock::now() + guard_.handshake_limit,
+                                    peer_of(client)});
+  };
+  // What a proving connection sent: its proof, then it waits (the master proves the token back).
+  auto hear = [&](int fd) {
+    Proving& state = proving.at(fd);
+    char chunk[128];
+    const ssize_t got = ::recv(fd, chunk, sizeof(chunk), MSG_DONTWAIT);
+    if (got < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    if (got <= 0) {
+      refuse(fd, state.peer, "it closed the connection before proving the job's join token");
+    } else {
+      switch (state.handshake.take(std::string_view(chunk, static_cast<size_t>(got)))) {
+        case MasterHandshake::Step::kMore:
+          return;
+        case MasterHandshake::Step::kRefused:
+          // The master's own proof all the same, so that a job given another token says so
+          // too; it covers this master's nonce alone, so it proves nothing anywhere else.
+          (void)send_whole(fd, state.handshake.proof());
+          refuse(fd, state.peer, "it did not prove the job's join token");
+          break;
+        case MasterHandshake::Step::kProven:
+          if (send_whole(fd, state.handshake.proof())) {
+            waiting.push_back(Waiting{fd, std::move(state.handshake)});
+          } else {
+            ::close(fd);
+          }
+          break;
+      }
+    }
+    proving.erase(fd);
+  };
   for (;;) {
     if (holder < 0) {
       while (!waiting.empty() && holder < 0) {
-        const int next = waiting.front();
+        Waiting next = std::move(waiting.front());
         waiting.pop_front();
-        const char go = 'g';
+        const std::string grant =
+            next.handshake ? next.handshake->grant(guard_.port) : std::string(1, kJoinGrant);
         if (on_begin_) on_begin_();
-        if (::send(next, &go, 1, MSG_NOSIGNAL) == 1) {
-          holder = next;
+        if (send_whole(next.fd, grant)) {
+          holder = next.fd;
           granted = Clock::now();
         } else {
           if (on_end_) on_end_();
-          ::close(next);  // it left while it waited
+          ::close(next.fd);  // it left while it waited
         }
       }
     }
     std::vector<pollfd> fds = {{wake_[0], POLLIN, 0}, {listener_, POLLIN, 0}};
     if (holder >= 0) fds.push_back({holder, POLLIN, 0});
+    const size_t first_proving = fds.size();
+    for (const auto& [fd, state] : proving) fds.push_back({fd, POLLIN, 0});
     const size_t first_watched = fds.size();
     for (const auto& [fd, pod] : watched) fds.push_back({fd, POLLIN, 0});
-    const int timeout_ms = holder >= 0 ? 100 : -1;
+    const int timeout_ms = holder >= 0 || !proving.empty() ? 100 : -1;
     if (::poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
       std::fprintf(stderr, "fibermpi: join turns stop: %s\n", std::strerror(errno));
       break;
@@ -198,11 +287,24 @@ void JoinTurns::loop() {
     if (fds[1].revents & POLLIN) {
       const int client = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
       if (client >= 0) {
-        waiting.push_back(client);
+        take(client);
       } else if (errno == EMFILE || errno == ENFILE) {
         // Out of descriptors: try again shortly instead of spinning on the ready listener.
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
+    }
+    for (size_t i = first_proving; i < first_watched; ++i)
+      if (fds[i].revents != 0) hear(fds[i].fd);
+    // A peer that stalls mid-handshake holds no turn and no thread: it is dropped at its deadline.
+    const auto now = Clock::now();
+    for (auto it = proving.begin(); it != proving.end();) {
+      if (now < it->second.deadline) {
+        ++it;
+        continue;
+      }
+      refuse(it->first, it->second.peer,
+             "it did not prove the job's join token in time (the handshake stalled)");
+      it = proving.erase(it);
     }
     // A joined pod's connection ends with the pod (its processes die, the kernel closes it):
     // the pod is gone, long before a heartbeat would say so.
@@ -258,7 +360,8 @@ void JoinTurns::loop() {
     ::close(holder);
     if (on_end_) on_end_();
   }
-  for (int fd : waiting) ::close(fd);
+  for (const Waiting& each : waiting) ::close(each.fd);
+  for (const auto& [fd, state] : proving) ::close(fd);
   for (const auto& [fd, pod] : watched) ::close(fd);
 }
 
@@ -305,9 +408,12 @@ std::pair<std::string, std::string> split_join_turn_address(const std::string& a
   return {host, port};
 }
 
-int wait_for_join_turn(const std::string& address, std::chrono::seconds limit) {
-  const auto [host, port] = split_join_turn_address(address);
-  const auto give_up = Clock::now() + limit;
+namespace {
+
+// Connects to one of the addresses `host` resolves to, each attempt ending by `give_up` (a
+// master behind a dropped SYN would otherwise hold the joiner for the kernel's ~2 minutes).
+int connect_by(const std::string& host, const std::string& port, const std::string& address,
+               Clock::time_point give_up) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -316,38 +422,98 @@ int wait_for_join_turn(const std::string& address, std::chrono::seconds limit) {
     throw Error("fibermpi: cannot resolve the master's join-turn address " + address);
   // Every address the name has, in the resolver's order (a dual-stack name has both families).
   int fd = -1;
-  int last_errno = 0;
+  int last_errno = ETIMEDOUT;
   for (const addrinfo* each = found; each != nullptr && fd < 0; each = each->ai_next) {
-    fd = ::socket(each->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd >= 0 && ::connect(fd, each->ai_addr, each->ai_addrlen) != 0) {
+    fd = ::socket(each->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
       last_errno = errno;
+      continue;
+    }
+    int error = 0;
+    if (::connect(fd, each->ai_addr, each->ai_addrlen) != 0) {
+      error = errno;
+      if (error == EINPROGRESS) {
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(give_up - Clock::now()).count();
+        pollfd wait{fd, POLLOUT, 0};
+        int ready = 0;
+        do {
+          ready = ::poll(&wait, 1, static_cast<int>(std::max<long long>(left, 0)));
+        } while (ready < 0 && errno == EINTR);
+        socklen_t length = sizeof(error);
+        if (ready <= 0) {
+          error = ETIMEDOUT;
+        } else if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0) {
+          error = errno;
+        }
+      }
+    }
+    if (error != 0) {
+      last_errno = error;
       ::close(fd);
       fd = -1;
-    } else if (fd < 0) {
-      last_errno = errno;
+      continue;
     }
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   }
   ::freeaddrinfo(found);
   if (fd < 0) {
     errno = last_errno;
     throw Error(system_error("fibermpi: cannot reach the master at " + address));
   }
-  for (;;) {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(give_up - Clock::now()).count();
-    if (left <= 0) break;
-    pollfd wait{fd, POLLIN, 0};
-    const int ready = ::poll(&wait, 1, static_cast<int>(std::min<long long>(left, 1000)));
-    if (ready < 0 && errno != EINTR) break;
-    if (ready <= 0) continue;
-    char go = 0;
-    if (::recv(fd, &go, 1, 0) == 1 && go == 'g') return fd;
-    ::close(fd);
-    throw Error("fibermpi: the master at " + address + " closed the join-turn connection");
+  return fd;
+}
+
+}  // namespace
+
+JoinTurn wait_for_join_turn(const std::string& address, std::chrono::seconds limit,
+                            const JoinToken* token, std::chrono::milliseconds handshake_limit) {
+  const auto [host, port] = split_join_turn_address(address);
+  const auto give_up = Clock::now() + limit;
+  JoinTurn turn;
+  turn.fd = connect_by(host, port, address, give_up);
+  try {
+    std::optional<JoinerHandshake> handshake;
+    if (token) {
+      handshake.emplace(*token, address);
+      handshake->prove(turn.fd, std::min(give_up, Clock::now() + handshake_limit));
+    }
+    const std::string grant = read_from_master(turn.fd, 1, give_up, "the turn to join", address);
+    if (grant[0] != kJoinGrant && !token) {
+      throw UsageError("fibermpi: the master at " + address +
+                       " asks for a join token, and FIBER_JOIN_TOKEN_FILE is not set here: set it "
+                       "to the file holding the master's token");
+    }
+    if (grant[0] != kJoinGrant) {
+      throw JoinRefused("fibermpi: the master at " + address +
+                        " sent no grant after the join handshake; refusing to join it");
+    }
+    if (handshake)
+      turn.port = handshake->read_grant(turn.fd, std::min(give_up, Clock::now() + handshake_limit));
+  } catch (const Error& e) {
+    ::close(turn.fd);
+    // A wait that ran out is the turn not coming, not the master misbehaving.
+    if (Clock::now() >= give_up && dynamic_cast<const JoinRefused*>(&e) == nullptr) {
+      throw Error("fibermpi: no turn to join the master at " + address + " within " +
+                  std::to_string(limit.count()) + " s");
+    }
+    throw;
   }
-  ::close(fd);
-  throw Error("fibermpi: no turn to join the master at " + address + " within " +
-              std::to_string(limit.count()) + " s");
+  return turn;
+}
+
+bool is_join_uri(const std::string& address) { return address.starts_with(kJoinUriScheme); }
+
+std::string join_uri(const std::string& turn_address) {
+  return std::string(kJoinUriScheme) + turn_address;
+}
+
+std::string turn_address_of(const std::string& uri) {
+  if (!is_join_uri(uri)) {
+    throw Error("fibermpi: '" + uri + "' is no join address (" + std::string(kJoinUriScheme) +
+                "host:port)");
+  }
+  return uri.substr(kJoinUriScheme.size());
 }
 
 }  // namespace fiber::detail

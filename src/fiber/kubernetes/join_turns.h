@@ -8,17 +8,37 @@
 // (its job vanished while joining) passes on too. The socket of a pod that said it joined stays
 // open for the life of that process (the pod's rank 0): when it closes (the process died and the
 // kernel closed it) that worker is gone, which the launcher hears at once (Open MPI 4.1 gives it no
-// "peer hung up" event, and heartbeats take heartbeat_timeout). Internal.
+// "peer hung up" event, and heartbeats take heartbeat_timeout). With a join token (JoinGuard)
+// every connection first proves it, and the master proves it back (join_handshake.h), before it
+// may wait for a turn, and the turn's grant carries the master's MPI port: a connection that
+// does not prove it is refused, logged and closed. Internal.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 
+#include "fiber/kubernetes/join_token.h"
+
 namespace fiber::detail {
+
+/// How long each step of the join handshake may take: a peer that stalls or sends half a
+/// message is dropped after this.
+inline constexpr std::chrono::milliseconds kJoinHandshakeLimit{10000};
+
+/// What guards the turns: the token each joining job must prove, and the MPI port its grant
+/// hands over. Without a token, turns are given to whoever asks (and the port is found
+/// elsewhere: the name service, FIBER_CONNECT).
+struct JoinGuard {
+  std::optional<JoinToken> token;
+  std::string port;
+  std::chrono::milliseconds handshake_limit = kJoinHandshakeLimit;
+};
 
 class JoinTurns {
  public:
@@ -28,15 +48,18 @@ class JoinTurns {
   /// `on_begin` runs (on the turns' thread) as a turn is given, `on_end` as it ends.
   /// `on_pod_gone` runs (on the turns' thread) with the pod's identity ("name/uid") and the pid
   /// of the process that held the connection when the connection of a pod that joined closes.
+  /// `guard`: with a token, who may wait for a turn (see JoinGuard).
   JoinTurns(const std::string& host, std::chrono::seconds turn_limit,
             std::function<void()> on_begin = {}, std::function<void()> on_end = {},
-            std::function<void(const std::string&, int)> on_pod_gone = {});
+            std::function<void(const std::string&, int)> on_pod_gone = {}, JoinGuard guard = {});
   ~JoinTurns();
   JoinTurns(const JoinTurns&) = delete;
   JoinTurns& operator=(const JoinTurns&) = delete;
 
   /// "host:port" a joining job asks at; "[v6]:port" for an IPv6 host.
   const std::string& address() const noexcept { return address_; }
+  /// The port it listens at.
+  int port() const noexcept { return port_; }
 
  private:
   void loop();
@@ -44,6 +67,8 @@ class JoinTurns {
   int listener_ = -1;
   int wake_[2] = {-1, -1};
   std::string address_;
+  int port_ = 0;
+  JoinGuard guard_;
   std::chrono::seconds turn_limit_;
   std::function<void()> on_begin_;
   std::function<void()> on_end_;
@@ -64,9 +89,31 @@ std::pair<std::string, std::string> split_join_turn_address(const std::string& a
 /// identity closes it instead.
 void hand_back_join_turn(int turn, const std::string& pod, int pid);
 
+/// A turn given: the socket to hand back (close it, or hand_back_join_turn), and with a token the
+/// MPI port the grant carried (empty without one).
+struct JoinTurn {
+  int fd = -1;
+  std::string port;
+};
+
 /// Asks the master at `address` ("host:port", "[v6]:port", a host name of either family) for a turn
-/// and waits until it is given, at most until `limit` has passed. Returns the socket to close once
-/// connected; throws fiber::Error when the master cannot be reached or the wait runs out.
-int wait_for_join_turn(const std::string& address, std::chrono::seconds limit);
+/// and waits until it is given, at most until `limit` has passed (the TCP connect included).
+/// With `token`, first proves it to the master and checks the master's proof, each handshake
+/// step within `handshake_limit`. Throws JoinRefused (join_handshake.h) when the master does not
+/// prove the token, fiber::UsageError when the master asks for a token and there is none, and
+/// fiber::Error when the master cannot be reached, stalls or the wait runs out.
+JoinTurn wait_for_join_turn(const std::string& address, std::chrono::seconds limit,
+                            const JoinToken* token = nullptr,
+                            std::chrono::milliseconds handshake_limit = kJoinHandshakeLimit);
+
+/// The scheme of the address fiber::listen() returns when the master has a join token:
+/// "fiber-join://host:port" (its join turns), not an MPI port.
+inline constexpr std::string_view kJoinUriScheme = "fiber-join://";
+/// Whether `address` is such a join address.
+bool is_join_uri(const std::string& address);
+/// "fiber-join://" + `turn_address`.
+std::string join_uri(const std::string& turn_address);
+/// The join-turn address in a join address; throws fiber::Error naming it when it is none.
+std::string turn_address_of(const std::string& join_uri);
 
 }  // namespace fiber::detail

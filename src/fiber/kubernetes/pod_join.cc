@@ -11,6 +11,8 @@
 
 #include "fiber/errors.h"
 #include "fiber/kubernetes/fiberjob_scaler.h"
+#include "fiber/kubernetes/join_handshake.h"
+#include "fiber/kubernetes/join_service.h"
 #include "fiber/master/master.h"
 #include "mpi_bridge/environment.h"
 #include "mpi_bridge/launch_environment.h"
@@ -81,47 +83,94 @@ void find_launcher(const KubernetesPod& pod, std::chrono::seconds limit) {
   bridge::Environment::join(lookup_launcher(pod, limit));
 }
 
-bridge::Communicator connect_to_launcher(const KubernetesPod& pod, std::chrono::seconds limit) {
-  int turn = -1;
+namespace {
+
+// Rank 0 of a worker pod whose launcher guards its turns with the job's token: takes a turn at
+// the join address found on the name service, looking again when the peer there does not prove
+// the token (someone else published under the launcher's name), until `limit`.
+JoinTurn take_guarded_turn(const KubernetesPod& pod, const JoinToken& token,
+                           std::chrono::seconds limit) {
+  const auto give_up = Clock::now() + limit;
+  std::string address = bridge::Environment::connect_address();
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::seconds>(give_up - Clock::now());
+    if (left.count() <= 0) {
+      throw Error("no launcher of " + pod.describe() + " that proves the job's join token within " +
+                  std::to_string(limit.count()) + " s");
+    }
+    try {
+      if (!is_join_uri(address)) {
+        throw JoinRefused("fibermpi: the launcher of " + pod.describe() + " published '" + address +
+                          "' under '" + pod.service_name() +
+                          "', an MPI port and no join address: it cannot prove the job's join "
+                          "token; refusing to join it");
+      }
+      return wait_for_join_turn(turn_address_of(address), left, &token);
+    } catch (const JoinRefused& e) {
+      std::fprintf(stderr, "%s; looking on the name service again\n", e.what());
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    address = lookup_launcher(pod, std::max(left, std::chrono::seconds(1)));
+  }
+}
+
+}  // namespace
+
+bridge::Communicator connect_to_launcher(const KubernetesPod& pod, std::chrono::seconds limit,
+                                         const std::optional<JoinToken>& token) {
+  JoinTurn turn;
+  std::string port = bridge::Environment::connect_address();
   if (bridge::Environment::world_rank() == 0) {
     try {
-      const std::string turns = bridge::lookup_name(pod.turns_name());
-      if (turns.empty())
-        throw Error("the launcher of " + pod.describe() + " published no join turns");
-      turn = wait_for_join_turn(turns, limit);
+      if (token) {
+        turn = take_guarded_turn(pod, *token, limit);
+        port = turn.port;
+      } else {
+        if (is_join_uri(port)) {
+          throw UsageError("the launcher of " + pod.describe() +
+                           " asks for a join token, and this pod has no FIBER_JOIN_TOKEN_FILE");
+        }
+        warn_join_without_token("this worker pod", pod.describe());
+        const std::string turns = bridge::lookup_name(pod.turns_name());
+        if (turns.empty())
+          throw Error("the launcher of " + pod.describe() + " published no join turns");
+        turn = wait_for_join_turn(turns, limit);
+      }
     } catch (const std::exception& e) {
       std::fprintf(stderr, "fibermpi: %s\n", e.what());
       std::fflush(nullptr);
       std::_Exit(1);
     }
   }
+  // MPI_Comm_connect reads the port at rank 0 alone.
   bridge::Communicator comm;
   try {
-    comm = bridge::connect(bridge::Environment::connect_address());
+    comm = bridge::connect(port);
   } catch (...) {
-    if (turn >= 0) ::close(turn);
+    if (turn.fd >= 0) ::close(turn.fd);
     g_pod_joined.store(true);
     throw;
   }
   g_pod_joined.store(true);
-  if (turn >= 0)
-    hand_back_join_turn(turn, pod_identity_from_environment(), static_cast<int>(::getpid()));
+  if (turn.fd >= 0)
+    hand_back_join_turn(turn.fd, pod_identity_from_environment(), static_cast<int>(::getpid()));
   return comm;
 }
 
 bool joined_launcher() { return g_pod_joined.load(); }
 
-std::unique_ptr<JoinTurns> serve_worker_pods(const KubernetesPod& pod, Master& master) {
-  // Turns first: a worker that finds the rendezvous finds its turns too. A turn is a
-  // connect/accept (well under a second); one held for a minute belongs to a pod that vanished
-  // without closing its socket.
-  Master* m = &master;
-  auto turns = std::make_unique<JoinTurns>(
-      pod.pod_ip, std::chrono::seconds(60), [m] { m->begin_join_turn(); },
-      [m] { m->end_join_turn(); },
-      [m](const std::string& gone, int pid) { m->pod_connection_closed(gone, pid); });
-  bridge::publish_name(pod.turns_name(), turns->address());
-  bridge::publish_name(pod.service_name(), master.listen());
+std::unique_ptr<JoinTurns> serve_worker_pods(const KubernetesPod& pod, Master& master,
+                                             const std::optional<JoinToken>& token) {
+  auto turns = serve_join_turns(master, pod.pod_ip, token);
+  if (token) {
+    // The turns alone: the master's port reaches a worker only in its turn's grant.
+    bridge::publish_name(pod.service_name(), join_uri(turns->address()));
+  } else {
+    // Turns first: a worker that finds the rendezvous finds its turns too.
+    warn_join_without_token("this launcher", turns->address());
+    bridge::publish_name(pod.turns_name(), turns->address());
+    bridge::publish_name(pod.service_name(), master.listen());
+  }
   master.provision_pods(std::make_unique<FiberJobScaler>(pod.ns, pod.job), pod.slots_per_worker);
   return turns;
 }

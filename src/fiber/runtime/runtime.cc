@@ -11,6 +11,8 @@
 
 #include "fiber/errors.h"
 #include "fiber/function_ref.h"
+#include "fiber/kubernetes/join_service.h"
+#include "fiber/kubernetes/join_token.h"
 #include "fiber/kubernetes/join_turns.h"
 #include "fiber/kubernetes/kubernetes_pod.h"
 #include "fiber/kubernetes/pod_join.h"
@@ -114,6 +116,8 @@ void Runtime::start(int& argc, char**& argv, const Config& config) {
 
 void Runtime::begin(int& argc, char**& argv, const Config&) {
   take_connect_option(argc, argv);
+  // Read before anything starts, so that a bad token file is the first error.
+  join_token_ = JoinToken::from_environment();
   const auto pod = KubernetesPod::from_environment();
   if (pod) prepare_pod_process(*pod, argc, argv);
   // Open MPI's TCP transport writes to sockets of peers that may have died; the default SIGPIPE
@@ -152,8 +156,9 @@ Runtime::LaunchPart Runtime::choose_part(const KubernetesPod* pod) {
       // Every rank of this job is a worker of the master it joins.
       part.master = false;
       part.joined = true;
-      link.comm = pod ? connect_to_launcher(*pod, settings_.pod_start_timeout)
-                      : bridge::connect(bridge::Environment::connect_address());
+      link.comm = pod ? connect_to_launcher(*pod, settings_.pod_start_timeout, join_token_)
+                      : join_master(bridge::Environment::connect_address(), join_token_,
+                                    settings_.pod_start_timeout);
       link.connected = true;
       return part;
     case bridge::LaunchMode::kStaticWorld:
@@ -191,7 +196,7 @@ void Runtime::start_master(std::unique_ptr<Link> link, const KubernetesPod* pod)
   engine_->start(*master_);
   // The launcher of a FiberJob: worker pods join through the rendezvous it publishes, and its
   // pools ask the job for them.
-  if (pod) join_turns_ = serve_worker_pods(*pod, *master_);
+  if (pod) join_turns_ = serve_worker_pods(*pod, *master_, join_token_);
   ::on_exit(shutdown_at_exit, nullptr);
   if (!bridge::Environment::owns_mpi())
     bridge::Environment::call_at_finalize(shutdown_at_program_finalize);
@@ -209,6 +214,28 @@ void Runtime::start_worker(std::unique_ptr<Link> link, bool spawned, bool joined
   g_running.store(true, std::memory_order_release);
   engine_->start(*worker_);
   run_worker(*this);
+}
+
+std::string Runtime::listen() {
+  Master& master = this->master("only the master process can open a rendezvous (fiber::listen)");
+  if (!join_token_) {
+    const std::string port = master.listen();
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true)) warn_join_without_token("this master", port);
+    return port;
+  }
+  std::lock_guard held(listen_mutex_);
+  if (published_join_address_.empty()) {
+    // Guarded turns on every address of this machine, named by its host name; a FiberJob's
+    // launcher has them already, on its pod's address.
+    if (!join_turns_) join_turns_ = serve_join_turns(master, "", join_token_);
+    const std::string host = split_join_turn_address(join_turns_->address()).first;
+    const bool everywhere = host == "::" || host == "0.0.0.0";
+    published_join_address_ = join_uri(
+        everywhere ? join_turn_address(bridge::Environment::hostname(), join_turns_->port())
+                   : join_turns_->address());
+  }
+  return published_join_address_;
 }
 
 Master& Runtime::master(const char* misuse) {
@@ -327,11 +354,7 @@ void init(int& argc, char**& argv, Config config) { detail::Runtime::start(argc,
 
 bool is_initialized() { return detail::Runtime::exists(); }
 
-std::string listen() {
-  return detail::Runtime::instance()
-      .master("only the master process can open a rendezvous (fiber::listen)")
-      .listen();
-}
+std::string listen() { return detail::Runtime::instance().listen(); }
 
 void shutdown() {
   if (detail::Runtime::exists()) detail::Runtime::instance().shutdown();

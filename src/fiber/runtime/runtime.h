@@ -6,9 +6,11 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "fiber/init.h"
+#include "fiber/kubernetes/join_token.h"
 #include "fiber/runtime/progress_engine.h"
 #include "fiber/runtime/queue_access.h"
 #include "fiber/runtime/settings.h"
@@ -39,6 +41,9 @@ class Runtime {
   /// The master's side; in a worker process throws UsageError(`misuse`), which says what cannot
   /// be done there.
   Master& master(const char* misuse = "only the master process can do this, not a worker");
+  /// fiber::listen(): the master's MPI port, or with a join token the join address of its
+  /// guarded turns (opened once).
+  std::string listen();
   /// A worker's side (only in worker processes).
   MasterLink& worker();
   QueueAccess& queues();
@@ -93,7 +98,11 @@ class Runtime {
   std::unique_ptr<Master> master_;
   std::unique_ptr<MasterLink> worker_;
   std::unique_ptr<NestedClient> nested_;   ///< In a worker: what its code starts.
-  std::unique_ptr<JoinTurns> join_turns_;  ///< A FiberJob's launcher: turns for joining pods.
+  std::unique_ptr<JoinTurns> join_turns_;  ///< Turns for joining pods (a FiberJob's launcher)
+                                           ///< or jobs (fiber::listen() with a join token).
+  std::optional<JoinToken> join_token_;    ///< FIBER_JOIN_TOKEN_FILE's token, when it is set.
+  std::mutex listen_mutex_;                ///< Guards the two above for fiber::listen().
+  std::string published_join_address_;     ///< What fiber::listen() returns with a token.
   uint64_t self_id_ = 0;
   std::string self_name_ = "MainProcess";
   bool shut_down_ = false;
