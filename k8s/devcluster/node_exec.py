@@ -70,7 +70,9 @@ def make_mount_point(target: str, is_directory: bool, scratch: str, overlays: li
     /dev/shm under /dev) are set aside before and moved back on top of it after."""
     if os.path.exists(target):
         return
-    ancestor = nearest_existing(target)
+    # Resolved: through a symbolic link (/var/run -> /run) the mount table names the real path, and
+    # the mounts already inside it (a sibling volume) must be found there to be kept.
+    ancestor = os.path.realpath(nearest_existing(target))
     if ancestor == "/":
         raise MountError(f"mount point {target} needs a new top-level directory, which the node creates first")
     layer = os.path.join(scratch, f"overlay{len(overlays)}")

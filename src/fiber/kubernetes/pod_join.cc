@@ -87,7 +87,8 @@ namespace {
 
 // Rank 0 of a worker pod whose launcher guards its turns with the job's token: takes a turn at
 // the join address found on the name service, looking again when the peer there does not prove
-// the token (someone else published under the launcher's name), until `limit`.
+// the token or cannot be reached (someone else published under the launcher's name), until
+// `limit`.
 JoinTurn take_guarded_turn(const KubernetesPod& pod, const JoinToken& token,
                            std::chrono::seconds limit) {
   const auto give_up = Clock::now() + limit;
@@ -106,7 +107,9 @@ JoinTurn take_guarded_turn(const KubernetesPod& pod, const JoinToken& token,
                           "token; refusing to join it");
       }
       return wait_for_join_turn(turn_address_of(address), left, &token);
-    } catch (const JoinRefused& e) {
+    } catch (const UsageError&) {
+      throw;
+    } catch (const Error& e) {
       std::fprintf(stderr, "%s; looking on the name service again\n", e.what());
     }
     std::this_thread::sleep_for(std::chrono::seconds(1));
