@@ -122,6 +122,16 @@ void init(int& argc, char**& argv, Config config = {});
 /// rank becomes a worker; running pools grow onto it, and losing it loses no task. Under Open
 /// MPI 4.1 the master and the joining jobs must all be started by mpirun with the same
 /// --ompi-server file:<uri> (run `ompi-server -r <uri>` first).
+///
+/// Who may join: with FIBER_JOIN_TOKEN_FILE naming a file that holds a secret token (16 to 4096
+/// bytes, e.g. `openssl rand -hex 32`) in the master and in the joining jobs, a job joins only
+/// after it and the master have proven the token to each other (HMACs over fresh nonces, before
+/// any MPI connect; the token never travels), and the address returned is then
+/// "fiber-join://HOST:PORT" (this machine's host name and a TCP port on every address), not an
+/// MPI port. A job that cannot prove the token is refused and logged, and the master's pools go
+/// on. Without FIBER_JOIN_TOKEN_FILE the address is the MPI port and anyone who reaches it may
+/// join (a warning says so; FIBER_QUIET=1 hides it). A bad token file throws fiber::UsageError
+/// from init(), naming the file.
 std::string listen();
 
 /// True between init() and shutdown().

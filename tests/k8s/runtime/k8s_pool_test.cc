@@ -10,6 +10,9 @@
 //   unready  Pool(2) on a job whose worker pods can never start: the map fails, exit 3
 //   nested   a Process on a worker pod runs a Pool of its own (nesting): its 2 workers are worker
 //            pods too; every value checked there, the pods that computed them printed here
+//   guard    Pool(1) on one worker pod maps for 50 s while the test has a pod of another job
+//            and a rogue publish under the launcher's name try to join (both refused): every
+//            value exact, and the pool never grew
 //   group    a Group of 4 on worker pods (their ranks joined across pods by connect/accept):
 //            allreduce and allgather over group_comm(), each member's pod and rank printed
 #include <mpi.h>
@@ -205,6 +208,23 @@ int unready() {
   }
 }
 
+int guard() {
+  fiber::Pool pool(1);
+  pool.wait_ready();
+  std::printf("1 worker ready\n");
+  std::fflush(stdout);
+  std::map<std::string, int> per_worker;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(50);
+  for (long round = 0; std::chrono::steady_clock::now() < until; ++round) {
+    const auto in = tasks(40, 5000, round * 40);
+    for (const auto& [worker, count] : check(in, pool.map(square_on_pod, in, 1)))
+      per_worker[worker] += count;
+  }
+  print_pods("guarded maps", per_worker);
+  std::printf("pool size %d, %zu workers\n", pool.size(), pool.worker_pids().size());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -218,10 +238,11 @@ int main(int argc, char** argv) {
     if (scenario == "regrow") return regrow();
     if (scenario == "group") return group();
     if (scenario == "nested") return nested();
+    if (scenario == "guard") return guard();
   } catch (const std::exception& e) {
     std::printf("FAIL: %s\n", e.what());
     return 1;
   }
-  std::fprintf(stderr, "usage: k8s_pool_test grow|loss|scale|regrow|unready|group|nested\n");
+  std::fprintf(stderr, "usage: k8s_pool_test grow|loss|scale|regrow|unready|group|nested|guard\n");
   return 2;
 }
