@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "fiber/errors.h"
 #include "fiber/kubernetes/join_handshake.h"
@@ -58,10 +59,12 @@ bridge::Communicator join_master(const std::string& address, const std::optional
   // Every rank connects (the connect is collective), or none: a rank left in MPI_Comm_connect
   // alone would wait for ever.
   if (!bridge::root_decides(why.empty())) {
+    // A refused job ends as a worker does, with its reason said once and no core: its program
+    // never gets past fiber::init in any case.
     if (rank0) std::fprintf(stderr, "%s\n", why.c_str());
-    throw Error(rank0 ? why
-                      : "fibermpi: rank 0 of this job could not join the master at " + address +
-                            " (its message says why)");
+    std::fflush(nullptr);
+    bridge::Environment::finalize(/*always=*/true);
+    std::exit(1);
   }
   // MPI_Comm_connect reads the port at rank 0 alone.
   bridge::Communicator comm;

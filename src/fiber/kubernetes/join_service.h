@@ -26,7 +26,8 @@ std::unique_ptr<JoinTurns> serve_join_turns(Master& master, const std::string& h
 /// A job started with FIBER_CONNECT=`address` (no pod): connects every rank to the master.
 /// With `token`, `address` must be a join address: rank 0 takes a turn (proving the token both
 /// ways, waiting up to `limit`) and every rank then connects to the port its grant carries, or,
-/// when rank 0 got none, every rank throws (fiber::Error; rank 0's says why). Without a token,
+/// when rank 0 got none (refused, unreachable, no turn in time), rank 0 prints why and every
+/// rank finalises MPI and exits with status 1, as a worker ends. Without a token,
 /// `address` must be an MPI port (a warning says joining is unguarded). A token and an MPI port, or
 /// a join address and no token: fiber::UsageError on every rank, before any MPI call.
 bridge::Communicator join_master(const std::string& address, const std::optional<JoinToken>& token,
