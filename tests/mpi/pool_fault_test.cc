@@ -143,6 +143,37 @@ TEST(PoolFault, PoisonTaskFailsWithWorkerLostAndThePoolGoesOn) {
   EXPECT_EQ(pool.map(slow_square, inputs(50)).back(), 49 * 49);
 }
 
+// A worker lost before it started a chunk (stopped, so the chunk waits in its inbox; then
+// killed) did that chunk no harm: with max_task_retries = 0 it still runs elsewhere, while the
+// one a worker is lost running fails at once.
+TEST(PoolFault, OnlyChunksAWorkerStartedCountAgainstRetries) {
+  fiber::Pool::Options options = sized(1);
+  options.max_task_retries = 0;
+  fiber::Pool pool(options);
+  pool.wait_ready();
+  const int stopped = pool.worker_pids().at(0);
+  ::kill(stopped, SIGSTOP);
+  auto waiting = pool.apply_async(slow_square, 7L);
+  std::this_thread::sleep_for(300ms);  // sent, never started
+  ::kill(stopped, SIGKILL);
+  ::kill(stopped, SIGCONT);
+  EXPECT_EQ(waiting.get(30s), 49);
+
+  auto running = pool.apply_async(sleep_ms, 5000);
+  auto queued = pool.apply_async(slow_square, 8L);  // sent behind it, not started
+  std::this_thread::sleep_for(500ms);
+  ::kill(pool.worker_pids().at(0), SIGKILL);
+  try {
+    running.get(30s);
+    FAIL() << "expected WorkerLost";
+  } catch (const fiber::WorkerLost& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("lost 1 times"), std::string::npos) << what;
+    EXPECT_NE(what.find("max_task_retries = 0"), std::string::npos) << what;
+  }
+  EXPECT_EQ(queued.get(30s), 64);
+}
+
 // Run with FIBER_PID_CHECKS=0 and FIBER_HEARTBEAT_TIMEOUT_MS=1000: only heartbeats tell.
 TEST(PoolFault, ThirtySecondTaskOutlivesAShortHeartbeatTimeout) {
   fiber::Pool pool(1);

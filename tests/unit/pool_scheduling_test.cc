@@ -183,6 +183,7 @@ TEST_F(PoolSchedulingTest, ChunksOfALostWorkerRunAgainAndOnlyTheRunningOneIsChar
   auto lost = host_.started[0];
   const auto held = host_.tasks_sent_to(lost->id);
   ASSERT_EQ(held.size(), 2u);
+  pool->on_started(*lost, wire::PoolStarted{held[0], 1});
   end(*pool, lost, -9);
   // Chunk i is task i + 1 here.
   ASSERT_TRUE(job->chunks[held[0] - 1].has_value());
@@ -195,14 +196,40 @@ TEST_F(PoolSchedulingTest, ChunksOfALostWorkerRunAgainAndOnlyTheRunningOneIsChar
   EXPECT_NE(holder_of(held[1]), 0u);
 }
 
+TEST_F(PoolSchedulingTest, OnlyChunksTheWorkerSaidItStartedAreCharged) {
+  auto pool = make_pool(1, /*retries=*/0);
+  ready_all(*pool);
+  auto job = submit(*pool, 3);
+  auto first = host_.started[0];
+  // Lost before it said it started anything: nothing is charged, everything runs again.
+  end(*pool, first, -9);
+  for (size_t chunk = 0; chunk < 3; ++chunk) EXPECT_FALSE(job->chunks[chunk].has_value());
+  ASSERT_EQ(host_.started.size(), 2u);
+  auto second = host_.started[1];
+  pool->on_worker_ready(*second, wire::PoolReady{});
+  const auto held = host_.tasks_sent_to(second->id);
+  ASSERT_GE(held.size(), 2u);
+  // A started report for a chunk it does not hold changes nothing.
+  pool->on_started(*second, wire::PoolStarted{999, 1});
+  // Its first result says the next chunk started right after it: that one is charged.
+  auto result = result_message(held[0], result_of(1, 100us));
+  result.next_started = true;
+  pool->on_result(*second, std::move(result));
+  end(*pool, second, -9);
+  ASSERT_TRUE(job->chunks[held[1] - 1].has_value());
+  EXPECT_THROW(std::rethrow_exception(job->chunks[held[1] - 1]->error), WorkerLost);
+}
+
 TEST_F(PoolSchedulingTest, APoisonTaskFailsWithWorkerLostAfterMaxTaskRetries) {
   auto pool = make_pool(1, /*retries=*/1);
   ready_all(*pool);
   auto job = submit(*pool, 1);
+  pool->on_started(*host_.started[0], wire::PoolStarted{1, 1});
   end(*pool, host_.started[0], -11);  // attempt 1: run again
   ASSERT_EQ(host_.started.size(), 2u);
   pool->on_worker_ready(*host_.started[1], wire::PoolReady{});
   EXPECT_EQ(holder_of(1), host_.started[1]->id);
+  pool->on_started(*host_.started[1], wire::PoolStarted{1, 1});
   end(*pool, host_.started[1], -11);  // attempt 2: more than max_task_retries = 1
   ASSERT_TRUE(job->ready());
   ASSERT_TRUE(job->first_error);

@@ -81,9 +81,11 @@ class Master final : public MessageSink,
 
   /// Opens (once) the rendezvous other jobs join through; returns its address.
   std::string listen();
-  /// A joining pod got its turn / its turn ended (see JoinAcceptor::begin_turn).
-  void begin_join_turn() { acceptor_.begin_turn(); }
-  void end_join_turn() { acceptor_.end_turn(); }
+  /// A joining pod got its turn / its turn ended (see JoinAcceptor::begin_turn). Traffic stops
+  /// for the turn, so workers are first given enough queued work to last through it, as for a
+  /// spawn.
+  void begin_join_turn();
+  void end_join_turn();
   /// The launcher's connection with process `pid` of joined pod `pod` ("name/uid") closed
   /// (JoinTurns): that worker is gone. It is declared dead by the next periodic check after a
   /// short grace, which lets in what it sent last (a pod deleted gracefully says goodbye before
@@ -220,6 +222,10 @@ class Master final : public MessageSink,
   int slots_expected_ = 0;
   /// A Process had to be spawned: keep never-used workers started ahead from now on.
   bool processes_started_ = false;
+  /// How long a join turn stops traffic, measured (a moving average), and when the one under
+  /// way began.
+  std::chrono::microseconds join_pause_{300'000};
+  std::optional<Clock::time_point> join_turn_began_;
   std::vector<int> exiting_pids_;  ///< Local spawned workers told to exit or that said so.
   std::optional<Clock::time_point> static_rank_lost_at_;  ///< Last death of a static-world rank.
   bool worker_lost_ = false;                              ///< Any worker was declared dead.

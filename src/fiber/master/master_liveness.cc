@@ -61,6 +61,35 @@ std::vector<Slot*> Master::live_slots_locked() const {
   return live;
 }
 
+void Master::begin_join_turn() {
+  {
+    auto held = engine_.lock();
+    for (auto& [id, pool] : pools_) pool->cover_pause_locked(join_pause_);
+    join_turn_began_ = Clock::now();
+  }
+  // The chunks just queued leave before traffic stops.
+  try {
+    engine_.outbox().progress();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fibermpi: progress error: %s\n", e.what());
+  }
+  acceptor_.begin_turn();
+}
+
+void Master::end_join_turn() {
+  acceptor_.end_turn();
+  auto held = engine_.lock();
+  if (join_turn_began_) {
+    // A turn that ran out (its pod vanished) says nothing about the next: counted up to 2 s.
+    const auto took = std::min(
+        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - *join_turn_began_),
+        std::chrono::microseconds(2'000'000));
+    join_pause_ = (3 * join_pause_ + took) / 4;
+    join_turn_began_.reset();
+  }
+  traffic_resumed_locked();
+}
+
 void Master::pod_connection_closed(const std::string& pod, int pid) {
   auto lock = engine_.lock();
   pods_gone_.push_back(GoneWorker{pod, pid, Clock::now()});

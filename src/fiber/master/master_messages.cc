@@ -100,6 +100,7 @@ void Master::route_locked(Link& link, bridge::Received& message) {
       break;
     case Kind::kPoolReady:
     case Kind::kPoolResult:
+    case Kind::kPoolStarted:
       on_pool_message_locked(kind, slot, message);
       break;
     case Kind::kProcessStart:
@@ -129,6 +130,8 @@ void Master::on_pool_message_locked(Kind kind, Slot* slot, bridge::Received& mes
   if (!slot || !slot->process || pool == pools_.end()) return;  // a pool already gone
   if (kind == Kind::kPoolReady) {
     pool->second->on_worker_ready(*slot->process, wire::PoolReady::decode(message));
+  } else if (kind == Kind::kPoolStarted) {
+    pool->second->on_started(*slot->process, wire::PoolStarted::decode(message));
   } else {
     pool->second->on_result(*slot->process, wire::PoolResult::decode(message));
   }

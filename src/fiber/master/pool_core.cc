@@ -171,6 +171,7 @@ void PoolCore::on_result(const ProcessState& process, wire::PoolResult result_me
   in_flight_.erase(found);
   auto worker = workers_.find(process.id);
   if (worker != workers_.end()) {
+    worker->second.front_started = result_message.next_started;
     worker->second.bytes_in_flight -= task.payload->size();
     if (--worker->second.in_flight == 0) worker->second.idle_since = host_.now();
   }
@@ -198,6 +199,15 @@ void PoolCore::on_result(const ProcessState& process, wire::PoolResult result_me
   if (!backlog_.empty() || state_ == State::kClosed) dispatch_locked();
 }
 
+void PoolCore::on_started(const ProcessState& process, const wire::PoolStarted& started) {
+  // Chunks run in the order sent, and the results of those before it came first: a chunk still
+  // held by this worker is the first it holds.
+  auto found = in_flight_.find(started.task);
+  if (found == in_flight_.end() || found->second.worker != process.id) return;
+  auto worker = workers_.find(process.id);
+  if (worker != workers_.end()) worker->second.front_started = true;
+}
+
 void PoolCore::complete_chunk(Job& job, size_t chunk, ChunkOutcome outcome) {
   if (job.complete(chunk, std::move(outcome))) schedule_callbacks_locked(job);
 }
@@ -213,13 +223,14 @@ void PoolCore::on_worker_ended(const std::shared_ptr<ProcessState>& process) {
   workers_.erase(it);
 
   // Whatever it held is lost with it and runs again elsewhere. Only the chunk it was running
-  // (the first sent of those it held) counts as an attempt: the ones queued behind it never
-  // started, and must not pay for a poison task they happened to wait behind.
+  // (the first sent of those it held, once the worker said it started) counts as an attempt:
+  // the ones queued behind it, or still on their way, never started, and must not pay for a
+  // poison task they happened to wait behind or for a pod killed under them.
   std::vector<std::pair<uint64_t, uint64_t>> lost;  // (send order, task id)
   for (auto& [id, task] : in_flight_)
     if (task.worker == process->id) lost.emplace_back(task.sent, id);
   std::sort(lost.begin(), lost.end());
-  const uint64_t running = lost.empty() ? 0 : lost.front().second;
+  const uint64_t running = lost.empty() || !worker.front_started ? 0 : lost.front().second;
   std::reverse(lost.begin(), lost.end());
   for (const auto& [sent, id] : lost) {
     Task task = std::move(in_flight_.at(id));

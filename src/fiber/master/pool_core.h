@@ -80,6 +80,7 @@ class PoolCore {
   // Runtime events, with the lock held.
   void on_worker_ready(const ProcessState& process, const wire::PoolReady& ready);
   void on_result(const ProcessState& process, wire::PoolResult result);
+  void on_started(const ProcessState& process, const wire::PoolStarted& started);
   void on_worker_ended(const std::shared_ptr<ProcessState>& process);
 
   /// Runs queued callbacks until stop_callbacks; started on first use.
@@ -107,6 +108,9 @@ class PoolCore {
     std::chrono::steady_clock::time_point idle_since{};
     std::vector<uint64_t> unsent;  ///< Task ids assigned, waiting for the next flush.
     size_t bytes_in_flight = 0;    ///< Argument bytes of the chunks it holds.
+    /// The first sent of the chunks it holds has started there (kPoolStarted, or the last
+    /// result's next_started): only such a chunk counts an attempt when the worker is lost.
+    bool front_started = false;
   };
 
   void launch_worker_locked();

@@ -9,7 +9,7 @@
 namespace fiber::detail {
 
 /// Bumped whenever a message layout changes; checked at handshake.
-inline constexpr uint32_t kProtocolVersion = 7;
+inline constexpr uint32_t kProtocolVersion = 8;
 
 enum class Kind : uint32_t {
   kHello = 1,    ///< worker -> master: who it is
@@ -47,6 +47,7 @@ enum class Kind : uint32_t {
   kGroupCreate,       ///< worker -> master: make a Group (a request)
   kGroupCall,         ///< worker -> master: start, terminate or release one (a request)
   kGroupEvent,        ///< master -> worker: the state of one of its Groups
+  kPoolStarted,       ///< worker -> master: it started a chunk that reached it idle
 };
 
 /// A worker sends nothing after its last message (kGoodbye, or kExited when its process ends),

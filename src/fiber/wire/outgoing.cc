@@ -74,6 +74,8 @@ const char* kind_name(uint32_t kind) {
       return "kGroupCall";
     case Kind::kGroupEvent:
       return "kGroupEvent";
+    case Kind::kPoolStarted:
+      return "kPoolStarted";
   }
   return "an unknown kind";
 }

@@ -7,6 +7,9 @@ namespace {
 
 constexpr uint32_t kInitializerFailed = 1;
 constexpr uint32_t kDropQueuedTasks = 1;
+// A result's flags: the outcome in the low byte, then this bit.
+constexpr uint32_t kOutcomeMask = 0xff;
+constexpr uint32_t kNextStarted = 1u << 8;
 
 }  // namespace
 
@@ -51,7 +54,7 @@ Outgoing PoolResult::encode() const {
   Outgoing out(Kind::kPoolResult);
   out.id = task;
   out.aux = pool;
-  out.flags = static_cast<uint32_t>(outcome);
+  out.flags = static_cast<uint32_t>(outcome) | (next_started ? kNextStarted : 0);
   out.borrowed = body;
   out.uses_borrowed = true;
   return out;
@@ -59,8 +62,28 @@ Outgoing PoolResult::encode() const {
 
 PoolResult PoolResult::decode(bridge::Received& in) {
   expect_kind(in, Kind::kPoolResult);
-  return PoolResult{in.envelope.id, in.envelope.aux, static_cast<PoolOutcome>(in.envelope.flags),
-                    std::move(in.payload)};
+  const uint32_t outcome = in.envelope.flags & kOutcomeMask;
+  if (outcome > static_cast<uint32_t>(PoolOutcome::kRaised))
+    throw ProtocolError("a pool result with an unknown outcome " + std::to_string(outcome));
+  PoolResult result;
+  result.task = in.envelope.id;
+  result.pool = in.envelope.aux;
+  result.outcome = static_cast<PoolOutcome>(outcome);
+  result.next_started = (in.envelope.flags & kNextStarted) != 0;
+  result.body = std::move(in.payload);
+  return result;
+}
+
+Outgoing PoolStarted::encode() const {
+  Outgoing out(Kind::kPoolStarted);
+  out.id = task;
+  out.aux = pool;
+  return out;
+}
+
+PoolStarted PoolStarted::decode(const bridge::Received& in) {
+  expect_kind(in, Kind::kPoolStarted);
+  return PoolStarted{in.envelope.id, in.envelope.aux};
 }
 
 void PoolResult::begin_results(serial::Writer& writer) {

@@ -40,6 +40,10 @@ struct PoolResult {
   uint64_t task = 0;
   uint64_t pool = 0;
   PoolOutcome outcome = PoolOutcome::kResults;
+  /// The worker starts the chunk it holds next as this result leaves (it was queued there):
+  /// with kPoolStarted, how the master knows which chunks a worker started (only those count
+  /// against max_task_retries when the worker is lost).
+  bool next_started = false;
   /// kResults: the compute time in ns (8 bytes), then the encoded results of every item;
   /// kRaised: the exception's type name and message.
   Bytes body;
@@ -59,6 +63,16 @@ struct PoolResult {
   uint64_t compute_ns() const;
   /// The type name and message of a kRaised body.
   std::pair<std::string, std::string> raised() const;
+};
+
+/// Worker -> master: the worker started chunk `task`, which reached it while it was idle (a
+/// chunk started right after another is announced by that one's result, next_started).
+struct PoolStarted {
+  uint64_t task = 0;
+  uint64_t pool = 0;
+
+  Outgoing encode() const;
+  static PoolStarted decode(const bridge::Received& in);
 };
 
 /// Master -> worker: leave `pool` once nothing is left to run, or (`drop_queued`) after the

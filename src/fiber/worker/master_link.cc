@@ -347,6 +347,19 @@ PoolDelivery MasterLink::next_pool_delivery(uint64_t pool) {
   return delivery;
 }
 
+bool MasterLink::has_pool_chunk(uint64_t pool) {
+  auto held = engine_.lock();
+  // As next_pool_delivery takes them: the first of this pool's deliveries, unless a stop that
+  // drops the queued chunks overtakes it.
+  const PoolDelivery* first = nullptr;
+  for (const PoolDelivery& d : pool_inbox_) {
+    if (d.pool != pool) continue;
+    if (d.stop && d.drop_queued) return false;
+    if (!first) first = &d;
+  }
+  return first && !first->stop;
+}
+
 wire::Reply MasterLink::request(Outgoing message) {
   {
     auto held = engine_.lock();

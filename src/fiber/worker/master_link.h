@@ -60,6 +60,8 @@ class MasterLink final : public MessageSink, public QueueAccess {
   /// The next chunk or stop for `pool` (messages left over from a pool this process served
   /// before are dropped).
   PoolDelivery next_pool_delivery(uint64_t pool);
+  /// Whether next_pool_delivery(pool) would hand over a chunk now, without waiting.
+  bool has_pool_chunk(uint64_t pool);
   /// Numbers the message and sends it to the master (dropped once the last word is sent).
   void send(const Outgoing& message);
   /// Tells the master a process ended; `worker_leaves` when this worker process ends with it:

@@ -76,17 +76,26 @@ void pool_worker_main(uint64_t pool, std::vector<std::byte> initializer, uint64_
   wire::PoolResult result;
   result.pool = pool;
   serial::Writer out;
+  // Whether the chunk taken next was announced started by the last result (next_started).
+  bool announced = false;
   for (;;) {
     PoolDelivery delivery = link.next_pool_delivery(pool);
     if (delivery.stop) return;
+    // The master counts a lost chunk against max_task_retries only when it knows the chunk
+    // started: a pod killed with chunks in transit or queued did them no harm. Said before
+    // the chunk runs, so that one that kills its worker is counted.
+    if (!announced) link.send(wire::PoolStarted{delivery.task, pool}.encode());
     out.buffer().clear();
     result.task = delivery.task;
     result.outcome = run_chunk(delivery.chunk, out);
+    const bool last = maxtasks > 0 && ++done >= maxtasks;
+    // A chunk queued here already runs next: its result says so, no message of its own.
+    result.next_started = announced = !last && link.has_pool_chunk(pool);
     // The writer's buffer travels as the result's body and comes back for the next chunk.
     result.body = std::move(out.buffer());
     link.send(result.encode());
     out.buffer() = std::move(result.body);
-    if (maxtasks > 0 && ++done >= maxtasks) return;
+    if (last) return;
   }
 }
 
