@@ -1,8 +1,9 @@
 """fiber-controller's pods meet the stand-in's admission as they would meet a real server's: in a
-namespace enforcing Pod Security restricted its default name-service pod is admitted and the sample
-job's launcher and workers (templates without a securityContext) are refused, which the controller
-reports in FailedCreate events; in a namespace with a compute quota, pods without requests are
-refused the same way. The controller plays itself; the test plays the node."""
+namespace enforcing Pod Security restricted its default name-service pod is admitted, and so are the
+sample job's launcher and workers (the sample is restricted-compliant), while the same job with
+templates as a user might write them (no securityContext, no resources) has its launcher and
+workers refused, which the controller reports in FailedCreate events; in a namespace with a
+compute quota, pods without requests are refused the same way. The controller plays itself; the test plays the node."""
 
 from __future__ import annotations
 
@@ -44,10 +45,24 @@ def server(apiserver_with: Callable[..., ApiServerProcess], tmp_path: Path) -> I
     assert controller.stop() == 0
 
 
-def run_sample(server: ApiServerProcess, ns: str) -> dict[str, Any]:
-    """Create the sample FiberJob in `ns` and play the node for its name service, which the controller
-    needs running (with its URI in its log) before it creates the launcher; the name-service pod."""
+def without_security_or_resources(job: dict[str, Any]) -> dict[str, Any]:
+    """The sample's templates as a user might write them: no securityContext, no resources."""
+    for part in ("launcher", "workers"):
+        spec = job["spec"][part]["template"]["spec"]
+        spec.pop("securityContext", None)
+        for container in spec["containers"]:
+            container.pop("securityContext", None)
+            container.pop("resources", None)
+    return job
+
+
+def run_sample(server: ApiServerProcess, ns: str, as_shipped: bool = False) -> dict[str, Any]:
+    """Create the sample FiberJob in `ns` (as shipped, or without_security_or_resources) and play the
+    node for its name service, which the controller needs running (with its URI in its log) before
+    it creates the launcher; the name-service pod."""
     job = yaml.safe_load(SAMPLE.read_text())
+    if not as_shipped:
+        job = without_security_or_resources(job)
     job["metadata"]["namespace"] = ns
     server.ok(server.post(JOBS.format(ns=ns), job), 201)
     pods = f"/api/v1/namespaces/{ns}/pods"
@@ -91,6 +106,22 @@ def test_restricted_admits_the_name_service_and_refuses_the_samples_launcher_and
     assert name_service["spec"]["securityContext"]["runAsNonRoot"] is True
     detail = f'violates PodSecurity "restricted:latest": {restricted_detail("main")}'
     assert recorded_refusals(server, ns) == expected_refusals(ns, detail)
+
+
+def test_restricted_admits_the_shipped_sample(server: ApiServerProcess) -> None:
+    ns = "restricted-sample"
+    server.ok(server.post("/api/v1/namespaces", {"metadata": {"name": ns, "labels": {
+        "pod-security.kubernetes.io/enforce": "restricted"}}}), 201)
+    run_sample(server, ns, as_shipped=True)
+    pods = f"/api/v1/namespaces/{ns}/pods"
+
+    def created() -> set[str] | None:
+        names = {p["metadata"]["name"] for p in server.ok(server.get(pods))["items"]}
+        return names if set(SAMPLE_PODS) <= names else None
+
+    wait_for("the sample's launcher and workers", created)
+    events = server.ok(server.get(f"/api/v1/namespaces/{ns}/events"))["items"]
+    assert not [e["message"] for e in events if e["reason"] == "FailedCreate"]
 
 
 def test_a_compute_quota_admits_the_name_service_and_refuses_pods_without_requests(
