@@ -74,10 +74,12 @@ class Pool {
     /// this cap the pool queues about 2 ms of measured work per worker: many tiny tasks in flight
     /// hide the round trip, while long tasks go one at a time so none waits behind another.
     int tasks_in_flight_per_worker = 16;
-    /// Starting a process (replacing a lost worker, growing) stops the master's traffic for a
-    /// while (Open MPI 4.1's MPI_Comm_spawn cannot run beside other MPI calls). Just before such
-    /// a pause every worker is given enough queued work to stay busy through it (the measured
-    /// length of earlier pauses, at most 1 s of work), beyond tasks_in_flight_per_worker.
+    /// Starting a process (replacing a lost worker, growing) and taking in a joining process (a
+    /// worker pod's turn to connect, in a FiberJob) stop the master's traffic for a while: Open
+    /// MPI 4.1's MPI_Comm_spawn and MPI_Comm_accept cannot run beside other MPI calls. Just
+    /// before such a pause every worker is given enough queued work to stay busy through it (the
+    /// measured length of earlier pauses of that kind, at most 1 s of work), beyond
+    /// tasks_in_flight_per_worker.
     /// Off: the cap holds strictly, and workers idle during the pause.
     bool cover_spawn_pauses = true;
     /// A task whose worker dies is run again at most this many times, then fails with WorkerLost.

@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -24,6 +24,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from k8s.devcluster.kube import client_from_kubeconfig, core_path  # noqa: E402
 from k8s.devcluster.node_container import podman_command  # noqa: E402
+from tests.support.waiting import wait_until  # noqa: E402
 
 RUNTIME_IMAGE = os.environ.get("FIBER_RUNTIME_IMAGE", "fibermpi/runtime:dev")
 NAMED_USER_IMAGE = "localhost/fibermpi-test/named-user:dev"
@@ -38,17 +39,6 @@ def podman(*args: str, timeout: float = 120, check: bool = True) -> subprocess.C
     if check and done.returncode != 0:
         raise AssertionError(f"podman {' '.join(args)} exited {done.returncode}:\n{done.stdout}{done.stderr}")
     return done
-
-
-def wait_until(what: str, check: Callable[[], Any], timeout_s: float = 60, interval_s: float = 0.2) -> Any:
-    deadline = time.monotonic() + timeout_s
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(interval_s)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what} (last: {last!r})")
 
 
 def dev_cluster(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
@@ -214,8 +204,10 @@ def test_run_as_non_root_is_refused_with_the_kubelets_words(cluster: Cluster, us
         f"container's runAsUser breaks non-root policy {who['rootuser']}"
     assert wait_until("hostroot refused", lambda: waiting_message("hostroot")) == \
         f"container has runAsNonRoot and image will run as root {who['hostroot']}"
-    events = cluster.api.list(core_path("events", "default"), field_selector="involvedObject.name=rootimage")
-    assert any(e["reason"] == "Failed" and "runAsNonRoot" in e["message"] for e in events["items"]), events
+    # The node writes the Failed Event after the container status.
+    wait_until("rootimage's Failed Event", lambda: any(
+        e["reason"] == "Failed" and "runAsNonRoot" in e["message"] for e in cluster.api.list(
+            core_path("events", "default"), field_selector="involvedObject.name=rootimage")["items"]))
     for name in who:
         cluster.delete(name, grace=0)
     for name in who:

@@ -12,9 +12,8 @@ import pathlib
 import re
 import subprocess
 import sys
-import time
 import uuid
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import yaml
@@ -22,6 +21,7 @@ import yaml
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from k8s.devcluster.kube import client_from_kubeconfig, core_path  # noqa: E402
+from tests.support.waiting import wait_until  # noqa: E402
 
 CONTROLLER_IMAGE = os.environ.get("FIBER_CONTROLLER_IMAGE", "fibermpi/controller:dev")
 RUNTIME_IMAGE = os.environ.get("FIBER_RUNTIME_IMAGE", "fibermpi/runtime:dev")
@@ -44,17 +44,6 @@ def podman(*args: str, timeout: float = 120, check: bool = True) -> subprocess.C
 
 def inspect(image: str) -> dict[str, Any]:
     return json.loads(podman("image", "inspect", image).stdout)[0]
-
-
-def wait_until(what: str, check: Callable[[], Any], timeout_s: float = 60, interval_s: float = 0.3) -> Any:
-    deadline = time.monotonic() + timeout_s
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(interval_s)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what} (last: {last!r})")
 
 
 def require(image: str) -> None:

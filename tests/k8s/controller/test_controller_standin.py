@@ -234,7 +234,8 @@ def test_job_runs_replaces_a_lost_worker_and_fails_with_the_launchers_code(
              lambda: cluster.pods().get("pi-worker-1", {}).get("metadata", {}).get("uid") not in (None, lost_uid))
     wait_for("the replacement counted", lambda: cluster.status("pi").get("workerReplacements") == 1)
     assert cluster.condition("pi", "Degraded")["reason"] == "WorkerLost"
-    assert any(reason == "WorkerLost" for reason, _ in cluster.events())
+    # The Event is written after the status that records it.
+    wait_for("the WorkerLost Event", lambda: any(reason == "WorkerLost" for reason, _ in cluster.events()))
 
     cluster.set_phase("pi-launcher", "Failed", exit_code=3)
     wait_for("phase Failed", lambda: cluster.status("pi").get("phase") == "Failed")
@@ -392,7 +393,8 @@ def test_a_pod_of_someone_else_holding_the_jobs_name_is_reported_not_adopted(
     condition = cluster.condition("nc", "NameConflict")
     assert condition["reason"] == "ObjectNotOwned"
     assert "Pod nc-nameservice (no controller)" in condition["message"]
-    assert any(reason == "ObjectNotOwned" and "nc-nameservice" in message for reason, message in cluster.events())
+    wait_for("the ObjectNotOwned Event", lambda: any(
+        reason == "ObjectNotOwned" and "nc-nameservice" in message for reason, message in cluster.events()))
     assert "ownerReferences" not in cluster.pods()["nc-nameservice"]["metadata"]
     cluster.call("DELETE", f"{PODS}/nc-nameservice")
     wait_for("the job's own name-service pod", lambda: cluster.pods().get("nc-nameservice", {}).get(
@@ -451,6 +453,9 @@ def test_launcher_account_role_binding_and_config_map(cluster: Cluster, controll
     wait_for("phase Failed", lambda: cluster.status("cf").get("phase") == "Failed")
     assert cluster.condition("cf", "Failed")["message"] == (
         "launcher exited with code 1: fiber::init: /etc/fibermpi/fiber.yaml: unknown key 'pool_sise'")
+    # The Event follows the status write; once it is there, later passes must not record it again.
+    wait_for("the LauncherFailed Event", lambda: any(reason == "LauncherFailed" for reason, _ in cluster.events()))
+    time.sleep(1)
     failed_events = [reason for reason, _ in cluster.events() if reason == "LauncherFailed"]
     assert failed_events == ["LauncherFailed"]
 

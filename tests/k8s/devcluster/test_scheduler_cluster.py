@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 import uuid
 from typing import Any, Iterator
 
@@ -57,9 +58,16 @@ def test_spread_unschedulable_then_bound(client: KubeClient) -> None:
     condition = next(c for c in pending["status"]["conditions"] if c["type"] == "PodScheduled")
     assert condition["reason"] == "Unschedulable"
     assert condition["message"] == "0/2 nodes are available: 2 Too many pods."
-    events = client.list(core_path("events", NAMESPACE))["items"]
-    assert any(event["involvedObject"]["name"] == extra and event["reason"] == "FailedScheduling"
-               and event["message"] == condition["message"] for event in events)
+
+    def failed_scheduling() -> bool:
+        events = client.list(core_path("events", NAMESPACE))["items"]
+        return any(event["involvedObject"]["name"] == extra and event["reason"] == "FailedScheduling"
+                   and event["message"] == condition["message"] for event in events)
+    # The scheduler writes the Event after the pod's condition, as the real one does.
+    deadline = time.monotonic() + 30
+    while not failed_scheduling():
+        assert time.monotonic() < deadline, "no FailedScheduling Event"
+        time.sleep(0.05)
 
     client.delete(pod_path(NAMESPACE, names[0]), grace_period_seconds=1)
     bound = wait_for_object(client, pod_path(NAMESPACE), extra,

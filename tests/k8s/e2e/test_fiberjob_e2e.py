@@ -7,7 +7,6 @@ controllers with one leader."""
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import pathlib
@@ -15,11 +14,13 @@ import re
 import signal
 import subprocess
 import time
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import requests
 import yaml
+
+from tests.support.waiting import wait_until
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 KUBECTL_DIR = pathlib.Path("/usr/lib/google-cloud-sdk/bin")
@@ -77,17 +78,6 @@ class Cluster:
             match = re.search(r"serving /metrics on (\S+)", log_path.read_text())
             return match.group(1) if match else None
         return process, wait_until(f"{name} to serve /metrics", metrics_address, timeout_s=30, interval_s=0.05)
-
-
-def wait_until(what: str, check: Callable[[], Any], timeout_s: float = 60, interval_s: float = 0.2) -> Any:
-    deadline = time.monotonic() + timeout_s
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(interval_s)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what} (last: {last!r})")
 
 
 def running(pods: list[dict]) -> list[dict]:

@@ -11,27 +11,17 @@ import os
 import pathlib
 import re
 import subprocess
-import time
-from typing import Any, Callable
+from typing import Any
 
 import pytest
+
+from tests.support.waiting import wait_until
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 KUBECTL = "/usr/lib/google-cloud-sdk/bin/kubectl.1.33"
 BUILD_DIR = pathlib.Path(os.environ.get("FIBER_BUILD_DIR", ROOT / "build"))
 RUNTIME_IMAGE = "fibermpi/runtime:dev"
 NAMESPACE = "restricted-demo"
-
-
-def wait_until(what: str, check: Callable[[], Any], timeout_s: float = 60, interval_s: float = 0.5) -> Any:
-    deadline = time.monotonic() + timeout_s
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(interval_s)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what} (last: {last!r})")
 
 
 class Cluster:

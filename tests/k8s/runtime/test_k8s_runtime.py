@@ -19,6 +19,8 @@ from typing import Any, Callable
 import pytest
 import yaml
 
+from tests.support.waiting import wait_until
+
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 KUBECTL = "/usr/lib/google-cloud-sdk/bin/kubectl.1.33"
 BUILD_DIR = pathlib.Path(os.environ.get("FIBER_BUILD_DIR", ROOT / "build-openmpi4"))
@@ -69,17 +71,6 @@ def cluster(tmp_path_factory) -> Cluster:
         down = subprocess.run([str(ROOT / "scripts/dev-cluster"), "down", str(state_dir)],
                               capture_output=True, text=True, timeout=120)
         assert down.returncode == 0, down.stdout + down.stderr
-
-
-def wait_until(what: str, check: Callable[[], Any], timeout_s: float = 90, interval_s: float = 0.2) -> Any:
-    deadline = time.monotonic() + timeout_s
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(interval_s)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what} (last: {last!r})")
 
 
 def fiberjob(name: str, scenario: str, config: str | None = FAST_CONFIG, max_replicas: int = 8,
@@ -260,7 +251,7 @@ def test_worker_pods_deleted_mid_map_lose_nothing_and_replacements_take_tasks(cl
     # The default heartbeat_timeout (5 s): the killed pod is seen gone sooner, through the
     # connection its worker keeps with the launcher.
     cluster.kubectl("apply", "-f", "-", stdin=fiberjob(name, "loss", config="pod_idle_timeout: 1s\n"))
-    wait_until("4 workers ready", lambda: "4 workers ready" in cluster.log(f"{name}-launcher"))
+    wait_until("4 workers ready", lambda: "4 workers ready" in cluster.log(f"{name}-launcher"), timeout_s=90)
     first = sorted(p["metadata"]["name"] for p in cluster.pods(name, "worker"))
     assert len(first) == 4, first
     time.sleep(1.5)  # the map is under way (it runs for about 5 s)
@@ -293,7 +284,7 @@ def test_a_pool_that_shrank_grows_again_while_its_tasks_run(cluster: Cluster):
 def test_kubectl_scale_from_outside_grows_a_running_pool(cluster: Cluster):
     name = "scale"
     cluster.kubectl("apply", "-f", "-", stdin=fiberjob(name, "scale"))
-    wait_until("1 worker ready", lambda: "1 worker ready" in cluster.log(f"{name}-launcher"))
+    wait_until("1 worker ready", lambda: "1 worker ready" in cluster.log(f"{name}-launcher"), timeout_s=90)
     cluster.kubectl("scale", f"fiberjob/{name}", "--replicas=3")
     log = succeeded(cluster, name)
     assert "tasks ran on 3 pods" in log, log
@@ -302,7 +293,7 @@ def test_kubectl_scale_from_outside_grows_a_running_pool(cluster: Cluster):
 def test_a_killed_launcher_fails_the_job_and_its_pods_are_cleaned(cluster: Cluster):
     name = "killed"
     cluster.kubectl("apply", "-f", "-", stdin=fiberjob(name, "loss"))
-    wait_until("4 workers ready", lambda: "4 workers ready" in cluster.log(f"{name}-launcher"))
+    wait_until("4 workers ready", lambda: "4 workers ready" in cluster.log(f"{name}-launcher"), timeout_s=90)
     cluster.kubectl("delete", "pod", f"{name}-launcher", "--grace-period=0", "--force", "--wait=false")
     job = finished(cluster, name)
     assert job["status"]["phase"] == "Failed"

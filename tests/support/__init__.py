@@ -1,0 +1,1 @@
+"""Helpers the Python tests and benchmarks share."""
