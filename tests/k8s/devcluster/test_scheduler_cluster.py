@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 import uuid
 from typing import Any, Iterator
 
@@ -14,6 +13,7 @@ import pytest
 
 from k8s.devcluster.cluster import down
 from k8s.devcluster.kube import KubeClient, client_from_kubeconfig, core_path, pod_path, wait_for_object
+from tests.support.waiting import wait_until
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 DEV_CLUSTER = os.path.join(REPO, "scripts", "dev-cluster")
@@ -64,10 +64,7 @@ def test_spread_unschedulable_then_bound(client: KubeClient) -> None:
         return any(event["involvedObject"]["name"] == extra and event["reason"] == "FailedScheduling"
                    and event["message"] == condition["message"] for event in events)
     # The scheduler writes the Event after the pod's condition, as the real one does.
-    deadline = time.monotonic() + 30
-    while not failed_scheduling():
-        assert time.monotonic() < deadline, "no FailedScheduling Event"
-        time.sleep(0.05)
+    wait_until("the FailedScheduling Event", failed_scheduling, timeout_s=30, interval_s=0.05)
 
     client.delete(pod_path(NAMESPACE, names[0]), grace_period_seconds=1)
     bound = wait_for_object(client, pod_path(NAMESPACE), extra,
