@@ -137,6 +137,10 @@ void FiberJobController::register_handlers() {
       std::lock_guard lock(foreign_mutex_);
       foreign_by_job_.erase(key);
     }
+    {
+      std::lock_guard lock(shortfall_mutex_);
+      shortfall_since_.erase(key);
+    }
     queue_.add(key);
   });
   for (Informer* owned : owned_informers()) {
@@ -339,6 +343,7 @@ KeyOutcome FiberJobController::reconcile_key(const std::string& key) {
   observed.launcher_access = {.service_account = ours(*service_accounts_, account),
                               .role = ours(*roles_, account),
                               .role_binding = ours(*role_bindings_, account)};
+  if (observed.launcher_access.role) observed.launcher_role = *roles_->get(ns, account);
   // The join token and the NetworkPolicy likewise (a token someone else chose is no secret of
   // the job's: its Secret in the way stops the job as any object in the way does).
   observed.isolation = {.join_token_secret = ours(*secrets_, join_token_secret_name(name)),
@@ -353,10 +358,24 @@ KeyOutcome FiberJobController::reconcile_key(const std::string& key) {
     }
   }
   observed.now = std::chrono::system_clock::now();
+  {
+    std::lock_guard lock(shortfall_mutex_);
+    if (const auto found = shortfall_since_.find(key); found != shortfall_since_.end()) {
+      observed.unexplained_shortfall_since = found->second;
+    }
+  }
   ReconcilePlan plan = reconcile(spec, observed, options_.reconcile);
   if (plan.read_name_service_log) {
     observed.name_service_uri_from_log = read_name_service_uri(spec);
     if (observed.name_service_uri_from_log) plan = reconcile(spec, observed, options_.reconcile);
+  }
+  {
+    std::lock_guard lock(shortfall_mutex_);
+    if (plan.unexplained_shortfall) {
+      shortfall_since_.try_emplace(key, observed.now);
+    } else {
+      shortfall_since_.erase(key);
+    }
   }
 
   Actions actions{key};

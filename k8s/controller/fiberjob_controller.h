@@ -135,6 +135,11 @@ class FiberJobController {
   /// Objects of someone else found holding a job's names (a create met AlreadyExists), per key.
   std::mutex foreign_mutex_;
   std::map<std::string, std::vector<ForeignObject>> foreign_by_job_;
+  /// Since when the passes over a job have found an unexplained shortfall of workers (the plan's
+  /// unexplained_shortfall), per key. Kept in memory only: a new leader waits kLossConfirmation
+  /// again before it counts a loss, which delays a replacement and never counts one twice.
+  std::mutex shortfall_mutex_;
+  std::map<std::string, SystemTime> shortfall_since_;
 
   std::mutex workers_mutex_;
   std::vector<std::jthread> workers_;

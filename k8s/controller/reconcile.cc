@@ -258,7 +258,19 @@ class Pass {
       plan_.creations.push_back(build_release_config_map(job_));
     const LauncherAccess& access = observed_.launcher_access;
     if (!access.service_account) plan_.creations.push_back(build_launcher_service_account(job_));
-    if (!access.role) plan_.creations.push_back(build_launcher_role(job_));
+    if (!access.role) {
+      plan_.creations.push_back(build_launcher_role(job_));
+    } else if (observed_.launcher_role.is_object()) {
+      // A Role made by an older controller may grant more than this one does (the launcher once
+      // had patch on its whole job) or less than the program now needs: its rules are the
+      // controller's, replaced at the resourceVersion read.
+      json rules = build_launcher_role(job_)["rules"];
+      if (observed_.launcher_role.value("rules", json()) != rules) {
+        json updated = observed_.launcher_role;
+        updated["rules"] = std::move(rules);
+        plan_.updates.push_back(std::move(updated));
+      }
+    }
     if (!access.role_binding) plan_.creations.push_back(build_launcher_role_binding(job_));
   }
 
@@ -450,7 +462,18 @@ class Pass {
     const auto lost =
         std::max<std::int64_t>(0, expected_live - static_cast<std::int64_t>(live.size()));
     if (!status().contains("workerReplacements")) status()["workerReplacements"] = 0;
-    if (lost > 0) return count_lost_workers(lost, desired);
+    if (lost > 0) {
+      plan_.unexplained_shortfall = true;
+      const auto since = observed_.unexplained_shortfall_since;
+      const auto waited = since ? observed_.now - *since : SystemTime::duration::zero();
+      if (!since || waited < kLossConfirmation) {
+        // Not counted yet, nor replaced, nor the counts written over: a release may still be
+        // on its way. The pass after kLossConfirmation decides.
+        requeue_after(std::chrono::ceil<std::chrono::seconds>(kLossConfirmation - waited));
+        return std::nullopt;
+      }
+      return count_lost_workers(lost, desired);
+    }
 
     for (const PodView& pod : workers_) {
       if (!pod.live() && !pod.being_deleted) {

@@ -62,11 +62,18 @@ struct ObservedState {
   nlohmann::json release_config_map;
   /// The launcher's account and Role; a missing one is created in every pass of a running job.
   LauncherAccess launcher_access;
+  /// The launcher's Role (controlled by the job), or null when there is none: one whose rules are
+  /// not the ones this controller grants (made by an older version, edited by hand) is replaced.
+  nlohmann::json launcher_role;
   /// The join-token Secret and the NetworkPolicy; a missing one is created in every pass of a
   /// running job.
   JobIsolation isolation;
   /// The URI read from the name-service pod's log, when the controller read it for this pass.
   std::optional<std::string> name_service_uri_from_log;
+  /// When the controller's passes first found, without a pass in between that did not, fewer live
+  /// workers than the last pass counted and than any release or scale-down explains (the plan's
+  /// `unexplained_shortfall`); unset when the last pass found none.
+  std::optional<SystemTime> unexplained_shortfall_since;
   /// The time of the decision.
   SystemTime now;
 };
@@ -101,7 +108,7 @@ struct ReconcilePlan {
   /// Objects to create, in order (the Service first, then pods).
   std::vector<nlohmann::json> creations;
   /// Objects to replace (with the resourceVersion they were read at): the job's ConfigMap when
-  /// spec.config changed.
+  /// spec.config changed, the launcher's Role when its rules are not the ones granted.
   std::vector<nlohmann::json> updates;
   /// Pods to delete.
   std::vector<PodDeletion> deletions;
@@ -116,7 +123,16 @@ struct ReconcilePlan {
   /// The name-service pod runs and its URI is unknown: read its log and reconcile again with
   /// ObservedState::name_service_uri_from_log.
   bool read_name_service_log = false;
+  /// Fewer workers live than the last pass counted, with no release or scale-down seen that
+  /// explains it. It counts as a loss only once it has lasted kLossConfirmation: the pods, the
+  /// job and its release ConfigMap come on separate watch streams, so a pod the program released
+  /// can end in the cache before the release list and the lowered scale that explain it arrive.
+  bool unexplained_shortfall = false;
 };
+
+/// How long an unexplained shortfall of workers must last before it counts as lost workers (and
+/// their replacements are made): long enough for one watch stream to catch up with another.
+inline constexpr std::chrono::seconds kLossConfirmation{2};
 
 /// Decides what to do for `job` given `observed` (the rules are listed in
 /// k8s/controller/README.md).

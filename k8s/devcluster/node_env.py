@@ -87,8 +87,9 @@ class ObjectReader:
         self.namespace = namespace
         self.cache: dict[tuple[str, str], JSON | None] = {}
 
-    def data(self, kind: str, name: str, optional: bool) -> dict[str, str] | None:
-        """The object's data as text (secrets decoded); None when missing and optional."""
+    def data(self, kind: str, name: str, optional: bool) -> dict[str, str | bytes] | None:
+        """The object's data: a ConfigMap's `data` as text, its `binaryData` and a Secret's data as
+        the bytes they hold (a secret need not be text); None when missing and optional."""
         plural = "configmaps" if kind == "ConfigMap" else "secrets"
         key = (plural, name)
         if key not in self.cache:
@@ -104,13 +105,13 @@ class ObjectReader:
                 return None
             raise PodConfigError(f'{kind.lower()} "{name}" not found')
         if plural == "secrets":
-            return {k: base64.b64decode(v).decode("utf-8", "replace") for k, v in (found.get("data") or {}).items()}
-        data = dict(found.get("data") or {})
+            return {k: base64.b64decode(v) for k, v in (found.get("data") or {}).items()}
+        data: dict[str, str | bytes] = dict(found.get("data") or {})
         for k, v in (found.get("binaryData") or {}).items():
-            data[k] = base64.b64decode(v).decode("utf-8", "replace")
+            data[k] = base64.b64decode(v)
         return data
 
-    def key(self, kind: str, reference: JSON) -> str | None:
+    def key(self, kind: str, reference: JSON) -> str | bytes | None:
         optional = bool(reference.get("optional", False))
         data = self.data(kind, reference.get("name", ""), optional)
         if data is None:
@@ -121,6 +122,12 @@ class ObjectReader:
             raise PodConfigError(f"couldn't find key {reference.get('key')} in {kind} "
                                  f"{self.namespace}/{reference.get('name')}")
         return data[reference["key"]]
+
+
+def environment_text(value: str | bytes) -> str:
+    """A value for the environment: bytes that are not UTF-8 stay the same bytes in the process's
+    environment (surrogateescape is how Python's os.environ and subprocess carry them)."""
+    return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value
 
 
 def container_environment(pod: JSON, container: JSON, reader: ObjectReader, base: dict[str, str],
@@ -139,7 +146,7 @@ def container_environment(pod: JSON, container: JSON, reader: ObjectReader, base
         else:
             raise PodConfigError("envFrom entry without configMapRef or secretRef")
         for key, value in (data or {}).items():
-            environment[prefix + key] = value
+            environment[prefix + key] = environment_text(value)
     for variable in container.get("env") or []:
         name = variable.get("name", "")
         value = _variable_value(pod, container, variable, reader, environment, node_allocatable)
@@ -158,9 +165,11 @@ def _variable_value(pod: JSON, container: JSON, variable: JSON, reader: ObjectRe
     if "resourceFieldRef" in source:
         return resource_value(container, source["resourceFieldRef"], node_allocatable)
     if "configMapKeyRef" in source:
-        return reader.key("ConfigMap", source["configMapKeyRef"])
+        found = reader.key("ConfigMap", source["configMapKeyRef"])
+        return None if found is None else environment_text(found)
     if "secretKeyRef" in source:
-        return reader.key("Secret", source["secretKeyRef"])
+        found = reader.key("Secret", source["secretKeyRef"])
+        return None if found is None else environment_text(found)
     raise PodConfigError(f"env {variable.get('name')!r}: unsupported valueFrom {sorted(source)}")
 
 
@@ -177,7 +186,7 @@ def write_file(directory: str, relative: str, content: str | bytes, mode: int) -
     os.replace(temporary, target)
 
 
-def write_key_items(directory: str, data: dict[str, str], items: list[JSON] | None, default_mode: int,
+def write_key_items(directory: str, data: dict[str, str | bytes], items: list[JSON] | None, default_mode: int,
                     what: str) -> None:
     """ConfigMap/Secret keys as files: all keys, or the listed items at their paths."""
     if not items:

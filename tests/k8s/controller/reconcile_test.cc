@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "k8s/controller/conditions.h"
+#include "k8s/controller/launcher_access.h"
 #include "k8s/controller/release_list.h"
 
 namespace fiber::k8s::controller {
@@ -123,6 +124,9 @@ ReconcilePlan run(const JobSpec& spec, json status, std::vector<json> pods,
   observed.release_config_map = release ? *release : release_list(spec);
   observed.name_service_uri_from_log = std::move(uri_from_log);
   observed.now = kNow;
+  // A shortfall these passes find has lasted long enough to count (the tests of the wait set
+  // their own time).
+  observed.unexplained_shortfall_since = kNow - kLossConfirmation;
   return reconcile(spec, observed, test_settings());
 }
 
@@ -352,6 +356,76 @@ TEST(Reconcile, VanishedWorkerIsReplacedAndCounted) {
   EXPECT_TRUE(replaced.events.empty());
 }
 
+// A pass over a running job of `replicas` workers, 2 of them live of the 3 the last pass counted,
+// whose shortfall the controller first saw at `since` (unset: this pass is the first to see it).
+ReconcilePlan shortfall_pass(std::optional<SystemTime> since, std::vector<json> pods,
+                             json release = nullptr, int replicas = 3) {
+  const JobSpec spec = job({{"replicas", replicas}});
+  json status = ready_status(3);
+  status["phase"] = "Running";
+  ObservedState observed;
+  observed.status = status;
+  observed.pods = std::move(pods);
+  observed.service_exists = true;
+  observed.launcher_access = kAllAccess;
+  observed.isolation = kIsolated;
+  observed.release_config_map = release.is_null() ? release_list(spec) : release;
+  observed.now = kNow;
+  observed.unexplained_shortfall_since = since;
+  return reconcile(spec, observed, test_settings());
+}
+
+std::vector<json> two_of_three_workers(const std::string& third_phase) {
+  std::vector<json> pods = running_job_pods(2);
+  pods.push_back(exited(worker(2, third_phase), 0));
+  return pods;
+}
+
+TEST(Reconcile, AShortfallCountsAsLostOnlyOnceItHasLasted) {
+  // First seen now, then 1 s ago: nothing is counted, replaced or written over, and the job is
+  // looked at again when the wait ends.
+  for (const auto& [since, wait] :
+       std::vector<std::pair<std::optional<SystemTime>, std::chrono::seconds>>{
+           {std::nullopt, kLossConfirmation},
+           {kNow - std::chrono::seconds(1), std::chrono::seconds(1)}}) {
+    const ReconcilePlan waiting = shortfall_pass(since, two_of_three_workers("Failed"));
+    EXPECT_TRUE(waiting.unexplained_shortfall);
+    EXPECT_EQ(waiting.status["workerReplacements"], 0);
+    EXPECT_EQ(waiting.status["workers"]["active"], 3);
+    EXPECT_TRUE(waiting.creations.empty());
+    EXPECT_TRUE(waiting.deletions.empty());
+    EXPECT_FALSE(has_event(waiting, "WorkerLost", true));
+    ASSERT_TRUE(waiting.requeue_after.has_value());
+    EXPECT_EQ(*waiting.requeue_after, wait);
+  }
+  // Still there kLossConfirmation later: one loss.
+  const ReconcilePlan counted =
+      shortfall_pass(kNow - kLossConfirmation, two_of_three_workers("Failed"));
+  EXPECT_TRUE(counted.unexplained_shortfall);
+  EXPECT_EQ(counted.status["workerReplacements"], 1);
+  EXPECT_EQ(counted.status["workers"]["active"], 2);
+  EXPECT_TRUE(has_event(counted, "WorkerLost", true));
+}
+
+TEST(Reconcile, APodThatEndsBeforeItsReleaseListArrivesIsNoLoss) {
+  // The released pod's end reaches the cache first; the release list and the lowered scale come
+  // on their own watch streams a moment later.
+  const ReconcilePlan first = shortfall_pass(std::nullopt, two_of_three_workers("Succeeded"));
+  EXPECT_TRUE(first.unexplained_shortfall);
+  EXPECT_EQ(first.status["workerReplacements"], 0);
+  // The release list and the scale have arrived: the shortfall is explained, nothing replaced.
+  const JobSpec spec = job({{"replicas", 2}});
+  const ReconcilePlan later =
+      shortfall_pass(kNow - kLossConfirmation, two_of_three_workers("Succeeded"),
+                     release_list(spec, "pi-worker-2\n"), 2);
+  EXPECT_FALSE(later.unexplained_shortfall);
+  EXPECT_EQ(later.status["workerReplacements"], 0);
+  EXPECT_TRUE(later.creations.empty());
+  EXPECT_EQ(deleted_names(later), (Names{"pi-worker-2"}));
+  EXPECT_FALSE(has_event(later, "WorkerLost", true));
+  EXPECT_FALSE(condition_is_true(later.status["conditions"], "Degraded"));
+}
+
 TEST(Reconcile, ARefusedCountIsCountedAgainAndNothingIsReplacedMeanwhile) {
   // The status write of the counting pass met a 409: the next pass starts from the old status,
   // counts the same loss again, and still creates nothing before its count is written.
@@ -474,6 +548,34 @@ TEST(Reconcile, PodsTheProgramListsInItsReleaseConfigMapAreDeletedFirstOnScaleDo
   // Once they are gone, the released ones are no loss.
   const ReconcilePlan after = next_pass(spec, plan, running_job_pods(1));
   EXPECT_EQ(after.status["workerReplacements"], 0);
+}
+
+TEST(Reconcile, ALauncherRoleWithOtherRulesIsGivenTheControllersAtItsVersion) {
+  const JobSpec spec = job();
+  json role = build_launcher_role(spec);
+  role["metadata"]["resourceVersion"] = "41";
+  ObservedState observed;
+  observed.status = ready_status(1);
+  observed.pods = running_job_pods(1);
+  observed.service_exists = true;
+  observed.launcher_access = kAllAccess;
+  observed.isolation = kIsolated;
+  observed.release_config_map = release_list(spec);
+  observed.now = kNow;
+  observed.launcher_role = role;
+  // The controller's own rules: nothing to do.
+  EXPECT_TRUE(reconcile(spec, observed, test_settings()).updates.empty());
+  // An older controller's (the launcher could patch its whole job): replaced at version 41.
+  observed.launcher_role["rules"] = json::array({{{"apiGroups", {"fibermpi.io"}},
+                                                  {"resources", {"fiberjobs"}},
+                                                  {"resourceNames", {"pi"}},
+                                                  {"verbs", {"get", "patch"}}}});
+  const ReconcilePlan plan = reconcile(spec, observed, test_settings());
+  ASSERT_EQ(plan.updates.size(), 1u);
+  EXPECT_EQ(plan.updates[0]["kind"], "Role");
+  EXPECT_EQ(plan.updates[0]["metadata"]["resourceVersion"], "41");
+  EXPECT_EQ(plan.updates[0]["rules"], role["rules"]);
+  EXPECT_TRUE(plan.creations.empty());
 }
 
 TEST(Reconcile, AMissingReleaseConfigMapIsCreatedAgain) {

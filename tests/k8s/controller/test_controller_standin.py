@@ -478,6 +478,24 @@ def test_a_missing_launcher_account_role_or_binding_is_made_again(cluster: Clust
     assert cluster.status("ra").get("phase") in ("Pending", "Running")
 
 
+def test_a_launcher_role_with_other_rules_is_given_the_controllers(cluster: Cluster, controller: Controller) -> None:
+    """A Role made by an older controller (whose launcher could patch its whole job) or edited by hand
+    gets this controller's rules back, under the controller's own RBAC (it may grant only what it
+    holds)."""
+    start_job(cluster, "ro", 1)
+    path = f"{RBAC}/roles/ro-launcher"
+    granted = cluster.get(path)["rules"]
+    old = cluster.get(path)
+    old["rules"] = [{"apiGroups": ["fibermpi.io"], "resources": ["fiberjobs"], "resourceNames": ["ro"],
+                     "verbs": ["get", "patch"]}]
+    edited = cluster.call("PUT", path, old)
+    assert edited["rules"] == old["rules"], edited
+    wait_for("the Role's rules restored", lambda: cluster.get(path)["rules"] == granted)
+    restored = cluster.get(path)
+    assert restored["metadata"]["uid"] == old["metadata"]["uid"]  # updated, not made again
+    assert int(restored["metadata"]["resourceVersion"]) > int(edited["metadata"]["resourceVersion"])
+
+
 def test_a_job_without_config_has_no_config_map_and_no_mount(cluster: Cluster, controller: Controller) -> None:
     start_job(cluster, "nc2", 1)
     assert cluster.get("/api/v1/namespaces/default/configmaps/nc2-config") is None
