@@ -1,7 +1,8 @@
 // A Pool losing workers: SIGKILLs during map, imap_unordered and apply_async storms (every result
 // exactly once, values checked), a poison task, a task longer than the heartbeat timeout, a
-// worker that stops answering, and resizing under load. Each test runs as its own CTest entry:
-// after a process of the job was killed, Open MPI 4.1 may leave a later spawn stuck.
+// worker that stops answering, resizing under load, and workers retired before they start. Each
+// test runs as its own CTest entry: after a process of the job was killed, Open MPI 4.1 may leave a
+// later spawn stuck.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -247,4 +248,35 @@ TEST(PoolFault, ResizeUpAndDownUnderLoad) {
   const auto after = pool.map(own_pid, std::vector<int>(20), 1);
   EXPECT_EQ(std::set<int>(after.begin(), after.end()).size(), 1u);
   EXPECT_THROW(pool.resize(0), fiber::UsageError);
+}
+
+TEST(PoolFault, WorkersRetiredBeforeTheyStartAreNoFailedStarts) {
+  fiber::Pool pool(2);
+  pool.wait_ready();
+  // Grown and shrunk again before the new workers are ready: the pool ends those itself, and
+  // they must not count as workers that keep failing to start (which stops all replacements).
+  for (int i = 0; i < 3; ++i) {
+    pool.resize(6);
+    pool.resize(2);
+  }
+  const auto settled = std::chrono::steady_clock::now() + 30s;
+  while (pool.worker_pids().size() != 2 && std::chrono::steady_clock::now() < settled)
+    std::this_thread::sleep_for(10ms);
+  const auto before = pool.worker_pids();
+  ASSERT_EQ(before.size(), 2u);
+  // A worker lost now is still replaced.
+  ASSERT_EQ(::kill(before[0], SIGKILL), 0);
+  const auto give_up = std::chrono::steady_clock::now() + 30s;
+  auto replaced = [&] {
+    const auto pids = pool.worker_pids();
+    return pids.size() == 2 && std::find(pids.begin(), pids.end(), before[0]) == pids.end();
+  };
+  while (!replaced() && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(replaced()) << "the killed worker was not replaced";
+  EXPECT_EQ(pool.map(slow_square, inputs(100)), [] {
+    std::vector<long> squares;
+    for (long x = 0; x < 100; ++x) squares.push_back(x * x);
+    return squares;
+  }());
 }

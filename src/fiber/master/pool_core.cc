@@ -249,7 +249,10 @@ void PoolCore::on_worker_ended(const std::shared_ptr<ProcessState>& process) {
     }
   }
 
-  if (!worker.ready) ++failed_starts_;
+  // A worker the pool retired before it was ready (a resize down while it started) was ended by
+  // the pool: no failed start. Counting those stopped every replacement after a quick grow and
+  // shrink (pods released before they joined).
+  if (!worker.ready && !worker.retired) ++failed_starts_;
   if (worker.joined && !worker.retired) {
     // Its job left or was killed: the pool shrinks back instead of spawning a stand-in.
     settings_.processes = std::max(1, settings_.processes - 1);
