@@ -17,7 +17,7 @@ include that machine's load.
 
 Usage: k8s_elastic_bench.py [--build-dir build-openmpi4] [--repeats 5] [--sizes 1,4,8]
                             [--phase-seconds 5] [--only grow-k8s,grow-spawn,grow-join,throughput,detect]
-                            [--out BUILD/bench/k8s_elastic.json]
+                            [--out BUILD/bench/k8s_elastic.json] [--containers]
 Prints markdown tables and writes the figures as JSON."""
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from k8s.devcluster.kube import KubeClient, KubeError, client_from_kubeconfig, g
 KUBECTL = "/usr/lib/google-cloud-sdk/bin/kubectl.1.33"
 NAMESPACE = "default"
 JOBS = group_path("fibermpi.io", "v1alpha1", "fiberjobs", NAMESPACE)
+RUNTIME_IMAGE = "fibermpi/runtime:dev"
 SCENARIOS = ("grow-k8s", "grow-spawn", "grow-join", "throughput", "detect")
 # Released pods go after pod_idle_timeout; short, so that every growth starts from one worker pod.
 BASE_CONFIG = {"pod_idle_timeout": "1s"}
@@ -112,8 +113,12 @@ def rounds(sizes: list[int], repeats: int) -> Iterator[str]:
 class Cluster:
     """A development cluster started for the benchmark (scripts/dev-cluster up/down)."""
 
-    def __init__(self, state_dir: pathlib.Path, controller_build: pathlib.Path, pods_per_node: int):
+    def __init__(self, state_dir: pathlib.Path, controller_build: pathlib.Path, pods_per_node: int,
+                 container_build: pathlib.Path | None = None):
         self.dir = state_dir
+        # With a build folder: pods run as real containers of the runtime image, the folder (the
+        # program, its libraries, the work directories) mounted at the same path.
+        self.container_build = container_build
         self.env = {**os.environ, "KUBECONFIG": str(state_dir / "kubeconfig")}
         up = subprocess.run([str(ROOT / "scripts/dev-cluster"), "up", str(state_dir), "--pods-per-node",
                              str(pods_per_node)], capture_output=True, text=True, timeout=180,
@@ -149,11 +154,16 @@ class Cluster:
         """Runs the program as the launcher of FiberJob `job` while `harness(alive)` drives it; the
         JSON lines it printed. A job that failed gives its lines and a row {"error": ...}."""
         command = [program, *args]
-        container = {"name": "main", "image": "fibermpi/bench", "command": command}
+        pod: dict[str, Any] = {"containers": [{"name": "main", "image": "fibermpi/bench", "command": command}]}
+        if self.container_build:
+            # args, not command: the image's entrypoint (tini) stays PID 1, as in the samples.
+            pod = {"containers": [{"name": "main", "image": RUNTIME_IMAGE, "args": command,
+                                   "volumeMounts": [{"name": "build", "mountPath": str(self.container_build)}]}],
+                   "volumes": [{"name": "build", "hostPath": {"path": str(self.container_build)}}]}
         body = {"apiVersion": "fibermpi.io/v1alpha1", "kind": "FiberJob", "metadata": {"name": job},
-                "spec": {"launcher": {"template": {"spec": {"containers": [container]}}},
+                "spec": {"launcher": {"template": {"spec": pod}},
                          "workers": {"minReplicas": 0, "maxReplicas": 16, "replicas": 0,
-                                     "template": {"spec": {"containers": [dict(container)]}}},
+                                     "template": {"spec": json.loads(json.dumps(pod))}},
                          "runPolicy": {"cleanPodPolicy": "Running"},
                          "config": yaml.safe_dump(config)}}
         self.client.create(JOBS, body)
@@ -438,7 +448,8 @@ def run_scenarios(args: argparse.Namespace, build_dir: pathlib.Path, program: st
                 rows = [{"k": k, "error": str(error)[-400:]} for k in sizes]
             figures[scenario] = {str(k): growth_summary(rows, k) for k in sizes}
     if any(s in only for s in ("grow-k8s", "throughput", "detect")):
-        cluster = Cluster(pathlib.Path(scratch, "cluster"), controller_build, max(sizes) + 10)
+        cluster = Cluster(pathlib.Path(scratch, "cluster"), controller_build, max(sizes) + 10,
+                          build_dir if args.containers else None)
         try:
             if "grow-k8s" in only:
                 rows = grow_k8s(cluster, program, work("grow-k8s"), sizes, args.repeats)
@@ -501,7 +512,13 @@ def main() -> int:
     parser.add_argument("--phase-seconds", type=float, default=5.0)
     parser.add_argument("--only", default=",".join(SCENARIOS), help="comma-separated: " + ", ".join(SCENARIOS))
     parser.add_argument("--out", help="JSON results (default: BUILD_DIR/bench/k8s_elastic.json)")
+    parser.add_argument("--containers", action="store_true",
+                        help=f"run the pods as real containers of {RUNTIME_IMAGE} (scripts/images builds it), "
+                             "BUILD_DIR mounted into them, instead of host processes")
     args = parser.parse_args()
+    if args.containers:
+        # The image's user (not root) writes the work directories the harness makes.
+        os.umask(0)
     build_dir = pathlib.Path(args.build_dir).resolve()
     program = str(pathlib.Path(args.program or build_dir / "tests/bench/k8s_elastic_bench").resolve())
     sizes = [int(s) for s in args.sizes.split(",")]

@@ -365,15 +365,17 @@ void JoinTurns::loop() {
   for (const auto& [fd, pod] : watched) ::close(fd);
 }
 
-void hand_back_join_turn(int turn, const std::string& pod, int pid) {
+bool hand_back_join_turn(int turn, const std::string& pod, int pid) {
   const std::string notice = "j" + pod + " " + std::to_string(pid) + "\n";
   if (!parse_notice(notice.substr(0, notice.size() - 1)) ||
       ::send(turn, notice.data(), notice.size(), MSG_NOSIGNAL) !=
           static_cast<ssize_t>(notice.size())) {
     ::close(turn);  // the turn passes on all the same; the pod is then watched by heartbeats
+    return false;
   }
   // Kept open for the life of this process, on purpose: its end tells the launcher this process
   // is gone. Close-on-exec, so children do not hold it.
+  return true;
 }
 
 std::string join_turn_address(const std::string& host, int port) {

@@ -86,8 +86,8 @@ std::pair<std::string, std::string> split_join_turn_address(const std::string& a
 /// Gives the turn back once this pod's job has connected: tells the launcher that process `pid`
 /// of pod `pod` ("name/uid", pod_identity_from_environment()) joined, and keeps the socket open
 /// for the life of the process (its end tells the launcher that worker is gone). A malformed
-/// identity closes it instead.
-void hand_back_join_turn(int turn, const std::string& pod, int pid);
+/// identity or a failed send closes it instead. Returns whether the socket is kept.
+bool hand_back_join_turn(int turn, const std::string& pod, int pid);
 
 /// A turn given: the socket to hand back (close it, or hand_back_join_turn), and with a token the
 /// MPI port the grant carried (empty without one).

@@ -1,10 +1,13 @@
 #include "fiber/kubernetes/pod_join.h"
 
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <string>
 #include <thread>
@@ -26,18 +29,25 @@ using Clock = std::chrono::steady_clock;
 // Set once this worker pod's rank has joined its launcher.
 std::atomic<bool> g_pod_joined{false};
 
+// Ends this worker pod's MPI job, not this rank alone: with recovery on, mpirun outlives a rank
+// that exits, and the pod's other ranks wait in collectives that rank would have joined. mpirun
+// (this rank's parent in a pod, relaunch_under_mpirun) ends them all on SIGTERM.
+[[noreturn]] void end_worker_pod(const std::string& why) {
+  std::fprintf(stderr, "fibermpi: %s; this worker pod ends\n", why.c_str());
+  std::fflush(nullptr);
+  if (const pid_t mpirun = ::getppid(); mpirun > 1) ::kill(mpirun, SIGTERM);
+  std::this_thread::sleep_for(std::chrono::seconds(5));
+  std::_Exit(1);
+}
+
 void exit_unless_joined(const KubernetesPod& pod, std::chrono::seconds limit) {
   std::thread([limit, what = pod.describe()] {
     const auto give_up = Clock::now() + limit;
     while (!g_pod_joined.load() && Clock::now() < give_up)
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     if (g_pod_joined.load()) return;
-    std::fprintf(stderr,
-                 "fibermpi: this worker pod has not joined the launcher of %s within %d s; "
-                 "exiting\n",
-                 what.c_str(), static_cast<int>(limit.count()));
-    std::fflush(nullptr);
-    std::_Exit(1);
+    end_worker_pod("this worker pod has not joined the launcher of " + what + " within " +
+                   std::to_string(limit.count()) + " s");
   }).detach();
 }
 
@@ -57,6 +67,26 @@ std::string lookup_launcher(const KubernetesPod& pod, std::chrono::seconds limit
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(500));
   }
+}
+
+// The turn's connection, kept open, ends when the launcher does. A launcher that ends normally
+// shuts its workers down within moments of closing it; one that died or hung up leaves them
+// waiting in MPI calls that never return (Open MPI 4.1 reports no lost peer), so after
+// kLauncherGoneGrace the pod ends itself instead of running until someone deletes it.
+constexpr auto kLauncherGoneGrace = std::chrono::seconds(5);
+
+void end_when_launcher_closes(int turn, const std::string& what) {
+  std::thread([turn, what] {
+    for (;;) {
+      char scratch[64];
+      const ssize_t got = ::recv(turn, scratch, sizeof(scratch), 0);
+      if (got > 0 || (got < 0 && errno == EINTR)) continue;
+      break;
+    }
+    std::this_thread::sleep_for(kLauncherGoneGrace);
+    end_worker_pod("the launcher of " + what + " is gone (its join connection closed " +
+                   std::to_string(kLauncherGoneGrace.count()) + " s ago)");
+  }).detach();
 }
 
 }  // namespace
@@ -140,9 +170,7 @@ bridge::Communicator connect_to_launcher(const KubernetesPod& pod, std::chrono::
         turn = wait_for_join_turn(turns, limit);
       }
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "fibermpi: %s\n", e.what());
-      std::fflush(nullptr);
-      std::_Exit(1);
+      end_worker_pod(e.what());
     }
   }
   // MPI_Comm_connect reads the port at rank 0 alone.
@@ -155,8 +183,10 @@ bridge::Communicator connect_to_launcher(const KubernetesPod& pod, std::chrono::
     throw;
   }
   g_pod_joined.store(true);
-  if (turn.fd >= 0)
-    hand_back_join_turn(turn.fd, pod_identity_from_environment(), static_cast<int>(::getpid()));
+  if (turn.fd >= 0) {
+    if (hand_back_join_turn(turn.fd, pod_identity_from_environment(), static_cast<int>(::getpid())))
+      end_when_launcher_closes(turn.fd, pod.describe());
+  }
   return comm;
 }
 

@@ -107,11 +107,14 @@ void Master::check_gone_pods_locked(Clock::time_point now) {
           slot->state == Slot::State::kClosing) {
         continue;
       }
-      std::fprintf(stderr,
-                   "fibermpi: worker pid %d of pod %s: its connection to the launcher closed "
-                   "(the process or its pod is gone); declaring the worker dead so that its work "
-                   "runs elsewhere\n",
-                   slot->pid, gone.pod.c_str());
+      // At shutdown nothing runs elsewhere: pods ending then are no news.
+      if (!shut_down_) {
+        std::fprintf(stderr,
+                     "fibermpi: worker pid %d of pod %s: its connection to the launcher closed "
+                     "(the process or its pod is gone); declaring the worker dead so that its "
+                     "work runs elsewhere\n",
+                     slot->pid, gone.pod.c_str());
+      }
       declare_dead_locked(*slot);
     }
     return true;

@@ -84,9 +84,12 @@ void PoolCore::resize_locked(int processes) {
     worker->leaving = true;
     if (worker->ready) {
       host_.send_to_process_locked(*worker->process, wire::PoolStop{id_}.encode());
-    } else {
+    } else if (!host_.on_static_rank_locked(*worker->process) &&
+               !host_.on_joined_job_locked(*worker->process)) {
       not_started.push_back(worker->process);
     }
+    // Starting on a rank of the static world or a joined pod: a terminate would kill that rank
+    // (and the pod with it, counted lost by the controller). It is told to stop once ready.
   }
   for (auto& process : not_started) host_.terminate_locked(process);
 }

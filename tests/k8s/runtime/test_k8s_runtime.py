@@ -74,7 +74,8 @@ def cluster(tmp_path_factory) -> Cluster:
 
 
 def fiberjob(name: str, scenario: str, config: str | None = FAST_CONFIG, max_replicas: int = 8,
-             worker_spec: dict | None = None, launcher_env: list | None = None) -> str:
+             worker_spec: dict | None = None, launcher_env: list | None = None,
+             run_policy: dict | None = None) -> str:
     """A FiberJob running the test program as its launcher; its worker template names no command,
     so worker pods run the launcher's. The default cleanPodPolicy (Running) keeps the finished
     launcher pod and its log."""
@@ -90,6 +91,8 @@ def fiberjob(name: str, scenario: str, config: str | None = FAST_CONFIG, max_rep
                                               **(worker_spec or {})}}}}}
     if config is not None:
         job["spec"]["config"] = config
+    if run_policy is not None:
+        job["spec"]["runPolicy"] = run_policy
     return yaml.safe_dump(job)
 
 
@@ -299,6 +302,29 @@ def test_a_killed_launcher_fails_the_job_and_its_pods_are_cleaned(cluster: Clust
     assert job["status"]["phase"] == "Failed"
     wait_until("every pod of the job gone",
                lambda: not cluster.get("pods", "-l", f"fibermpi.io/job-name={name}")["items"], 60)
+
+
+def test_worker_pods_end_by_themselves_once_their_launcher_is_gone(cluster: Cluster):
+    """With cleanPodPolicy None nobody deletes them: a worker pod whose launcher was killed sees its
+    join connection close and ends its MPI job (all its ranks), instead of waiting in MPI for ever."""
+    name = "orphans"
+    cluster.kubectl("apply", "-f", "-", stdin=fiberjob(name, "loss", run_policy={"cleanPodPolicy": "None"}))
+    wait_until("4 workers ready", lambda: "4 workers ready" in cluster.log(f"{name}-launcher"), timeout_s=90)
+    workers = [pod["metadata"]["name"] for pod in cluster.get(
+        "pods", "-l", f"fibermpi.io/job-name={name},fibermpi.io/role=worker")["items"]]
+    assert workers
+    cluster.kubectl("delete", "pod", f"{name}-launcher", "--grace-period=0", "--force", "--wait=false")
+    killed = time.monotonic()
+
+    def ended() -> bool:
+        phases = [cluster.get("pods", pod).get("status", {}).get("phase") for pod in workers]
+        return all(phase in ("Succeeded", "Failed") for phase in phases)
+    wait_until("the worker pods to end by themselves", ended, timeout_s=60)
+    took = time.monotonic() - killed
+    assert took < 30, f"the worker pods took {took:.1f} s to end"
+    log = cluster.log(workers[0])
+    assert "is gone (its join connection closed 5 s ago); this worker pod ends" in log, log
+    cluster.kubectl("delete", "fj", name, "--wait=false")
 
 
 def test_a_bad_fiber_yaml_fails_the_launcher_with_the_key_in_the_condition(cluster: Cluster):
