@@ -464,9 +464,16 @@ class Pass {
     if (!status().contains("workerReplacements")) status()["workerReplacements"] = 0;
     if (lost > 0) {
       plan_.unexplained_shortfall = true;
+      // A pod the program released leaves on its own, with exit code 0: only a Succeeded worker
+      // nobody is deleting and not (yet) listed may be a release whose list is still on its way.
+      // A failed, deleted or vanished one is a loss now, and its replacement is not held up.
+      const bool may_be_released =
+          std::any_of(workers_.begin(), workers_.end(), [&](const PodView& pod) {
+            return pod.phase == "Succeeded" && !pod.being_deleted && !to_delete_.contains(pod.name);
+          });
       const auto since = observed_.unexplained_shortfall_since;
       const auto waited = since ? observed_.now - *since : SystemTime::duration::zero();
-      if (!since || waited < kLossConfirmation) {
+      if (may_be_released && (!since || waited < kLossConfirmation)) {
         // Not counted yet, nor replaced, nor the counts written over: a release may still be
         // on its way. The pass after kLossConfirmation decides.
         requeue_after(std::chrono::ceil<std::chrono::seconds>(kLossConfirmation - waited));

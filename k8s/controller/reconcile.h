@@ -124,9 +124,11 @@ struct ReconcilePlan {
   /// ObservedState::name_service_uri_from_log.
   bool read_name_service_log = false;
   /// Fewer workers live than the last pass counted, with no release or scale-down seen that
-  /// explains it. It counts as a loss only once it has lasted kLossConfirmation: the pods, the
-  /// job and its release ConfigMap come on separate watch streams, so a pod the program released
-  /// can end in the cache before the release list and the lowered scale that explain it arrive.
+  /// explains it. Where a worker ended Succeeded and is not listed, it counts as a loss only once
+  /// it has lasted kLossConfirmation: the pods, the job and its release ConfigMap come on
+  /// separate watch streams, so a pod the program released can end in the cache before the
+  /// release list and the lowered scale that explain it arrive. A failed or deleted worker is
+  /// counted at once.
   bool unexplained_shortfall = false;
 };
 

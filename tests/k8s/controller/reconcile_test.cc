@@ -381,14 +381,22 @@ std::vector<json> two_of_three_workers(const std::string& third_phase) {
   return pods;
 }
 
-TEST(Reconcile, AShortfallCountsAsLostOnlyOnceItHasLasted) {
-  // First seen now, then 1 s ago: nothing is counted, replaced or written over, and the job is
-  // looked at again when the wait ends.
+TEST(Reconcile, AFailedWorkerCountsAsLostAtOnce) {
+  // No release ends in failure: no wait for a release list.
+  const ReconcilePlan counted = shortfall_pass(std::nullopt, two_of_three_workers("Failed"));
+  EXPECT_TRUE(counted.unexplained_shortfall);
+  EXPECT_EQ(counted.status["workerReplacements"], 1);
+  EXPECT_TRUE(has_event(counted, "WorkerLost", true));
+}
+
+TEST(Reconcile, ASucceededWorkerNotListedCountsAsLostOnlyOnceItHasLasted) {
+  // It may be a release whose list is on its way. First seen now, then 1 s ago: nothing is
+  // counted, replaced or written over, and the job is looked at again when the wait ends.
   for (const auto& [since, wait] :
        std::vector<std::pair<std::optional<SystemTime>, std::chrono::seconds>>{
            {std::nullopt, kLossConfirmation},
            {kNow - std::chrono::seconds(1), std::chrono::seconds(1)}}) {
-    const ReconcilePlan waiting = shortfall_pass(since, two_of_three_workers("Failed"));
+    const ReconcilePlan waiting = shortfall_pass(since, two_of_three_workers("Succeeded"));
     EXPECT_TRUE(waiting.unexplained_shortfall);
     EXPECT_EQ(waiting.status["workerReplacements"], 0);
     EXPECT_EQ(waiting.status["workers"]["active"], 3);
@@ -400,7 +408,7 @@ TEST(Reconcile, AShortfallCountsAsLostOnlyOnceItHasLasted) {
   }
   // Still there kLossConfirmation later: one loss.
   const ReconcilePlan counted =
-      shortfall_pass(kNow - kLossConfirmation, two_of_three_workers("Failed"));
+      shortfall_pass(kNow - kLossConfirmation, two_of_three_workers("Succeeded"));
   EXPECT_TRUE(counted.unexplained_shortfall);
   EXPECT_EQ(counted.status["workerReplacements"], 1);
   EXPECT_EQ(counted.status["workers"]["active"], 2);
