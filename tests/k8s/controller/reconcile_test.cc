@@ -110,20 +110,28 @@ json release_list(const JobSpec& spec, const std::string& names = "") {
   return config_map;
 }
 
-// A pass over a job whose Service, release list and launcher access exist (created by an earlier
-// pass); `release` replaces its empty release list.
-ReconcilePlan run(const JobSpec& spec, json status, std::vector<json> pods,
-                  std::optional<std::string> uri_from_log = std::nullopt,
-                  LauncherAccess access = kAllAccess, std::optional<json> release = std::nullopt) {
+// What a pass sees of a job whose Service, empty release list, launcher access and isolation
+// exist (created by an earlier pass).
+ObservedState observed_job(const JobSpec& spec, json status, std::vector<json> pods) {
   ObservedState observed;
   observed.status = std::move(status);
   observed.pods = std::move(pods);
   observed.service_exists = true;
-  observed.launcher_access = access;
+  observed.launcher_access = kAllAccess;
   observed.isolation = kIsolated;
-  observed.release_config_map = release ? *release : release_list(spec);
-  observed.name_service_uri_from_log = std::move(uri_from_log);
+  observed.release_config_map = release_list(spec);
   observed.now = kNow;
+  return observed;
+}
+
+// A pass over such a job; `release` replaces its empty release list.
+ReconcilePlan run(const JobSpec& spec, json status, std::vector<json> pods,
+                  std::optional<std::string> uri_from_log = std::nullopt,
+                  LauncherAccess access = kAllAccess, std::optional<json> release = std::nullopt) {
+  ObservedState observed = observed_job(spec, std::move(status), std::move(pods));
+  observed.launcher_access = access;
+  if (release) observed.release_config_map = *release;
+  observed.name_service_uri_from_log = std::move(uri_from_log);
   // A shortfall these passes find has lasted long enough to count (the tests of the wait set
   // their own time).
   observed.unexplained_shortfall_since = kNow - kLossConfirmation;
@@ -363,14 +371,8 @@ ReconcilePlan shortfall_pass(std::optional<SystemTime> since, std::vector<json> 
   const JobSpec spec = job({{"replicas", replicas}});
   json status = ready_status(3);
   status["phase"] = "Running";
-  ObservedState observed;
-  observed.status = status;
-  observed.pods = std::move(pods);
-  observed.service_exists = true;
-  observed.launcher_access = kAllAccess;
-  observed.isolation = kIsolated;
-  observed.release_config_map = release.is_null() ? release_list(spec) : release;
-  observed.now = kNow;
+  ObservedState observed = observed_job(spec, std::move(status), std::move(pods));
+  if (!release.is_null()) observed.release_config_map = std::move(release);
   observed.unexplained_shortfall_since = since;
   return reconcile(spec, observed, test_settings());
 }
@@ -562,14 +564,7 @@ TEST(Reconcile, ALauncherRoleWithOtherRulesIsGivenTheControllersAtItsVersion) {
   const JobSpec spec = job();
   json role = build_launcher_role(spec);
   role["metadata"]["resourceVersion"] = "41";
-  ObservedState observed;
-  observed.status = ready_status(1);
-  observed.pods = running_job_pods(1);
-  observed.service_exists = true;
-  observed.launcher_access = kAllAccess;
-  observed.isolation = kIsolated;
-  observed.release_config_map = release_list(spec);
-  observed.now = kNow;
+  ObservedState observed = observed_job(spec, ready_status(1), running_job_pods(1));
   observed.launcher_role = role;
   // The controller's own rules: nothing to do.
   EXPECT_TRUE(reconcile(spec, observed, test_settings()).updates.empty());
