@@ -44,6 +44,25 @@ class TimeoutError : public Error {
   explicit TimeoutError(const std::string& what) : Error(what) {}
 };
 
+/// A put into a bounded fiber::Queue found it full: at once (put_nowait) or after its timeout.
+class Full : public TimeoutError {
+ public:
+  explicit Full(const std::string& what) : TimeoutError(what) {}
+};
+
+/// A get from a fiber::Queue found nothing to take: at once (get_nowait) or after its timeout.
+class Empty : public TimeoutError {
+ public:
+  explicit Empty(const std::string& what) : TimeoutError(what) {}
+};
+
+/// A fiber::Barrier is broken: a party timed out or ended while waiting, or it was aborted or
+/// reset while others waited. Waits fail with this until the barrier is reset.
+class BrokenBarrierError : public Error {
+ public:
+  explicit BrokenBarrierError(const std::string& what) : Error(what) {}
+};
+
 /// Nothing more can arrive: a pipe or queue is empty and every process that could still write to
 /// it has ended or closed its end.
 class EOFError : public Error {

@@ -5,8 +5,48 @@
 
 namespace fiber::detail {
 
-QueueRef QueueRef::create(bool pipe_channel) {
-  return QueueRef(Runtime::instance().queues().queue_create(pipe_channel));
+QueueRef QueueRef::create(bool pipe_channel, bool joinable, uint64_t maxsize) {
+  return QueueRef(Runtime::instance().queues().queue_create(pipe_channel, joinable, maxsize));
+}
+
+void QueueRef::put_waiting(std::vector<std::byte> item,
+                           std::optional<std::chrono::microseconds> timeout,
+                           const char* what) const {
+  QueueResult result =
+      Runtime::instance().queues().queue_call(id_, wire::QueueOp::kPut, std::move(item), timeout);
+  switch (result.outcome) {
+    case Outcome::kItem:
+      return;
+    case Outcome::kTimeout:
+      throw Full(std::string(what) + ": queue " + std::to_string(id_) + " is full" +
+                 (timeout && timeout->count() > 0
+                      ? " after " + std::to_string(timeout->count()) + " us"
+                      : std::string()));
+    default:
+      throw ProtocolError(std::string(what) + ": " + result.reason);
+  }
+}
+
+void QueueRef::task_done() const {
+  QueueResult result =
+      Runtime::instance().queues().queue_call(id_, wire::QueueOp::kTaskDone, {}, std::nullopt);
+  if (result.outcome == Outcome::kItem) return;
+  throw UsageError(result.reason);
+}
+
+bool QueueRef::join(std::optional<std::chrono::microseconds> timeout) const {
+  QueueResult result =
+      Runtime::instance().queues().queue_call(id_, wire::QueueOp::kJoin, {}, timeout);
+  switch (result.outcome) {
+    case Outcome::kItem:
+      return true;
+    case Outcome::kTimeout:
+      return false;
+    case Outcome::kEof:
+      throw EOFError("Queue::join: " + result.reason);
+    default:
+      throw ProtocolError("Queue::join: " + result.reason);
+  }
 }
 
 void QueueRef::put(std::vector<std::byte> item) const {
@@ -20,7 +60,7 @@ std::vector<std::byte> QueueRef::get(std::optional<std::chrono::microseconds> ti
     case Outcome::kItem:
       return std::move(result.item);
     case Outcome::kTimeout:
-      throw TimeoutError(std::string(what) + ": nothing arrived within " +
+      throw Empty(std::string(what) + ": nothing arrived within " +
                          std::to_string(timeout ? timeout->count() : 0) + " us");
     case Outcome::kEof:
       throw EOFError(std::string(what) + ": " + result.reason);

@@ -27,7 +27,8 @@ class SimpleQueue {
   /// Takes the oldest item, waiting as long as needed.
   T get() const { return serial::from_bytes<T>(ref_.get(std::nullopt, "SimpleQueue::get")); }
 
-  /// Takes the oldest item; throws fiber::TimeoutError if none arrives within `timeout`.
+  /// Takes the oldest item; throws fiber::TimeoutError (fiber::Empty) if none arrives within
+  /// `timeout`.
   template <class Rep, class Period>
   T get(std::chrono::duration<Rep, Period> timeout) const {
     return serial::from_bytes<T>(ref_.get(

@@ -356,8 +356,10 @@ TEST(Pool, MaxTasksPerChildRecyclesWorkers) {
   const auto pids = pool.map(worker_pid, iota(12), 1);
   const size_t distinct = std::set<int>(pids.begin(), pids.end()).size();
   if (fiber::testing::launch_mode() == "mpirun3") {
-    // A static-world rank cannot be replaced by a fresh process: the same two ranks rotate.
-    EXPECT_EQ(distinct, 2u);
+    // A static-world rank cannot be replaced by a fresh process: the same two ranks rotate (one
+    // of them may serve all twelve while the other is still being re-initialised).
+    EXPECT_LE(distinct, 2u);
+    for (int pid : pids) EXPECT_NE(pid, static_cast<int>(::getpid()));
   } else {
     EXPECT_GE(distinct, 4u);
   }

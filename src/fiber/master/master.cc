@@ -33,6 +33,10 @@ Master::Master(Settings& settings, ProgressEngine& engine, std::unique_ptr<Link>
               [this](MPI_Comm comm, int rank, const wire::Reply& reply) {
                 send_locked(comm, rank, reply.encode());
               }),
+      manager_(engine,
+               [this](MPI_Comm comm, int rank, const wire::Reply& reply) {
+                 send_locked(comm, rank, reply.encode());
+               }),
       spawner_(settings, engine, *this),
       acceptor_(engine) {
   if (static_world) {
@@ -147,6 +151,7 @@ void Master::end_process_locked(const std::shared_ptr<ProcessState>& process,
   if (GroupCore* group = group_of_locked(*process)) group->on_member_ended_locked(*process);
   nested_process_ended_locked(*process);
   queues_.hub().process_ended(process->id, how);
+  manager_.process_ended_locked(process->id, how);
   engine_.notify_locked();
 }
 
@@ -417,6 +422,8 @@ bool Master::shutdown() {
   engine_.await(held, [this] { return table_.children().empty(); });
   stopping_ = true;
   held.unlock();
+  // Objects of users' classes a Manager made end with the program, in the master.
+  manager_.stop();
   auto remove_run_directory = [this] {
     std::error_code ignored;
     if (!signal_dir_.empty()) std::filesystem::remove_all(signal_dir_, ignored);

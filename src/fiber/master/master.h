@@ -19,6 +19,7 @@
 #include "fiber/master/pool_core.h"
 #include "fiber/master/pool_host.h"
 #include "fiber/master/process_table.h"
+#include "fiber/master/manager_service.h"
 #include "fiber/master/queue_service.h"
 #include "fiber/master/spawner.h"
 #include "fiber/runtime/process_control.h"
@@ -95,6 +96,7 @@ class Master final : public MessageSink,
   /// (`slots_per_pod` workers each) instead of MPI_Comm_spawn. Call after listen().
   void provision_pods(std::unique_ptr<FiberJobScaler> scaler, int slots_per_pod);
   QueueService& queues() { return queues_; }
+  ManagerService& manager() { return manager_; }
 
   // ---- PoolHost ----
   void send_to_process_locked(const ProcessState& process, const Outgoing& message) override;
@@ -195,6 +197,7 @@ class Master final : public MessageSink,
   ProcessTable table_;
   LivenessMonitor liveness_;
   QueueService queues_;
+  ManagerService manager_;
   Spawner spawner_;
   JoinAcceptor acceptor_;
   std::unique_ptr<PodProvisioner> pods_;  ///< In a FiberJob's launcher: workers come from pods.

@@ -47,11 +47,13 @@ void Master::after_receiving(Clock::time_point now, bool tick) {
     });
   }
   queues_.expire(now);
+  manager_.expire(now);
 }
 
 void Master::while_held(Clock::time_point now) {
   spawner_.check_watchdog(now);
   queues_.expire(now);
+  manager_.expire(now);
 }
 
 std::vector<Slot*> Master::live_slots_locked() const {

@@ -94,9 +94,16 @@ void Master::route_locked(Link& link, bridge::Received& message) {
     case Kind::kQueuePoll:
     case Kind::kQueueSize:
     case Kind::kQueueClose:
+    case Kind::kQueueCall:
       queues_.on_request_locked(kind, comm, source, requester_of(slot),
                                 slot && slot->process ? describe(*slot->process) : "a worker",
                                 message);
+      break;
+    case Kind::kObjectCreate:
+    case Kind::kObjectCall:
+      manager_.on_request_locked(kind, comm, source, requester_of(slot),
+                                 slot && slot->process ? describe(*slot->process) : "a worker",
+                                 message);
       break;
     case Kind::kPoolReady:
     case Kind::kPoolResult:

@@ -6,9 +6,12 @@
 
 namespace fiber::detail {
 
-uint64_t QueueHub::create(bool pipe_channel) {
+uint64_t QueueHub::create(bool pipe_channel, bool joinable, uint64_t maxsize) {
   const uint64_t id = next_id_++;
-  queues_[id].pipe_channel = pipe_channel;
+  Queue& queue = queues_[id];
+  queue.pipe_channel = pipe_channel;
+  queue.joinable = joinable;
+  queue.maxsize = maxsize;
   return id;
 }
 
@@ -41,6 +44,22 @@ std::string QueueHub::eof_reason(uint64_t id, const Queue& queue) const {
 }
 
 void QueueHub::serve(uint64_t id, Queue& queue) {
+  // Gets make room for waiting puts, whose items may serve further gets.
+  for (;;) {
+    while (!queue.put_waiters.empty() &&
+           (queue.maxsize == 0 || queue.items.size() < queue.maxsize)) {
+      PutWaiter put = std::move(queue.put_waiters.front());
+      queue.put_waiters.pop_front();
+      queue.items.push_back(std::move(put.item));
+      if (queue.joinable) ++queue.unfinished;
+      put.done(Outcome::kItem, {}, {});
+    }
+    if (!serve_gets(id, queue) || queue.put_waiters.empty()) break;
+  }
+}
+
+bool QueueHub::serve_gets(uint64_t id, Queue& queue) {
+  bool took = false;
   // Waiters are served in arrival order; polls are answered without consuming.
   for (auto it = queue.waiters.begin(); it != queue.waiters.end();) {
     if (!queue.items.empty()) {
@@ -49,6 +68,8 @@ void QueueHub::serve(uint64_t id, Queue& queue) {
       if (waiter.take) {
         Bytes item = std::move(queue.items.front());
         queue.items.pop_front();
+        if (queue.joinable) ++queue.taken[waiter.requester];
+        took = true;
         waiter.done(Outcome::kItem, std::move(item), {});
       } else {
         waiter.done(Outcome::kItem, {}, {});
@@ -61,12 +82,78 @@ void QueueHub::serve(uint64_t id, Queue& queue) {
       ++it;
     }
   }
+  return took;
 }
 
 void QueueHub::put(uint64_t queue_id, Bytes item) {
   Queue& queue = find(queue_id);
   queue.items.push_back(std::move(item));
+  if (queue.joinable) ++queue.unfinished;
   serve(queue_id, queue);
+}
+
+void QueueHub::put_wait(uint64_t queue_id, uint64_t requester, Bytes item,
+                        std::optional<Clock::time_point> deadline, Completion done) {
+  Queue& queue = find(queue_id);
+  if (queue.put_waiters.empty() && (queue.maxsize == 0 || queue.items.size() < queue.maxsize)) {
+    queue.items.push_back(std::move(item));
+    if (queue.joinable) ++queue.unfinished;
+    done(Outcome::kItem, {}, {});
+    serve(queue_id, queue);
+    return;
+  }
+  if (deadline && *deadline <= Clock::now()) return done(Outcome::kTimeout, {}, {});
+  queue.put_waiters.push_back(PutWaiter{requester, std::move(item), deadline, std::move(done)});
+}
+
+std::optional<std::string> QueueHub::task_done(uint64_t queue_id, uint64_t requester) {
+  Queue& queue = find(queue_id);
+  if (queue.unfinished == 0)
+    return "Queue::task_done: called more times than items were put into queue " +
+           std::to_string(queue_id);
+  --queue.unfinished;
+  // Charged to the caller's own items first; an item handed on to another process is done by
+  // that one, so the count moves off some other taker, and last off those that ended.
+  auto own = queue.taken.find(requester);
+  if (own == queue.taken.end() || own->second == 0) {
+    own = std::find_if(queue.taken.begin(), queue.taken.end(),
+                       [](const auto& entry) { return entry.second > 0; });
+  }
+  if (own != queue.taken.end()) {
+    if (--own->second == 0) queue.taken.erase(own);
+  } else if (queue.orphaned > 0) {
+    --queue.orphaned;
+  }
+  serve_joins(queue_id, queue);
+  return std::nullopt;
+}
+
+void QueueHub::join(uint64_t queue_id, uint64_t requester,
+                    std::optional<Clock::time_point> deadline, Completion done) {
+  Queue& queue = find(queue_id);
+  queue.join_waiters.push_back(Waiter{requester, false, deadline, std::move(done)});
+  serve_joins(queue_id, queue);
+  if (!queue.join_waiters.empty() && queue.join_waiters.back().deadline &&
+      *queue.join_waiters.back().deadline <= Clock::now()) {
+    Waiter expired = std::move(queue.join_waiters.back());
+    queue.join_waiters.pop_back();
+    expired.done(Outcome::kTimeout, {}, {});
+  }
+}
+
+void QueueHub::serve_joins(uint64_t id, Queue& queue) {
+  if (queue.join_waiters.empty()) return;
+  if (queue.unfinished == 0) {
+    for (auto& waiter : std::exchange(queue.join_waiters, {})) waiter.done(Outcome::kItem, {}, {});
+  } else if (queue.orphaned >= queue.unfinished) {
+    const std::string reason =
+        "queue " + std::to_string(id) + " can never be joined: " +
+        std::to_string(queue.unfinished) + " unfinished item" +
+        (queue.unfinished == 1 ? " was" : "s were") +
+        " taken by processes that ended without task_done (the last: " + queue.orphaned_by + ")";
+    for (auto& waiter : std::exchange(queue.join_waiters, {}))
+      waiter.done(Outcome::kEof, {}, reason);
+  }
 }
 
 void QueueHub::wait(uint64_t queue_id, Waiter waiter) {
@@ -115,9 +202,17 @@ void QueueHub::close_producer(uint64_t queue_id, uint64_t process, const std::st
 }
 
 void QueueHub::process_ended(uint64_t process, const std::string& how) {
+  auto own = [process](const auto& waiter) { return waiter.requester == process; };
   for (auto& [id, queue] : queues_) {
-    std::erase_if(queue.waiters,
-                  [process](const Waiter& waiter) { return waiter.requester == process; });
+    std::erase_if(queue.waiters, own);
+    std::erase_if(queue.put_waiters, own);
+    std::erase_if(queue.join_waiters, own);
+    if (auto taken = queue.taken.find(process); taken != queue.taken.end()) {
+      queue.orphaned += taken->second;
+      queue.orphaned_by = how;
+      queue.taken.erase(taken);
+      serve_joins(id, queue);
+    }
     if (queue.producers.erase(process) == 0) continue;
     queue.last_ended = how;
     serve(id, queue);
@@ -126,17 +221,22 @@ void QueueHub::process_ended(uint64_t process, const std::string& how) {
 
 std::optional<QueueHub::Clock::time_point> QueueHub::expire(Clock::time_point now) {
   std::optional<Clock::time_point> next;
-  for (auto& [id, queue] : queues_) {
-    for (auto it = queue.waiters.begin(); it != queue.waiters.end();) {
+  auto time_out = [&](auto& waiters) {
+    for (auto it = waiters.begin(); it != waiters.end();) {
       if (it->deadline && *it->deadline <= now) {
-        Waiter waiter = std::move(*it);
-        it = queue.waiters.erase(it);
+        auto waiter = std::move(*it);
+        it = waiters.erase(it);
         waiter.done(Outcome::kTimeout, {}, {});
         continue;
       }
       if (it->deadline && (!next || *it->deadline < *next)) next = it->deadline;
       ++it;
     }
+  };
+  for (auto& [id, queue] : queues_) {
+    time_out(queue.waiters);
+    time_out(queue.put_waiters);
+    time_out(queue.join_waiters);
   }
   return next;
 }

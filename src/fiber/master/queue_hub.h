@@ -1,5 +1,6 @@
-// The store behind every SimpleQueue and Pipe: it lives in the master, holds items as bytes and
-// serves gets, polls and timeouts for local and remote callers alike.
+// The store behind every SimpleQueue, Queue and Pipe: it lives in the master, holds items as
+// bytes and serves gets, polls, puts into bounded queues, task_done/join and timeouts for local
+// and remote callers alike.
 #pragma once
 
 #include <chrono>
@@ -27,8 +28,10 @@ class QueueHub {
   /// Called once per get/poll with its outcome; for kItem from a get, `item` is the item.
   using Completion = std::function<void(Outcome outcome, Bytes item, const std::string& reason)>;
 
-  /// A new queue. A pipe channel can end (EOF) once the master closes its writing end.
-  uint64_t create(bool pipe_channel);
+  /// A new queue. A pipe channel can end (EOF) once the master closes its writing end. A
+  /// joinable queue (fiber::Queue) counts unfinished items for task_done/join and holds at most
+  /// `maxsize` items (0: no limit).
+  uint64_t create(bool pipe_channel, bool joinable = false, uint64_t maxsize = 0);
   bool exists(uint64_t queue) const { return queues_.count(queue) != 0; }
 
   void put(uint64_t queue, Bytes item);
@@ -39,6 +42,18 @@ class QueueHub {
   void poll(uint64_t queue, uint64_t requester, std::optional<Clock::time_point> deadline,
             Completion done);
   size_t size(uint64_t queue) const;
+
+  /// Puts into a bounded queue: kItem once the item is in, kTimeout when the queue is still full
+  /// at the deadline (a deadline now: put_nowait).
+  void put_wait(uint64_t queue, uint64_t requester, Bytes item,
+                std::optional<Clock::time_point> deadline, Completion done);
+  /// One item taken earlier was processed; returns why that is wrong (no unfinished item) or
+  /// nothing.
+  std::optional<std::string> task_done(uint64_t queue, uint64_t requester);
+  /// kItem once every item put was task_done; kEof when the items still unfinished were taken by
+  /// processes that ended without task_done; kTimeout at the deadline.
+  void join(uint64_t queue, uint64_t requester, std::optional<Clock::time_point> deadline,
+            Completion done);
 
   /// `process` was given a handle that can put into `queue`.
   void add_producer(uint64_t queue, uint64_t process);
@@ -58,9 +73,23 @@ class QueueHub {
     std::optional<Clock::time_point> deadline;
     Completion done;
   };
+  struct PutWaiter {
+    uint64_t requester;
+    Bytes item;
+    std::optional<Clock::time_point> deadline;
+    Completion done;
+  };
   struct Queue {
     std::deque<Bytes> items;
     bool pipe_channel = false;
+    bool joinable = false;
+    uint64_t maxsize = 0;
+    uint64_t unfinished = 0;  ///< Items put and not yet task_done.
+    std::unordered_map<uint64_t, uint64_t> taken;  ///< Per process: items got, not task_done.
+    uint64_t orphaned = 0;     ///< Unfinished items taken by processes that ended.
+    std::string orphaned_by;   ///< The last of those processes, for join's EOF.
+    std::deque<PutWaiter> put_waiters;
+    std::deque<Waiter> join_waiters;
     bool master_produces = true;
     bool had_child_producer = false;
     std::string last_ended;  ///< How the last producer went away, for the EOF message.
@@ -72,6 +101,8 @@ class QueueHub {
   const Queue& find(uint64_t queue) const;
   bool exhausted_for(const Queue& queue, uint64_t requester) const;
   void serve(uint64_t id, Queue& queue);
+  bool serve_gets(uint64_t id, Queue& queue);
+  void serve_joins(uint64_t id, Queue& queue);
   std::string eof_reason(uint64_t id, const Queue& queue) const;
   void wait(uint64_t queue, Waiter waiter);
 

@@ -5,9 +5,9 @@
 
 namespace fiber::detail {
 
-uint64_t QueueService::queue_create(bool pipe_channel) {
+uint64_t QueueService::queue_create(bool pipe_channel, bool joinable, uint64_t maxsize) {
   auto lock = engine_.lock();
-  return hub_.create(pipe_channel);
+  return hub_.create(pipe_channel, joinable, maxsize);
 }
 
 void QueueService::queue_put(uint64_t queue, std::vector<std::byte> item) {
@@ -40,6 +40,43 @@ size_t QueueService::queue_size(uint64_t queue) {
   return hub_.size(queue);
 }
 
+void QueueService::start_call(uint64_t queue, wire::QueueOp op, uint64_t requester,
+                              std::vector<std::byte> item,
+                              std::optional<Clock::time_point> deadline,
+                              QueueHub::Completion done) {
+  switch (op) {
+    case wire::QueueOp::kPut:
+      hub_.put_wait(queue, requester, std::move(item), deadline, std::move(done));
+      break;
+    case wire::QueueOp::kTaskDone:
+      if (auto problem = hub_.task_done(queue, requester)) {
+        done(Outcome::kError, {}, *problem);
+      } else {
+        done(Outcome::kItem, {}, {});
+      }
+      break;
+    case wire::QueueOp::kJoin:
+      hub_.join(queue, requester, deadline, std::move(done));
+      break;
+  }
+  note_deadline(deadline);
+}
+
+QueueResult QueueService::queue_call(uint64_t queue, wire::QueueOp op, std::vector<std::byte> item,
+                                     std::optional<std::chrono::microseconds> timeout) {
+  auto lock = engine_.lock();
+  auto result = std::make_shared<std::optional<QueueResult>>();
+  std::optional<Clock::time_point> deadline;
+  if (timeout) deadline = Clock::now() + *timeout;
+  start_call(queue, op, kMasterId, std::move(item), deadline,
+             [this, result](Outcome outcome, QueueHub::Bytes, const std::string& reason) {
+               *result = QueueResult{outcome, {}, reason};
+               engine_.notify_locked();
+             });
+  engine_.await(lock, [&] { return result->has_value(); });
+  return std::move(**result);
+}
+
 void QueueService::queue_close(uint64_t queue) {
   auto lock = engine_.lock();
   hub_.close_producer(queue, kMasterId, "the master closed its end");
@@ -55,7 +92,40 @@ void QueueService::on_request_locked(Kind kind, MPI_Comm comm, int source, uint6
     case Kind::kQueueCreate: {
       const auto create = wire::QueueCreate::decode(message);
       reply_(comm, source,
-             wire::Reply{create.request, Outcome::kValue, hub_.create(create.pipe_channel), {}});
+             wire::Reply{create.request, Outcome::kValue,
+                         hub_.create(create.pipe_channel, create.joinable, create.maxsize), {}});
+      break;
+    }
+    case Kind::kQueueCall: {
+      wire::QueueCall call;
+      try {
+        call = wire::QueueCall::decode(message);
+      } catch (const std::exception& e) {
+        reply_text(message.envelope.id, Outcome::kError,
+                   std::string("malformed queue request: ") + e.what());
+        break;
+      }
+      if (!hub_.exists(call.queue)) {
+        reply_text(call.request, Outcome::kError, "unknown queue id " + std::to_string(call.queue));
+        break;
+      }
+      std::optional<Clock::time_point> deadline;
+      if (call.timeout_us >= 0)
+        deadline = Clock::now() + std::chrono::microseconds(call.timeout_us);
+      start_call(call.queue, call.op, requester, std::move(call.item), deadline,
+                 [this, comm, source, request = call.request](
+                     Outcome outcome, QueueHub::Bytes, const std::string& reason) {
+                   const auto* text = reinterpret_cast<const std::byte*>(reason.data());
+                   try {
+                     reply_(comm, source,
+                            wire::Reply{request, outcome,
+                                        static_cast<uint64_t>(Failure::kUsage),
+                                        {text, text + reason.size()}});
+                   } catch (const std::exception& e) {
+                     std::fprintf(stderr, "fibermpi: could not answer rank %d: %s\n", source,
+                                  e.what());
+                   }
+                 });
       break;
     }
     case Kind::kQueuePut: {

@@ -1,4 +1,4 @@
-// The master's queue service: the hub that stores every SimpleQueue and Pipe, the master's own
+// The master's queue service: the hub that stores every SimpleQueue, Queue and Pipe, the master's own
 // queue operations on it, the requests workers send, and the deadlines of waiting gets. Internal.
 #pragma once
 
@@ -24,14 +24,16 @@ class QueueService final : public QueueAccess {
   QueueService(ProgressEngine& engine, Reply reply) : engine_(engine), reply_(std::move(reply)) {}
 
   // The master's own operations (they take the lock).
-  uint64_t queue_create(bool pipe_channel) override;
+  uint64_t queue_create(bool pipe_channel, bool joinable, uint64_t maxsize) override;
   void queue_put(uint64_t queue, std::vector<std::byte> item) override;
   QueueResult queue_wait(uint64_t queue, bool take,
                          std::optional<std::chrono::microseconds> timeout) override;
   size_t queue_size(uint64_t queue) override;
+  QueueResult queue_call(uint64_t queue, wire::QueueOp op, std::vector<std::byte> item,
+                         std::optional<std::chrono::microseconds> timeout) override;
   void queue_close(uint64_t queue) override;
 
-  /// A queue request (kQueueCreate..kQueueClose, kQueuePut) from the worker at (comm, source),
+  /// A queue request (kQueueCreate..kQueueClose, kQueuePut, kQueueCall) from the worker at (comm, source),
   /// which runs process `requester` (UINT64_MAX: none); `who` names it. Takes the message's
   /// payload. With the lock held.
   void on_request_locked(Kind kind, MPI_Comm comm, int source, uint64_t requester,
@@ -43,6 +45,9 @@ class QueueService final : public QueueAccess {
 
  private:
   void note_deadline(std::optional<Clock::time_point> deadline);
+  /// Starts `call` for `requester`; `done` gets its outcome (now or when its wait ends).
+  void start_call(uint64_t queue, wire::QueueOp op, uint64_t requester, std::vector<std::byte> item,
+                  std::optional<Clock::time_point> deadline, QueueHub::Completion done);
 
   ProgressEngine& engine_;
   Reply reply_;

@@ -253,6 +253,11 @@ QueueAccess& Runtime::queues() {
   return *worker_;
 }
 
+ManagerAccess& Runtime::manager() {
+  if (master_) return master_->manager();
+  return *worker_;
+}
+
 ProcessControl& Runtime::processes() {
   if (master_) return *master_;
   return *nested_;

@@ -12,6 +12,7 @@
 #include "fiber/init.h"
 #include "fiber/kubernetes/join_token.h"
 #include "fiber/runtime/progress_engine.h"
+#include "fiber/runtime/manager_access.h"
 #include "fiber/runtime/queue_access.h"
 #include "fiber/runtime/settings.h"
 
@@ -47,6 +48,8 @@ class Runtime {
   /// A worker's side (only in worker processes).
   MasterLink& worker();
   QueueAccess& queues();
+  /// The shared objects of Managers: served here in the master, requested of it by a worker.
+  ManagerAccess& manager();
   /// This process's children: the master's own, or (in a worker) those it asks the master for.
   ProcessControl& processes();
   /// A pool or group held by this process: run here in the master, run by the master for a

@@ -1,6 +1,6 @@
 // Message kinds of the runtime protocol between the master and its workers. Each kind has one
 // struct in wire/ (link_messages.h, process_messages.h, queue_messages.h, pool_messages.h,
-// group_messages.h) that both sides encode and decode it with; the comments here only say who
+// group_messages.h, nested_messages.h, manager_messages.h) that both sides encode and decode it with; the comments here only say who
 // sends it.
 #pragma once
 
@@ -9,7 +9,7 @@
 namespace fiber::detail {
 
 /// Bumped whenever a message layout changes; checked at handshake.
-inline constexpr uint32_t kProtocolVersion = 8;
+inline constexpr uint32_t kProtocolVersion = 9;
 
 enum class Kind : uint32_t {
   kHello = 1,    ///< worker -> master: who it is
@@ -48,6 +48,18 @@ enum class Kind : uint32_t {
   kGroupCall,         ///< worker -> master: start, terminate or release one (a request)
   kGroupEvent,        ///< master -> worker: the state of one of its Groups
   kPoolStarted,       ///< worker -> master: it started a chunk that reached it idle
+  // Shared state (queue_messages.h, manager_messages.h).
+  kQueueCall,    ///< worker -> master: a put that may wait, task_done or join (a request)
+  kObjectCreate,  ///< worker -> master: a new shared object of a Manager (a request)
+  kObjectCall,    ///< worker -> master: an operation on one (a request)
+};
+
+/// Why a request failed (wire::Reply::value of an Outcome::kError reply).
+enum class Failure : uint64_t {
+  kProtocol = 0,       ///< a malformed or unknown request
+  kUsage = 1,          ///< the call is not allowed (an index out of range, a release not held)
+  kBrokenBarrier = 2,  ///< the barrier is broken
+  kRemote = 3,         ///< a user's member function threw: type name, '\0', message
 };
 
 /// A worker sends nothing after its last message (kGoodbye, or kExited when its process ends),
@@ -70,6 +82,15 @@ enum class Outcome : uint32_t {
   kValue = 3,    ///< a number answer (size, a new queue's id)
   kError = 4,    ///< the request was invalid; payload = reason
 };
+
+namespace wire {
+/// What a kQueueCall asks of a fiber::Queue.
+enum class QueueOp : uint32_t {
+  kPut = 1,       ///< put the item into a bounded queue, waiting for room
+  kTaskDone = 2,  ///< one item taken earlier is processed
+  kJoin = 3,      ///< wait until every item put was task_done
+};
+}  // namespace wire
 
 /// "kPoolTask", for messages about a kind.
 const char* kind_name(uint32_t kind);

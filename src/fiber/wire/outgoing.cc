@@ -34,6 +34,12 @@ const char* kind_name(uint32_t kind) {
       return "kQueueClose";
     case Kind::kReply:
       return "kReply";
+    case Kind::kQueueCall:
+      return "kQueueCall";
+    case Kind::kObjectCreate:
+      return "kObjectCreate";
+    case Kind::kObjectCall:
+      return "kObjectCall";
     case Kind::kPoolReady:
       return "kPoolReady";
     case Kind::kPoolTask:

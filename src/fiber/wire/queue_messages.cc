@@ -5,13 +5,41 @@ namespace fiber::detail::wire {
 Outgoing QueueCreate::encode() const {
   Outgoing out(Kind::kQueueCreate);
   out.id = request;
-  out.aux = pipe_channel ? 1 : 0;
+  out.aux = (pipe_channel ? 1u : 0u) | (joinable ? 2u : 0u);
+  serial::save(out.body, maxsize);
   return out;
 }
 
 QueueCreate QueueCreate::decode(const bridge::Received& in) {
   expect_kind(in, Kind::kQueueCreate);
-  return QueueCreate{in.envelope.id, in.envelope.aux == 1};
+  return QueueCreate{in.envelope.id, (in.envelope.aux & 1u) != 0, (in.envelope.aux & 2u) != 0,
+                     serial::from_bytes<uint64_t>(in.payload)};
+}
+
+Outgoing QueueCall::encode() const {
+  Outgoing out(Kind::kQueueCall);
+  out.id = request;
+  out.aux = queue;
+  out.flags = static_cast<uint32_t>(op);
+  out.body.reserve(sizeof timeout_us + item.size());
+  serial::save(out.body, timeout_us);
+  out.body.write_bytes(item.data(), item.size());
+  return out;
+}
+
+QueueCall QueueCall::decode(bridge::Received& in) {
+  expect_kind(in, Kind::kQueueCall);
+  QueueCall call;
+  call.request = in.envelope.id;
+  call.queue = in.envelope.aux;
+  call.op = static_cast<QueueOp>(in.envelope.flags);
+  if (call.op != QueueOp::kPut && call.op != QueueOp::kTaskDone && call.op != QueueOp::kJoin)
+    throw ProtocolError("unknown queue operation " + std::to_string(in.envelope.flags));
+  serial::Reader reader(in.payload);
+  call.timeout_us = serial::read<int64_t>(reader);
+  const auto rest = reader.read_span(reader.remaining());
+  call.item.assign(rest.begin(), rest.end());
+  return call;
 }
 
 Outgoing QueuePut::encode() const {

@@ -10,10 +10,13 @@
 
 namespace fiber::detail::wire {
 
-/// Worker -> master: make a queue (a pipe channel when `pipe_channel`); answered with its id.
+/// Worker -> master: make a queue (a pipe channel when `pipe_channel`; a fiber::Queue, which
+/// counts task_done and holds at most `maxsize` items, when `joinable`); answered with its id.
 struct QueueCreate {
   uint64_t request = 0;
   bool pipe_channel = false;
+  bool joinable = false;
+  uint64_t maxsize = 0;  ///< 0: no limit.
 
   Outgoing encode() const;
   static QueueCreate decode(const bridge::Received& in);
@@ -38,6 +41,20 @@ struct QueueWait {
 
   Outgoing encode() const;
   static QueueWait decode(const bridge::Received& in);
+};
+
+/// Worker -> master: a fiber::Queue operation that is answered: kItem when done, kTimeout when
+/// the queue stayed full (kPut) or items unfinished (kJoin), kEof when a join can never end,
+/// kError (Failure::kUsage) for a task_done without an unfinished item.
+struct QueueCall {
+  uint64_t request = 0;
+  uint64_t queue = 0;
+  QueueOp op = QueueOp::kPut;
+  int64_t timeout_us = -1;  ///< -1: no limit.
+  std::vector<std::byte> item;
+
+  Outgoing encode() const;
+  static QueueCall decode(bridge::Received& in);  ///< Takes the item.
 };
 
 /// Worker -> master: how many items wait in `queue`.

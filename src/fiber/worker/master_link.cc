@@ -14,6 +14,7 @@
 #include "fiber/function_ref.h"
 #include "fiber/kubernetes/kubernetes_pod.h"
 #include "fiber/serialization.h"
+#include "fiber/wire/manager_messages.h"
 #include "fiber/wire/link_messages.h"
 #include "fiber/wire/pool_messages.h"
 #include "fiber/wire/process_messages.h"
@@ -380,8 +381,42 @@ wire::Reply MasterLink::call_master(Outgoing message) {
   return reply;
 }
 
-uint64_t MasterLink::queue_create(bool pipe_channel) {
-  return call_master(wire::QueueCreate{0, pipe_channel}.encode()).value;
+uint64_t MasterLink::queue_create(bool pipe_channel, bool joinable, uint64_t maxsize) {
+  return call_master(wire::QueueCreate{0, pipe_channel, joinable, maxsize}.encode()).value;
+}
+
+QueueResult MasterLink::queue_call(uint64_t queue, wire::QueueOp op, std::vector<std::byte> item,
+                                   std::optional<std::chrono::microseconds> timeout) {
+  const int64_t timeout_us = timeout ? std::max<int64_t>(0, timeout->count()) : -1;
+  wire::Reply reply = request(wire::QueueCall{0, queue, op, timeout_us, std::move(item)}.encode());
+  QueueResult result;
+  result.outcome = reply.outcome;
+  if (result.outcome != Outcome::kItem) result.reason = reply.text();
+  return result;
+}
+
+ObjectResult MasterLink::object_create(ObjectType type, std::vector<std::byte> payload) {
+  wire::Reply reply = request(wire::ObjectCreate{0, type, std::move(payload)}.encode());
+  if (reply.outcome == Outcome::kValue) return ObjectResult::number(reply.value);
+  return ObjectResult::error(static_cast<Failure>(reply.value), reply.text());
+}
+
+ObjectResult MasterLink::object_call(uint64_t object, ObjectOp op, std::vector<std::byte> args,
+                                     std::optional<std::chrono::microseconds> timeout) {
+  const int64_t timeout_us = timeout ? std::max<int64_t>(0, timeout->count()) : -1;
+  wire::Reply reply = request(
+      wire::ObjectCall{0, object, static_cast<uint32_t>(op), timeout_us, std::move(args)}
+          .encode());
+  ObjectResult result;
+  result.outcome = reply.outcome;
+  result.value = reply.value;
+  if (reply.outcome == Outcome::kError) {
+    result.failure = static_cast<Failure>(reply.value);
+    result.reason = reply.text();
+  } else {
+    result.bytes = std::move(reply.payload);
+  }
+  return result;
 }
 
 void MasterLink::queue_put(uint64_t queue, std::vector<std::byte> item) {

@@ -16,6 +16,7 @@
 
 #include "fiber/invoke.h"
 #include "fiber/runtime/progress_engine.h"
+#include "fiber/runtime/manager_access.h"
 #include "fiber/runtime/queue_access.h"
 #include "fiber/runtime/settings.h"
 #include "fiber/wire/group_messages.h"
@@ -45,7 +46,7 @@ struct Assignment {
   TaskSpec task;
 };
 
-class MasterLink final : public MessageSink, public QueueAccess {
+class MasterLink final : public MessageSink, public QueueAccess, public ManagerAccess {
  public:
   /// `link`: the communicator to the master, whose rank on it is `master_rank`.
   MasterLink(const Settings& settings, ProgressEngine& engine, Link& link, int master_rank,
@@ -94,12 +95,19 @@ class MasterLink final : public MessageSink, public QueueAccess {
   const std::string& run_directory() const { return run_directory_; }
 
   // ---- QueueAccess: requests to the master's hub ----
-  uint64_t queue_create(bool pipe_channel) override;
+  uint64_t queue_create(bool pipe_channel, bool joinable, uint64_t maxsize) override;
   void queue_put(uint64_t queue, std::vector<std::byte> item) override;
   QueueResult queue_wait(uint64_t queue, bool take,
                          std::optional<std::chrono::microseconds> timeout) override;
   size_t queue_size(uint64_t queue) override;
+  QueueResult queue_call(uint64_t queue, wire::QueueOp op, std::vector<std::byte> item,
+                         std::optional<std::chrono::microseconds> timeout) override;
   void queue_close(uint64_t queue) override;
+
+  // ---- ManagerAccess: requests to the master's manager service ----
+  ObjectResult object_create(ObjectType type, std::vector<std::byte> payload) override;
+  ObjectResult object_call(uint64_t object, ObjectOp op, std::vector<std::byte> args,
+                           std::optional<std::chrono::microseconds> timeout) override;
 
   // ---- MessageSink ----
   void on_message(Link& link, bridge::Received& message) override;

@@ -1,0 +1,384 @@
+#include "fiber/master/manager_hub.h"
+
+#include <algorithm>
+
+#include "fiber/errors.h"
+#include "fiber/function_ref.h"
+
+namespace fiber::detail {
+
+namespace {
+
+
+std::string as_key(std::span<const std::byte> bytes) {
+  return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+std::vector<std::byte> rest_of(serial::Reader& reader) {
+  const auto rest = reader.read_span(reader.remaining());
+  return {rest.begin(), rest.end()};
+}
+
+void write_sized(serial::Writer& writer, std::span<const std::byte> bytes) {
+  writer.write_size(bytes.size());
+  writer.write_bytes(bytes.data(), bytes.size());
+}
+
+std::string index_problem(const char* what, uint64_t index, size_t size) {
+  return std::string("List::") + what + ": index " + std::to_string(index) +
+         " is out of range (the list has " + std::to_string(size) + " items)";
+}
+
+[[noreturn]] void wrong_op(ObjectOp op, const char* type) {
+  throw ProtocolError("operation " + std::to_string(static_cast<uint32_t>(op)) +
+                      " is not one of a " + type);
+}
+
+}  // namespace
+
+ManagerHub::ManagerHub(Log log) : log_(std::move(log)) {}
+
+uint64_t ManagerHub::create(ObjectType type, std::span<const std::byte> payload) {
+  serial::Reader reader(payload);
+  Object object;
+  switch (type) {
+    case ObjectType::kDict:
+      object = Dict{};
+      break;
+    case ObjectType::kList:
+      object = List{};
+      break;
+    case ObjectType::kValue:
+      object = Value{rest_of(reader)};
+      break;
+    case ObjectType::kLock:
+      object = Lock{};
+      break;
+    case ObjectType::kEvent:
+      object = Event{};
+      break;
+    case ObjectType::kBarrier: {
+      Barrier barrier;
+      barrier.parties = serial::read<uint64_t>(reader);
+      if (barrier.parties == 0) throw UsageError("Manager::barrier: parties must be at least 1");
+      object = std::move(barrier);
+      break;
+    }
+    default:
+      throw ProtocolError("the manager hub does not keep objects of type " +
+                          std::to_string(static_cast<uint32_t>(type)));
+  }
+  const uint64_t id = next_id_++;
+  objects_.emplace(id, std::move(object));
+  return id;
+}
+
+void ManagerHub::call(uint64_t object_id, ObjectOp op, uint64_t requester, const std::string& who,
+                      std::span<const std::byte> args, std::optional<Clock::time_point> deadline,
+                      Completion done) {
+  auto found = objects_.find(object_id);
+  if (found == objects_.end())
+    throw ProtocolError("unknown shared object id " + std::to_string(object_id));
+  serial::Reader reader(args);
+  std::visit(
+      [&](auto& object) {
+        using T = std::decay_t<decltype(object)>;
+        if constexpr (std::is_same_v<T, Dict>) {
+          call_dict(object, op, reader, done);
+        } else if constexpr (std::is_same_v<T, List>) {
+          call_list(object, op, reader, done);
+        } else if constexpr (std::is_same_v<T, Value>) {
+          call_value(object, op, reader, done);
+        } else {
+          Waiter waiter{requester, who, deadline, std::move(done)};
+          if constexpr (std::is_same_v<T, Lock>) {
+            call_lock(object_id, object, op, std::move(waiter));
+          } else if constexpr (std::is_same_v<T, Event>) {
+            call_event(object, op, std::move(waiter));
+          } else {
+            call_barrier(object_id, object, op, std::move(waiter));
+          }
+        }
+      },
+      found->second);
+}
+
+void ManagerHub::call_dict(Dict& dict, ObjectOp op, serial::Reader& args,
+                           const Completion& done) {
+  switch (op) {
+    case ObjectOp::kDictSet: {
+      std::string key = as_key(args.read_span(args.read_size()));
+      Bytes value = rest_of(args);
+      if (auto it = dict.index.find(key); it != dict.index.end()) {
+        it->second->second = std::move(value);
+      } else {
+        dict.entries.emplace_back(key, std::move(value));
+        dict.index.emplace(std::move(key), std::prev(dict.entries.end()));
+      }
+      return done(ObjectResult::item());
+    }
+    case ObjectOp::kDictGet: {
+      auto it = dict.index.find(as_key(args.read_span(args.remaining())));
+      if (it == dict.index.end()) return done(ObjectResult::number(0));
+      return done(ObjectResult::item(it->second->second));
+    }
+    case ObjectOp::kDictContains:
+      return done(
+          ObjectResult::number(dict.index.count(as_key(args.read_span(args.remaining())))));
+    case ObjectOp::kDictErase: {
+      auto it = dict.index.find(as_key(args.read_span(args.remaining())));
+      if (it == dict.index.end()) return done(ObjectResult::number(0));
+      dict.entries.erase(it->second);
+      dict.index.erase(it);
+      return done(ObjectResult::number(1));
+    }
+    case ObjectOp::kDictSize:
+      return done(ObjectResult::number(dict.entries.size()));
+    case ObjectOp::kDictItems: {
+      serial::Writer out;
+      out.write_size(dict.entries.size());
+      for (const auto& [key, value] : dict.entries) {
+        write_sized(out, std::as_bytes(std::span(key.data(), key.size())));
+        write_sized(out, value);
+      }
+      return done(ObjectResult::item(out.take()));
+    }
+    case ObjectOp::kDictClear:
+      dict.entries.clear();
+      dict.index.clear();
+      return done(ObjectResult::item());
+    default:
+      wrong_op(op, "Dict");
+  }
+}
+
+void ManagerHub::call_list(List& list, ObjectOp op, serial::Reader& args,
+                           const Completion& done) {
+  switch (op) {
+    case ObjectOp::kListAppend:
+      list.items.push_back(rest_of(args));
+      return done(ObjectResult::item());
+    case ObjectOp::kListGet: {
+      const auto index = serial::read<uint64_t>(args);
+      if (index >= list.items.size())
+        return done(ObjectResult::error(Failure::kUsage,
+                                        index_problem("get", index, list.items.size())));
+      return done(ObjectResult::item(list.items[index]));
+    }
+    case ObjectOp::kListSet: {
+      const auto index = serial::read<uint64_t>(args);
+      if (index >= list.items.size())
+        return done(ObjectResult::error(Failure::kUsage,
+                                        index_problem("set", index, list.items.size())));
+      list.items[index] = rest_of(args);
+      return done(ObjectResult::item());
+    }
+    case ObjectOp::kListSize:
+      return done(ObjectResult::number(list.items.size()));
+    case ObjectOp::kListValues: {
+      serial::Writer out;
+      out.write_size(list.items.size());
+      for (const auto& item : list.items) write_sized(out, item);
+      return done(ObjectResult::item(out.take()));
+    }
+    case ObjectOp::kListClear:
+      list.items.clear();
+      return done(ObjectResult::item());
+    default:
+      wrong_op(op, "List");
+  }
+}
+
+void ManagerHub::call_value(Value& value, ObjectOp op, serial::Reader& args,
+                            const Completion& done) {
+  switch (op) {
+    case ObjectOp::kValueGet:
+      return done(ObjectResult::item(value.bytes));
+    case ObjectOp::kValueSet:
+      value.bytes = rest_of(args);
+      return done(ObjectResult::item());
+    case ObjectOp::kValueApply: {
+      FunctionRef ref;
+      ref.module_id = serial::read<uint64_t>(args);
+      ref.offset = serial::read<uint64_t>(args);
+      auto update = reinterpret_cast<ValueUpdater>(ModuleTable::instance().decode(ref));
+      Bytes old = value.bytes;
+      try {
+        update(value.bytes, args);
+      } catch (...) {
+        value.bytes = std::move(old);  // an update that fails changes nothing
+        throw;
+      }
+      return done(ObjectResult::item(std::move(old)));
+    }
+    default:
+      wrong_op(op, "Value");
+  }
+}
+
+void ManagerHub::grant_next(Lock& lock) {
+  if (lock.holder || lock.waiters.empty()) return;
+  Waiter next = std::move(lock.waiters.front());
+  lock.waiters.pop_front();
+  lock.holder = next.requester;
+  lock.holder_name = next.who;
+  next.done(ObjectResult::item());
+}
+
+void ManagerHub::call_lock(uint64_t id, Lock& lock, ObjectOp op, Waiter waiter) {
+  switch (op) {
+    case ObjectOp::kLockAcquire:
+      if (!lock.holder && lock.waiters.empty()) {
+        lock.holder = waiter.requester;
+        lock.holder_name = waiter.who;
+        return waiter.done(ObjectResult::item());
+      }
+      if (waiter.deadline && *waiter.deadline <= Clock::now())
+        return waiter.done({Outcome::kTimeout, 0, {}, {}, {}});
+      lock.waiters.push_back(std::move(waiter));
+      return;
+    case ObjectOp::kLockRelease:
+      if (!lock.holder)
+        return waiter.done(ObjectResult::error(
+            Failure::kUsage, "Lock::release: lock " + std::to_string(id) + " is not held"));
+      lock.holder.reset();
+      lock.holder_name.clear();
+      waiter.done(ObjectResult::item());
+      return grant_next(lock);
+    case ObjectOp::kLockHeld:
+      return waiter.done(ObjectResult::number(lock.holder ? 1 : 0));
+    default:
+      wrong_op(op, "Lock");
+  }
+}
+
+void ManagerHub::call_event(Event& event, ObjectOp op, Waiter waiter) {
+  switch (op) {
+    case ObjectOp::kEventSet: {
+      event.set = true;
+      auto waiters = std::exchange(event.waiters, {});
+      waiter.done(ObjectResult::item());
+      for (auto& w : waiters) w.done(ObjectResult::item());
+      return;
+    }
+    case ObjectOp::kEventClear:
+      event.set = false;
+      return waiter.done(ObjectResult::item());
+    case ObjectOp::kEventIsSet:
+      return waiter.done(ObjectResult::number(event.set ? 1 : 0));
+    case ObjectOp::kEventWait:
+      if (event.set) return waiter.done(ObjectResult::item());
+      if (waiter.deadline && *waiter.deadline <= Clock::now())
+        return waiter.done({Outcome::kTimeout, 0, {}, {}, {}});
+      event.waiters.push_back(std::move(waiter));
+      return;
+    default:
+      wrong_op(op, "Event");
+  }
+}
+
+void ManagerHub::break_barrier(uint64_t id, Barrier& barrier, const std::string& why) {
+  barrier.broken = true;
+  barrier.broken_why = "barrier " + std::to_string(id) + " is broken: " + why;
+  for (auto& waiter : std::exchange(barrier.waiting, {}))
+    waiter.done(ObjectResult::error(Failure::kBrokenBarrier, barrier.broken_why));
+}
+
+void ManagerHub::call_barrier(uint64_t id, Barrier& barrier, ObjectOp op, Waiter waiter) {
+  switch (op) {
+    case ObjectOp::kBarrierWait: {
+      if (barrier.broken)
+        return waiter.done(ObjectResult::error(Failure::kBrokenBarrier, barrier.broken_why));
+      const uint64_t index = barrier.waiting.size();
+      if (index + 1 == barrier.parties) {
+        // The last party: everybody passes, each with its arrival index.
+        auto waiting = std::exchange(barrier.waiting, {});
+        for (size_t i = 0; i < waiting.size(); ++i) waiting[i].done(ObjectResult::number(i));
+        return waiter.done(ObjectResult::number(index));
+      }
+      if (waiter.deadline && *waiter.deadline <= Clock::now()) {
+        const std::string who = waiter.who;
+        waiter.done(ObjectResult::error(
+            Failure::kBrokenBarrier,
+            "barrier " + std::to_string(id) + " is broken: " + who + " timed out waiting"));
+        return break_barrier(id, barrier, who + " timed out waiting");
+      }
+      barrier.waiting.push_back(std::move(waiter));
+      return;
+    }
+    case ObjectOp::kBarrierReset:
+      if (!barrier.waiting.empty()) break_barrier(id, barrier, "it was reset while parties waited");
+      barrier.broken = false;
+      barrier.broken_why.clear();
+      return waiter.done(ObjectResult::item());
+    case ObjectOp::kBarrierAbort:
+      break_barrier(id, barrier, "it was aborted by " + waiter.who);
+      return waiter.done(ObjectResult::item());
+    case ObjectOp::kBarrierWaiting:
+      return waiter.done(ObjectResult::number(barrier.waiting.size()));
+    case ObjectOp::kBarrierBroken:
+      return waiter.done(ObjectResult::number(barrier.broken ? 1 : 0));
+    default:
+      wrong_op(op, "Barrier");
+  }
+}
+
+void ManagerHub::process_ended(uint64_t process, const std::string& how) {
+  auto own = [process](const Waiter& waiter) { return waiter.requester == process; };
+  for (auto& [id, object] : objects_) {
+    if (auto* lock = std::get_if<Lock>(&object)) {
+      std::erase_if(lock->waiters, own);
+      if (lock->holder == process) {
+        log_("lock " + std::to_string(id) + " is released: its holder ended (" + how + ")");
+        lock->holder.reset();
+        lock->holder_name.clear();
+        grant_next(*lock);
+      }
+    } else if (auto* event = std::get_if<Event>(&object)) {
+      std::erase_if(event->waiters, own);
+    } else if (auto* barrier = std::get_if<Barrier>(&object)) {
+      if (std::none_of(barrier->waiting.begin(), barrier->waiting.end(), own)) continue;
+      std::erase_if(barrier->waiting, own);
+      break_barrier(id, *barrier, "a party waiting at it ended (" + how + ")");
+    }
+  }
+}
+
+std::optional<ManagerHub::Clock::time_point> ManagerHub::expire(Clock::time_point now) {
+  std::optional<Clock::time_point> next;
+  auto note = [&next](const Waiter& waiter) {
+    if (waiter.deadline && (!next || *waiter.deadline < *next)) next = waiter.deadline;
+  };
+  auto due = [now](const Waiter& waiter) { return waiter.deadline && *waiter.deadline <= now; };
+  auto time_out = [&](std::deque<Waiter>& waiters) {
+    for (auto it = waiters.begin(); it != waiters.end();) {
+      if (due(*it)) {
+        Waiter waiter = std::move(*it);
+        it = waiters.erase(it);
+        waiter.done({Outcome::kTimeout, 0, {}, {}, {}});
+      } else {
+        note(*it);
+        ++it;
+      }
+    }
+  };
+  for (auto& [id, object] : objects_) {
+    if (auto* lock = std::get_if<Lock>(&object)) {
+      time_out(lock->waiters);
+    } else if (auto* event = std::get_if<Event>(&object)) {
+      time_out(event->waiters);
+    } else if (auto* barrier = std::get_if<Barrier>(&object)) {
+      auto late = std::find_if(barrier->waiting.begin(), barrier->waiting.end(), due);
+      if (late != barrier->waiting.end()) {
+        // Python's rule: a wait that times out breaks the barrier, for itself and the others.
+        const std::string why = late->who + " timed out waiting";
+        break_barrier(id, *barrier, why);
+      } else {
+        for (const auto& waiter : barrier->waiting) note(waiter);
+      }
+    }
+  }
+  return next;
+}
+
+}  // namespace fiber::detail

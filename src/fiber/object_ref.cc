@@ -1,0 +1,62 @@
+#include "fiber/detail/object_ref.h"
+
+#include <string>
+
+#include "fiber/errors.h"
+#include "fiber/runtime/runtime.h"
+
+namespace fiber::detail {
+
+namespace {
+
+[[noreturn]] void throw_failure(const ObjectResult& result, const char* what) {
+  const std::string prefix = std::string(what) + ": ";
+  switch (result.failure) {
+    case Failure::kUsage:
+      throw UsageError(result.reason);
+    case Failure::kBrokenBarrier:
+      throw BrokenBarrierError(prefix + result.reason);
+    case Failure::kRemote: {
+      const auto split = result.reason.find('\0');
+      if (split == std::string::npos) throw RemoteError("unknown", result.reason);
+      throw RemoteError(result.reason.substr(0, split), result.reason.substr(split + 1));
+    }
+    default:
+      throw ProtocolError(prefix + result.reason);
+  }
+}
+
+}  // namespace
+
+ObjectRef ObjectRef::create(ObjectType type, std::vector<std::byte> payload) {
+  const ObjectResult result = Runtime::instance().manager().object_create(type, std::move(payload));
+  if (result.outcome != Outcome::kValue) throw_failure(result, "Manager");
+  return ObjectRef(result.value);
+}
+
+ObjectAnswer ObjectRef::call(ObjectOp op, std::vector<std::byte> args, const char* what,
+                             std::optional<std::chrono::microseconds> timeout) const {
+  if (id_ == 0) throw UsageError(std::string(what) + ": the handle refers to no shared object");
+  ObjectResult result =
+      Runtime::instance().manager().object_call(id_, op, std::move(args), timeout);
+  ObjectAnswer answer;
+  switch (result.outcome) {
+    case Outcome::kItem:
+      answer.bytes = std::move(result.bytes);
+      return answer;
+    case Outcome::kValue:
+      answer.is_number = true;
+      answer.number = result.value;
+      return answer;
+    case Outcome::kTimeout:
+      answer.timed_out = true;
+      return answer;
+    case Outcome::kError:
+      throw_failure(result, what);
+    default:
+      throw ProtocolError(std::string(what) + ": unexpected answer " +
+                          std::to_string(static_cast<uint32_t>(result.outcome)));
+  }
+}
+
+}  // namespace fiber::detail
