@@ -150,19 +150,19 @@ void invoke_hosted(void* object, serial::Reader& args, serial::Writer& result) {
 }
 
 /// The id of a handle as its wire form: every copy in every process refers to one object.
-#define FIBER_SHARED_HANDLE(Handle)                                                     \
-  void fiber_save(serial::Writer& writer) const { serial::save(writer, ref_.id()); }   \
-  static Handle fiber_load(serial::Reader& reader) {                                   \
-    return Handle(detail::ObjectRef(serial::read<uint64_t>(reader)));                  \
-  }                                                                                    \
-  /** True when the handle refers to an object (a default-made one does not). */        \
-  bool valid() const noexcept { return ref_.valid(); }                                 \
-                                                                                       \
- private:                                                                              \
-  explicit Handle(detail::ObjectRef ref) : ref_(ref) {}                                \
-  friend class fiber::Manager;                                                         \
-  detail::ObjectRef ref_;                                                              \
-                                                                                       \
+#define FIBER_SHARED_HANDLE(Handle)                                                  \
+  void fiber_save(serial::Writer& writer) const { serial::save(writer, ref_.id()); } \
+  static Handle fiber_load(serial::Reader& reader) {                                 \
+    return Handle(detail::ObjectRef(serial::read<uint64_t>(reader)));                \
+  }                                                                                  \
+  /** True when the handle refers to an object (a default-made one does not). */     \
+  bool valid() const noexcept { return ref_.valid(); }                               \
+                                                                                     \
+ private:                                                                            \
+  explicit Handle(detail::ObjectRef ref) : ref_(ref) {}                              \
+  friend class fiber::Manager;                                                       \
+  detail::ObjectRef ref_;                                                            \
+                                                                                     \
  public:
 
 }  // namespace detail
@@ -275,8 +275,7 @@ class Value {
     ref_.call(detail::ObjectOp::kValueSet, serial::to_bytes(value), "Value::set");
   }
   /// Adds `delta` at the manager, atomically; returns the value before.
-  T fetch_add(const T& delta) const
-    requires requires(T a, T b) { static_cast<T>(a + b); }
+  T fetch_add(const T& delta) const requires requires(T a, T b) { static_cast<T>(a + b); }
   {
     serial::Writer args;
     detail::save_ref(args, detail::code_ref<&detail::add_to_value<T>>());
@@ -300,8 +299,7 @@ class Lock {
   /// Waits at most `timeout`; false when the lock stayed held by another.
   template <class Rep, class Period>
   bool acquire(std::chrono::duration<Rep, Period> timeout) const {
-    return !ref_
-                .call(detail::ObjectOp::kLockAcquire, {}, "Lock::acquire",
+    return !ref_.call(detail::ObjectOp::kLockAcquire, {}, "Lock::acquire",
                       detail::as_micros(timeout))
                 .timed_out;
   }
@@ -384,7 +382,7 @@ class Proxy {
   Proxy() = default;
   /// Runs `member` on the object with `args`; a throw there is a fiber::RemoteError here.
   template <class M, class... Given>
-    requires std::is_member_function_pointer_v<M>
+  requires std::is_member_function_pointer_v<M>
   typename detail::MemberTraits<M>::Result call(M member, Given&&... args) const {
     using Traits = detail::MemberTraits<M>;
     static_assert(std::is_base_of_v<typename Traits::Class, C>,
@@ -427,7 +425,8 @@ class Manager {
   template <class T>
   Value<T> value(const T& initial = T{}) const {
     serial::require_serializable<T>();
-    return Value<T>(detail::ObjectRef::create(detail::ObjectType::kValue, serial::to_bytes(initial)));
+    return Value<T>(
+        detail::ObjectRef::create(detail::ObjectType::kValue, serial::to_bytes(initial)));
   }
   Lock lock() const { return Lock(detail::ObjectRef::create(detail::ObjectType::kLock, {})); }
   Event event() const { return Event(detail::ObjectRef::create(detail::ObjectType::kEvent, {})); }
@@ -441,7 +440,8 @@ class Manager {
   template <class C, class... Args>
   Proxy<C> make(Args&&... args) const {
     serial::Writer payload;
-    detail::save_ref(payload, detail::code_ref<&detail::construct_hosted<C, std::decay_t<Args>...>>());
+    detail::save_ref(payload,
+                     detail::code_ref<&detail::construct_hosted<C, std::decay_t<Args>...>>());
     detail::save_ref(payload, detail::code_ref<&detail::destroy_hosted<C>>());
     serial::save(payload, std::tuple<std::decay_t<Args>...>(std::forward<Args>(args)...));
     return Proxy<C>(detail::ObjectRef::create(detail::ObjectType::kHosted, payload.take()));

@@ -61,7 +61,7 @@ std::vector<std::byte> QueueRef::get(std::optional<std::chrono::microseconds> ti
       return std::move(result.item);
     case Outcome::kTimeout:
       throw Empty(std::string(what) + ": nothing arrived within " +
-                         std::to_string(timeout ? timeout->count() : 0) + " us");
+                  std::to_string(timeout ? timeout->count() : 0) + " us");
     case Outcome::kEof:
       throw EOFError(std::string(what) + ": " + result.reason);
     default:

@@ -382,4 +382,122 @@ TEST(QueueHubTest, UnknownQueueThrows) {
   EXPECT_EQ(hub.size(known), 0u);
 }
 
+// ---- fiber::Queue: bounded puts, task_done and join ----
+
+Call put_wait(QueueHub& hub, uint64_t queue, uint64_t requester, const std::string& text,
+              std::optional<Clock::time_point> deadline = std::nullopt) {
+  Call call;
+  hub.put_wait(queue, requester, item(text), deadline, call.completion());
+  return call;
+}
+
+Call join(QueueHub& hub, uint64_t queue, uint64_t requester,
+          std::optional<Clock::time_point> deadline = std::nullopt) {
+  Call call;
+  hub.join(queue, requester, deadline, call.completion());
+  return call;
+}
+
+TEST(QueueHubTest, BoundedPutWaitsForRoomInOrder) {
+  QueueHub hub;
+  const uint64_t queue = hub.create(false, true, 2);
+  expect_outcome(put_wait(hub, queue, kChild, "a"), Outcome::kItem);
+  expect_outcome(put_wait(hub, queue, kChild, "b"), Outcome::kItem);
+  Call third = put_wait(hub, queue, kChild, "c");
+  Call fourth = put_wait(hub, queue, kChild + 1, "d");
+  EXPECT_FALSE(third.done());
+  EXPECT_EQ(hub.size(queue), 2u);
+  expect_item(get(hub, queue, kMasterId), "a");
+  expect_outcome(third, Outcome::kItem);  // the first waiting put gets the room
+  EXPECT_FALSE(fourth.done());
+  expect_item(get(hub, queue, kMasterId), "b");
+  expect_outcome(fourth, Outcome::kItem);
+  expect_item(get(hub, queue, kMasterId), "c");
+  expect_item(get(hub, queue, kMasterId), "d");
+}
+
+TEST(QueueHubTest, WaitingGetTakesTheItemOfAWaitingPut) {
+  QueueHub hub;
+  const uint64_t queue = hub.create(false, true, 1);
+  expect_outcome(put_wait(hub, queue, kChild, "a"), Outcome::kItem);
+  Call waiting_put = put_wait(hub, queue, kChild, "b");
+  expect_item(get(hub, queue, kMasterId), "a");
+  expect_outcome(waiting_put, Outcome::kItem);
+  expect_item(get(hub, queue, kMasterId), "b");
+  EXPECT_EQ(hub.size(queue), 0u);
+}
+
+TEST(QueueHubTest, FullQueueTimesOutAPutNowaitAndAWaitingPut) {
+  QueueHub hub;
+  const uint64_t queue = hub.create(false, true, 1);
+  expect_outcome(put_wait(hub, queue, kChild, "a"), Outcome::kItem);
+  expect_outcome(put_wait(hub, queue, kChild, "b", Clock::now()), Outcome::kTimeout);
+  const auto soon = Clock::now() + 10ms;
+  Call waiting = put_wait(hub, queue, kChild, "c", soon);
+  EXPECT_EQ(hub.expire(Clock::now()), soon);
+  EXPECT_FALSE(waiting.done());
+  hub.expire(soon);
+  expect_outcome(waiting, Outcome::kTimeout);
+  EXPECT_EQ(hub.size(queue), 1u);  // neither timed-out item went in
+}
+
+TEST(QueueHubTest, JoinEndsWhenEveryItemIsDone) {
+  QueueHub hub;
+  const uint64_t queue = hub.create(false, true, 0);
+  expect_outcome(join(hub, queue, kMasterId), Outcome::kItem);  // nothing unfinished
+  hub.put(queue, item("a"));
+  hub.put(queue, item("b"));
+  Call joined = join(hub, queue, kMasterId);
+  expect_item(get(hub, queue, kChild), "a");
+  expect_item(get(hub, queue, kChild + 1), "b");
+  EXPECT_EQ(hub.task_done(queue, kChild), std::nullopt);
+  EXPECT_FALSE(joined.done());
+  EXPECT_EQ(hub.task_done(queue, kChild + 1), std::nullopt);
+  expect_outcome(joined, Outcome::kItem);
+  const auto problem = hub.task_done(queue, kChild);
+  ASSERT_TRUE(problem.has_value());
+  EXPECT_NE(problem->find("more times than items were put"), std::string::npos) << *problem;
+}
+
+TEST(QueueHubTest, JoinGetsEofWhenTheConsumerOfAnUnfinishedItemEnded) {
+  QueueHub hub;
+  const uint64_t queue = hub.create(false, true, 0);
+  hub.put(queue, item("a"));
+  hub.put(queue, item("b"));
+  expect_item(get(hub, queue, kChild), "a");
+  Call joined = join(hub, queue, kMasterId);
+  hub.process_ended(kChild, "Process-7 (pid 70) was killed by signal 9");
+  EXPECT_FALSE(joined.done());  // "b" can still be taken and done
+  expect_item(get(hub, queue, kChild + 1), "b");
+  EXPECT_EQ(hub.task_done(queue, kChild + 1), std::nullopt);
+  ASSERT_TRUE(joined.done());
+  EXPECT_EQ(joined.result().outcome, Outcome::kEof);
+  EXPECT_NE(joined.result().reason.find("Process-7 (pid 70) was killed by signal 9"),
+            std::string::npos)
+      << joined.result().reason;
+}
+
+TEST(QueueHubTest, TaskDoneByAnotherProcessCountsForTheTaker) {
+  QueueHub hub;
+  const uint64_t queue = hub.create(false, true, 0);
+  hub.put(queue, item("a"));
+  expect_item(get(hub, queue, kChild), "a");
+  // The taker handed the item on; the other process marks it done.
+  EXPECT_EQ(hub.task_done(queue, kChild + 1), std::nullopt);
+  hub.process_ended(kChild, "Process-7 ended");
+  expect_outcome(join(hub, queue, kMasterId), Outcome::kItem);
+}
+
+TEST(QueueHubTest, EndedProcessDropsItsWaitingPut) {
+  QueueHub hub;
+  const uint64_t queue = hub.create(false, true, 1);
+  hub.add_producer(queue, kChild);
+  expect_outcome(put_wait(hub, queue, kChild, "a"), Outcome::kItem);
+  Call waiting = put_wait(hub, queue, kChild, "b");
+  hub.process_ended(kChild, "Process-7 ended");
+  EXPECT_FALSE(waiting.done());
+  expect_item(get(hub, queue, kMasterId), "a");
+  EXPECT_EQ(hub.size(queue), 0u);  // the dead producer's item never went in
+}
+
 }  // namespace

@@ -11,6 +11,7 @@
 #include "fiber/errors.h"
 #include "fiber/wire/group_messages.h"
 #include "fiber/wire/link_messages.h"
+#include "fiber/wire/manager_messages.h"
 #include "fiber/wire/nested_messages.h"
 #include "fiber/wire/pool_messages.h"
 #include "fiber/wire/process_messages.h"
@@ -92,10 +93,56 @@ TEST(Wire, ProcessMessages) {
   EXPECT_FALSE(wire::is_last_word(wire::Leave{}.encode()));
 }
 
+TEST(Wire, ManagerMessages) {
+  const auto payload = bytes_of("args");
+  bridge::Received create_in =
+      as_received(wire::ObjectCreate{3, ObjectType::kBarrier, payload}.encode());
+  const auto create = wire::ObjectCreate::decode(create_in);
+  EXPECT_EQ(create.request, 3u);
+  EXPECT_EQ(create.type, ObjectType::kBarrier);
+  EXPECT_EQ(create.payload, payload);
+  auto bad_type = wire::ObjectCreate{3, ObjectType::kDict, {}}.encode();
+  bad_type.flags = 0;
+  bridge::Received bad_in = as_received(bad_type);
+  EXPECT_THROW(wire::ObjectCreate::decode(bad_in), ProtocolError);
+
+  bridge::Received call_in = as_received(
+      wire::ObjectCall{4, 12, static_cast<uint32_t>(ObjectOp::kLockAcquire), 900, payload}
+          .encode());
+  const auto call = wire::ObjectCall::decode(call_in);
+  EXPECT_EQ(call.request, 4u);
+  EXPECT_EQ(call.object, 12u);
+  EXPECT_EQ(call.op, static_cast<uint32_t>(ObjectOp::kLockAcquire));
+  EXPECT_EQ(call.timeout_us, 900);
+  EXPECT_EQ(call.payload, payload);
+  bridge::Received short_in = as_received(wire::ObjectCall{4, 12, 1, -1, {}}.encode());
+  short_in.payload.resize(3);
+  EXPECT_THROW(wire::ObjectCall::decode(short_in), ProtocolError);
+}
+
 TEST(Wire, QueueMessages) {
   const auto create = round_trip(wire::QueueCreate{4, true});
   EXPECT_EQ(create.request, 4u);
   EXPECT_TRUE(create.pipe_channel);
+  EXPECT_FALSE(create.joinable);
+  const auto bounded = round_trip(wire::QueueCreate{5, false, true, 64});
+  EXPECT_FALSE(bounded.pipe_channel);
+  EXPECT_TRUE(bounded.joinable);
+  EXPECT_EQ(bounded.maxsize, 64u);
+
+  for (const auto op : {wire::QueueOp::kPut, wire::QueueOp::kTaskDone, wire::QueueOp::kJoin}) {
+    bridge::Received in = as_received(wire::QueueCall{8, 6, op, 250, bytes_of("x")}.encode());
+    const auto call = wire::QueueCall::decode(in);
+    EXPECT_EQ(call.request, 8u);
+    EXPECT_EQ(call.queue, 6u);
+    EXPECT_EQ(call.op, op);
+    EXPECT_EQ(call.timeout_us, 250);
+    EXPECT_EQ(call.item, bytes_of("x"));
+  }
+  auto unknown_op = wire::QueueCall{8, 6, wire::QueueOp::kPut, -1, {}}.encode();
+  unknown_op.flags = 99;
+  bridge::Received unknown_in = as_received(unknown_op);
+  EXPECT_THROW(wire::QueueCall::decode(unknown_in), ProtocolError);
 
   bridge::Received put_in = as_received(wire::QueuePut{6, bytes_of("item")}.encode());
   const auto put = wire::QueuePut::decode(put_in);

@@ -22,10 +22,11 @@ enum class ObjectType : uint32_t {
   kHosted = 7,   ///< an object of a user's class; payload: its factory (manager_service.h)
 };
 
-/// The operations on shared objects. Arguments and answers (master/manager_hub.cc answers them): keys and items are the bytes of their encoded values.
+/// The operations on shared objects. Arguments and answers (master/manager_hub.cc answers them):
+/// keys and items are the bytes of their encoded values.
 enum class ObjectOp : uint32_t {
-  kDictSet = 1,  ///< key (size-prefixed), value
-  kDictGet,      ///< key -> kItem value, or kValue 0 when absent
+  kDictSet = 1,   ///< key (size-prefixed), value
+  kDictGet,       ///< key -> kItem value, or kValue 0 when absent
   kDictContains,  ///< key -> kValue 0/1
   kDictErase,     ///< key -> kValue 0/1 (whether it was there)
   kDictSize,      ///< -> kValue
@@ -37,21 +38,21 @@ enum class ObjectOp : uint32_t {
   kListSize,         ///< -> kValue
   kListValues,       ///< -> kItem: count, then items, each size-prefixed
   kListClear,
-  kValueGet = 40,  ///< -> kItem
-  kValueSet,       ///< item
-  kValueApply,     ///< FunctionRef of an updater (ValueUpdater), its argument -> kItem old value
+  kValueGet = 40,     ///< -> kItem
+  kValueSet,          ///< item
+  kValueApply,        ///< FunctionRef of an updater (ValueUpdater), its argument -> kItem old value
   kLockAcquire = 60,  ///< waits -> kItem acquired, kTimeout
   kLockRelease,       ///< kUsage when not held
   kLockHeld,          ///< -> kValue 0/1
   kEventSet = 80,
   kEventClear,
-  kEventIsSet,  ///< -> kValue 0/1
-  kEventWait,   ///< waits -> kItem set, kTimeout
+  kEventIsSet,         ///< -> kValue 0/1
+  kEventWait,          ///< waits -> kItem set, kTimeout
   kBarrierWait = 100,  ///< waits -> kValue arrival index; kBrokenBarrier (a timeout breaks it)
   kBarrierReset,
   kBarrierAbort,
-  kBarrierWaiting,  ///< -> kValue parties waiting now
-  kBarrierBroken,   ///< -> kValue 0/1
+  kBarrierWaiting,    ///< -> kValue parties waiting now
+  kBarrierBroken,     ///< -> kValue 0/1
   kHostedCall = 120,  ///< FunctionRef of the invoker (HostedInvoker), its arguments -> kItem
 };
 

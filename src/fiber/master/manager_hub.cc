@@ -9,7 +9,6 @@ namespace fiber::detail {
 
 namespace {
 
-
 std::string as_key(std::span<const std::byte> bytes) {
   return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
 }
@@ -103,8 +102,7 @@ void ManagerHub::call(uint64_t object_id, ObjectOp op, uint64_t requester, const
       found->second);
 }
 
-void ManagerHub::call_dict(Dict& dict, ObjectOp op, serial::Reader& args,
-                           const Completion& done) {
+void ManagerHub::call_dict(Dict& dict, ObjectOp op, serial::Reader& args, const Completion& done) {
   switch (op) {
     case ObjectOp::kDictSet: {
       std::string key = as_key(args.read_span(args.read_size()));
@@ -123,8 +121,7 @@ void ManagerHub::call_dict(Dict& dict, ObjectOp op, serial::Reader& args,
       return done(ObjectResult::item(it->second->second));
     }
     case ObjectOp::kDictContains:
-      return done(
-          ObjectResult::number(dict.index.count(as_key(args.read_span(args.remaining())))));
+      return done(ObjectResult::number(dict.index.count(as_key(args.read_span(args.remaining())))));
     case ObjectOp::kDictErase: {
       auto it = dict.index.find(as_key(args.read_span(args.remaining())));
       if (it == dict.index.end()) return done(ObjectResult::number(0));
@@ -152,8 +149,7 @@ void ManagerHub::call_dict(Dict& dict, ObjectOp op, serial::Reader& args,
   }
 }
 
-void ManagerHub::call_list(List& list, ObjectOp op, serial::Reader& args,
-                           const Completion& done) {
+void ManagerHub::call_list(List& list, ObjectOp op, serial::Reader& args, const Completion& done) {
   switch (op) {
     case ObjectOp::kListAppend:
       list.items.push_back(rest_of(args));
@@ -161,15 +157,15 @@ void ManagerHub::call_list(List& list, ObjectOp op, serial::Reader& args,
     case ObjectOp::kListGet: {
       const auto index = serial::read<uint64_t>(args);
       if (index >= list.items.size())
-        return done(ObjectResult::error(Failure::kUsage,
-                                        index_problem("get", index, list.items.size())));
+        return done(
+            ObjectResult::error(Failure::kUsage, index_problem("get", index, list.items.size())));
       return done(ObjectResult::item(list.items[index]));
     }
     case ObjectOp::kListSet: {
       const auto index = serial::read<uint64_t>(args);
       if (index >= list.items.size())
-        return done(ObjectResult::error(Failure::kUsage,
-                                        index_problem("set", index, list.items.size())));
+        return done(
+            ObjectResult::error(Failure::kUsage, index_problem("set", index, list.items.size())));
       list.items[index] = rest_of(args);
       return done(ObjectResult::item());
     }

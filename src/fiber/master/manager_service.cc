@@ -39,8 +39,7 @@ ObjectResult remote_failure() {
 ManagerService::ManagerService(ProgressEngine& engine, Reply reply)
     : engine_(engine),
       reply_(std::move(reply)),
-      hub_([](const std::string& line) { std::fprintf(stderr, "fibermpi: %s\n", line.c_str()); }) {
-}
+      hub_([](const std::string& line) { std::fprintf(stderr, "fibermpi: %s\n", line.c_str()); }) {}
 
 ManagerService::~ManagerService() { stop(); }
 
@@ -124,8 +123,7 @@ ObjectResult ManagerService::object_create(ObjectType type, std::vector<std::byt
   return ObjectResult::number(id);
 }
 
-ObjectResult ManagerService::object_call(uint64_t object, ObjectOp op,
-                                         std::vector<std::byte> args,
+ObjectResult ManagerService::object_call(uint64_t object, ObjectOp op, std::vector<std::byte> args,
                                          std::optional<std::chrono::microseconds> timeout) {
   auto lock = engine_.lock();
   if (op == ObjectOp::kHostedCall) {
@@ -188,21 +186,21 @@ void ManagerService::on_request_locked(Kind kind, MPI_Comm comm, int source, uin
       // Constructed by the object's own thread, which answers once it is made.
       const uint64_t id = hub_.reserve_id();
       auto hosted = start_hosted_locked(id);
-      post_job(*hosted, [this, hosted, id, comm, source, request,
-                         payload = std::move(create.payload)] {
-        ObjectResult result = ObjectResult::number(id);
-        {
-          std::lock_guard run(hosted->run_mu);
-          try {
-            construct(*hosted, payload);
-          } catch (...) {
-            result = remote_failure();
-            hosted->failed = "its construction failed: " + result.reason;
-          }
-        }
-        auto lock = engine_.lock();
-        answer_locked(comm, source, request, result);
-      });
+      post_job(*hosted,
+               [this, hosted, id, comm, source, request, payload = std::move(create.payload)] {
+                 ObjectResult result = ObjectResult::number(id);
+                 {
+                   std::lock_guard run(hosted->run_mu);
+                   try {
+                     construct(*hosted, payload);
+                   } catch (...) {
+                     result = remote_failure();
+                     hosted->failed = "its construction failed: " + result.reason;
+                   }
+                 }
+                 auto lock = engine_.lock();
+                 answer_locked(comm, source, request, result);
+               });
       return;
     }
     auto call = wire::ObjectCall::decode(message);
@@ -210,8 +208,8 @@ void ManagerService::on_request_locked(Kind kind, MPI_Comm comm, int source, uin
       auto found = hosted_.find(call.object);
       if (found == hosted_.end()) {
         answer_locked(comm, source, request,
-                      ObjectResult::error(Failure::kProtocol,
-                                          "unknown shared object id " + std::to_string(call.object)));
+                      ObjectResult::error(Failure::kProtocol, "unknown shared object id " +
+                                                                  std::to_string(call.object)));
         return;
       }
       auto hosted = found->second;

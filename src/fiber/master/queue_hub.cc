@@ -147,8 +147,8 @@ void QueueHub::serve_joins(uint64_t id, Queue& queue) {
     for (auto& waiter : std::exchange(queue.join_waiters, {})) waiter.done(Outcome::kItem, {}, {});
   } else if (queue.orphaned >= queue.unfinished) {
     const std::string reason =
-        "queue " + std::to_string(id) + " can never be joined: " +
-        std::to_string(queue.unfinished) + " unfinished item" +
+        "queue " + std::to_string(id) +
+        " can never be joined: " + std::to_string(queue.unfinished) + " unfinished item" +
         (queue.unfinished == 1 ? " was" : "s were") +
         " taken by processes that ended without task_done (the last: " + queue.orphaned_by + ")";
     for (auto& waiter : std::exchange(queue.join_waiters, {}))

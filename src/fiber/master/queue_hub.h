@@ -84,10 +84,10 @@ class QueueHub {
     bool pipe_channel = false;
     bool joinable = false;
     uint64_t maxsize = 0;
-    uint64_t unfinished = 0;  ///< Items put and not yet task_done.
+    uint64_t unfinished = 0;                       ///< Items put and not yet task_done.
     std::unordered_map<uint64_t, uint64_t> taken;  ///< Per process: items got, not task_done.
-    uint64_t orphaned = 0;     ///< Unfinished items taken by processes that ended.
-    std::string orphaned_by;   ///< The last of those processes, for join's EOF.
+    uint64_t orphaned = 0;    ///< Unfinished items taken by processes that ended.
+    std::string orphaned_by;  ///< The last of those processes, for join's EOF.
     std::deque<PutWaiter> put_waiters;
     std::deque<Waiter> join_waiters;
     bool master_produces = true;

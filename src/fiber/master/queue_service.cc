@@ -92,8 +92,10 @@ void QueueService::on_request_locked(Kind kind, MPI_Comm comm, int source, uint6
     case Kind::kQueueCreate: {
       const auto create = wire::QueueCreate::decode(message);
       reply_(comm, source,
-             wire::Reply{create.request, Outcome::kValue,
-                         hub_.create(create.pipe_channel, create.joinable, create.maxsize), {}});
+             wire::Reply{create.request,
+                         Outcome::kValue,
+                         hub_.create(create.pipe_channel, create.joinable, create.maxsize),
+                         {}});
       break;
     }
     case Kind::kQueueCall: {
@@ -113,12 +115,13 @@ void QueueService::on_request_locked(Kind kind, MPI_Comm comm, int source, uint6
       if (call.timeout_us >= 0)
         deadline = Clock::now() + std::chrono::microseconds(call.timeout_us);
       start_call(call.queue, call.op, requester, std::move(call.item), deadline,
-                 [this, comm, source, request = call.request](
-                     Outcome outcome, QueueHub::Bytes, const std::string& reason) {
+                 [this, comm, source, request = call.request](Outcome outcome, QueueHub::Bytes,
+                                                              const std::string& reason) {
                    const auto* text = reinterpret_cast<const std::byte*>(reason.data());
                    try {
                      reply_(comm, source,
-                            wire::Reply{request, outcome,
+                            wire::Reply{request,
+                                        outcome,
                                         static_cast<uint64_t>(Failure::kUsage),
                                         {text, text + reason.size()}});
                    } catch (const std::exception& e) {

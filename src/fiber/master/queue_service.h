@@ -1,5 +1,6 @@
-// The master's queue service: the hub that stores every SimpleQueue, Queue and Pipe, the master's own
-// queue operations on it, the requests workers send, and the deadlines of waiting gets. Internal.
+// The master's queue service: the hub that stores every SimpleQueue, Queue and Pipe, the master's
+// own queue operations on it, the requests workers send, and the deadlines of waiting gets.
+// Internal.
 #pragma once
 
 #include <atomic>
@@ -33,9 +34,9 @@ class QueueService final : public QueueAccess {
                          std::optional<std::chrono::microseconds> timeout) override;
   void queue_close(uint64_t queue) override;
 
-  /// A queue request (kQueueCreate..kQueueClose, kQueuePut, kQueueCall) from the worker at (comm, source),
-  /// which runs process `requester` (UINT64_MAX: none); `who` names it. Takes the message's
-  /// payload. With the lock held.
+  /// A queue request (kQueueCreate..kQueueClose, kQueuePut, kQueueCall) from the worker at (comm,
+  /// source), which runs process `requester` (UINT64_MAX: none); `who` names it. Takes the
+  /// message's payload. With the lock held.
   void on_request_locked(Kind kind, MPI_Comm comm, int source, uint64_t requester,
                          const std::string& who, bridge::Received& message);
   /// Completes waiting gets whose deadline passed. Takes the lock when one is due.

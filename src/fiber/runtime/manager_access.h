@@ -18,7 +18,7 @@ namespace fiber::detail {
 /// What an operation on a shared object ended with.
 struct ObjectResult {
   Outcome outcome = Outcome::kItem;
-  uint64_t value = 0;        ///< kValue: the number.
+  uint64_t value = 0;            ///< kValue: the number.
   std::vector<std::byte> bytes;  ///< kItem: the item (empty for operations that return nothing).
   Failure failure = Failure::kProtocol;  ///< kError: which kind of failure.
   std::string reason;                    ///< kError: what went wrong.
@@ -38,8 +38,7 @@ class ManagerAccess {
   /// A new shared object: kValue with its id, or kError with what creating it threw.
   virtual ObjectResult object_create(ObjectType type, std::vector<std::byte> payload) = 0;
   /// Runs `op` on `object`, waiting at most `timeout` where the operation waits (none: no limit).
-  virtual ObjectResult object_call(uint64_t object, ObjectOp op,
-                                   std::vector<std::byte> args,
+  virtual ObjectResult object_call(uint64_t object, ObjectOp op, std::vector<std::byte> args,
                                    std::optional<std::chrono::microseconds> timeout) = 0;
 };
 

@@ -1,5 +1,5 @@
-// The queue operations behind SimpleQueue, Queue and Pipe: served by the master's hub in the master,
-// requested from it by a worker. Internal.
+// The queue operations behind SimpleQueue, Queue and Pipe: served by the master's hub in the
+// master, requested from it by a worker. Internal.
 #pragma once
 
 #include <chrono>

@@ -11,8 +11,8 @@
 
 #include "fiber/init.h"
 #include "fiber/kubernetes/join_token.h"
-#include "fiber/runtime/progress_engine.h"
 #include "fiber/runtime/manager_access.h"
+#include "fiber/runtime/progress_engine.h"
 #include "fiber/runtime/queue_access.h"
 #include "fiber/runtime/settings.h"
 

@@ -1,7 +1,7 @@
 // Message kinds of the runtime protocol between the master and its workers. Each kind has one
 // struct in wire/ (link_messages.h, process_messages.h, queue_messages.h, pool_messages.h,
-// group_messages.h, nested_messages.h, manager_messages.h) that both sides encode and decode it with; the comments here only say who
-// sends it.
+// group_messages.h, nested_messages.h, manager_messages.h) that both sides encode and decode it
+// with; the comments here only say who sends it.
 #pragma once
 
 #include <cstdint>
@@ -49,7 +49,7 @@ enum class Kind : uint32_t {
   kGroupEvent,        ///< master -> worker: the state of one of its Groups
   kPoolStarted,       ///< worker -> master: it started a chunk that reached it idle
   // Shared state (queue_messages.h, manager_messages.h).
-  kQueueCall,    ///< worker -> master: a put that may wait, task_done or join (a request)
+  kQueueCall,     ///< worker -> master: a put that may wait, task_done or join (a request)
   kObjectCreate,  ///< worker -> master: a new shared object of a Manager (a request)
   kObjectCall,    ///< worker -> master: an operation on one (a request)
 };

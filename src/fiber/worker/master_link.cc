@@ -14,8 +14,8 @@
 #include "fiber/function_ref.h"
 #include "fiber/kubernetes/kubernetes_pod.h"
 #include "fiber/serialization.h"
-#include "fiber/wire/manager_messages.h"
 #include "fiber/wire/link_messages.h"
+#include "fiber/wire/manager_messages.h"
 #include "fiber/wire/pool_messages.h"
 #include "fiber/wire/process_messages.h"
 #include "fiber/worker/fatal_signal.h"
@@ -405,8 +405,7 @@ ObjectResult MasterLink::object_call(uint64_t object, ObjectOp op, std::vector<s
                                      std::optional<std::chrono::microseconds> timeout) {
   const int64_t timeout_us = timeout ? std::max<int64_t>(0, timeout->count()) : -1;
   wire::Reply reply = request(
-      wire::ObjectCall{0, object, static_cast<uint32_t>(op), timeout_us, std::move(args)}
-          .encode());
+      wire::ObjectCall{0, object, static_cast<uint32_t>(op), timeout_us, std::move(args)}.encode());
   ObjectResult result;
   result.outcome = reply.outcome;
   result.value = reply.value;

@@ -15,8 +15,8 @@
 #include <unordered_map>
 
 #include "fiber/invoke.h"
-#include "fiber/runtime/progress_engine.h"
 #include "fiber/runtime/manager_access.h"
+#include "fiber/runtime/progress_engine.h"
 #include "fiber/runtime/queue_access.h"
 #include "fiber/runtime/settings.h"
 #include "fiber/wire/group_messages.h"
