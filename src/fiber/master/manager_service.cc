@@ -148,7 +148,7 @@ ObjectResult ManagerService::object_call(uint64_t object, ObjectOp op, std::vect
     return ObjectResult::error(Failure::kProtocol, e.what());
   }
   if (!result->has_value()) {
-    note_deadline(deadline);
+    next_deadline_.note(deadline);
     engine_.await(lock, [&] { return result->has_value(); });
   }
   return std::move(**result);
@@ -226,7 +226,7 @@ void ManagerService::on_request_locked(Kind kind, MPI_Comm comm, int source, uin
               [this, comm, source, request](ObjectResult result) {
                 answer_locked(comm, source, request, result);
               });
-    note_deadline(deadline);
+    next_deadline_.note(deadline);
   } catch (const UsageError& e) {
     answer_locked(comm, source, request, ObjectResult::error(Failure::kUsage, e.what()));
   } catch (const std::exception& e) {
@@ -240,19 +240,11 @@ void ManagerService::process_ended_locked(uint64_t process, const std::string& h
   hub_.process_ended(process, how);
 }
 
-void ManagerService::note_deadline(std::optional<Clock::time_point> deadline) {
-  if (!deadline) return;
-  const int64_t ns = deadline->time_since_epoch().count();
-  int64_t current = next_deadline_ns_.load();
-  while (ns < current && !next_deadline_ns_.compare_exchange_weak(current, ns)) {
-  }
-}
-
 void ManagerService::expire(Clock::time_point now) {
-  if (now.time_since_epoch().count() < next_deadline_ns_.load(std::memory_order_relaxed)) return;
+  if (!next_deadline_.due(now)) return;
   auto lock = engine_.lock();
   const auto next = hub_.expire(now);
-  next_deadline_ns_.store(next ? next->time_since_epoch().count() : INT64_MAX);
+  next_deadline_.reset(next);
   engine_.notify_locked();
 }
 

@@ -4,7 +4,6 @@
 // workers send, and the deadlines of waiting calls. Internal.
 #pragma once
 
-#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -17,6 +16,7 @@
 #include <unordered_map>
 
 #include "fiber/master/manager_hub.h"
+#include "fiber/master/next_deadline.h"
 #include "fiber/runtime/manager_access.h"
 #include "fiber/runtime/progress_engine.h"
 #include "fiber/wire/queue_messages.h"
@@ -76,13 +76,12 @@ class ManagerService final : public ManagerAccess {
   std::shared_ptr<Hosted> start_hosted_locked(uint64_t id);
   void post_job(Hosted& hosted, std::function<void()> job);
   void answer_locked(MPI_Comm comm, int source, uint64_t request, const ObjectResult& result);
-  void note_deadline(std::optional<Clock::time_point> deadline);
 
   ProgressEngine& engine_;
   Reply reply_;
   ManagerHub hub_;
   std::unordered_map<uint64_t, std::shared_ptr<Hosted>> hosted_;  ///< Guarded by the lock.
-  std::atomic<int64_t> next_deadline_ns_{INT64_MAX};
+  NextDeadline next_deadline_;
 };
 
 }  // namespace fiber::detail

@@ -30,7 +30,7 @@ QueueResult QueueService::queue_wait(uint64_t queue, bool take,
   } else {
     hub_.poll(queue, kMasterId, deadline, done);
   }
-  note_deadline(deadline);
+  next_deadline_.note(deadline);
   engine_.await(lock, [&] { return result->has_value(); });
   return std::move(**result);
 }
@@ -59,7 +59,7 @@ void QueueService::start_call(uint64_t queue, wire::QueueOp op, uint64_t request
       hub_.join(queue, requester, deadline, std::move(done));
       break;
   }
-  note_deadline(deadline);
+  next_deadline_.note(deadline);
 }
 
 QueueResult QueueService::queue_call(uint64_t queue, wire::QueueOp op, std::vector<std::byte> item,
@@ -168,7 +168,7 @@ void QueueService::on_request_locked(Kind kind, MPI_Comm comm, int source, uint6
       } else {
         hub_.poll(wait.queue, requester, deadline, std::move(done));
       }
-      note_deadline(deadline);
+      next_deadline_.note(deadline);
       break;
     }
     case Kind::kQueueSize: {
@@ -191,19 +191,11 @@ void QueueService::on_request_locked(Kind kind, MPI_Comm comm, int source, uint6
   }
 }
 
-void QueueService::note_deadline(std::optional<Clock::time_point> deadline) {
-  if (!deadline) return;
-  const int64_t ns = deadline->time_since_epoch().count();
-  int64_t current = next_deadline_ns_.load();
-  while (ns < current && !next_deadline_ns_.compare_exchange_weak(current, ns)) {
-  }
-}
-
 void QueueService::expire(Clock::time_point now) {
-  if (now.time_since_epoch().count() < next_deadline_ns_.load(std::memory_order_relaxed)) return;
+  if (!next_deadline_.due(now)) return;
   auto lock = engine_.lock();
   const auto next = hub_.expire(now);
-  next_deadline_ns_.store(next ? next->time_since_epoch().count() : INT64_MAX);
+  next_deadline_.reset(next);
   engine_.notify_locked();
 }
 

@@ -3,13 +3,13 @@
 // Internal.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <span>
 #include <string>
 
+#include "fiber/master/next_deadline.h"
 #include "fiber/master/queue_hub.h"
 #include "fiber/runtime/progress_engine.h"
 #include "fiber/runtime/queue_access.h"
@@ -45,7 +45,6 @@ class QueueService final : public QueueAccess {
   QueueHub& hub() { return hub_; }
 
  private:
-  void note_deadline(std::optional<Clock::time_point> deadline);
   /// Starts `call` for `requester`; `done` gets its outcome (now or when its wait ends).
   void start_call(uint64_t queue, wire::QueueOp op, uint64_t requester, std::vector<std::byte> item,
                   std::optional<Clock::time_point> deadline, QueueHub::Completion done);
@@ -53,7 +52,7 @@ class QueueService final : public QueueAccess {
   ProgressEngine& engine_;
   Reply reply_;
   QueueHub hub_;
-  std::atomic<int64_t> next_deadline_ns_{INT64_MAX};
+  NextDeadline next_deadline_;
 };
 
 }  // namespace fiber::detail
