@@ -3,6 +3,8 @@
 // acceptor, serves queues, and hosts the pools. Internal.
 #pragma once
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -193,6 +195,8 @@ class Master final : public MessageSink,
   Settings& settings_;
   ProgressEngine& engine_;
   std::string host_;
+  /// Stamped on every message (a getpid() per message is a system call).
+  const uint32_t own_pid_ = static_cast<uint32_t>(::getpid());
   std::string signal_dir_;  ///< The run's directory: doorbells and fatal-signal reports.
   ProcessTable table_;
   LivenessMonitor liveness_;

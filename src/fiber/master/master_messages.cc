@@ -16,7 +16,7 @@ void Master::send_locked(MPI_Comm comm, int dest, const Outgoing& message) {
                             message.flags,
                             message.id,
                             message.aux,
-                            static_cast<uint32_t>(::getpid()),
+                            own_pid_,
                             0};
   Slot* slot = table_.find(comm, dest);
   if (slot) envelope.seq = static_cast<uint32_t>(slot->messages_sent++);

@@ -57,9 +57,7 @@ void ProgressEngine::notify_locked() {
   doorbell_.ring_self();
 }
 
-void ProgressEngine::ring(int pid) {
-  doorbell_.ring(doorbell_directory_, pid, settings_.ring_min_gap);
-}
+void ProgressEngine::ring(int pid) { doorbell_.ring(doorbell_directory_, pid); }
 
 bool ProgressEngine::open_doorbell(const std::string& directory, int pid) {
   doorbell_directory_ = directory;
@@ -123,17 +121,22 @@ void ProgressEngine::progress_loop() {
       backoff.reset();
       continue;
     }
+    // A round that will sleep if it finds nothing announces the sleep before it polls, so that
+    // a peer sending meanwhile rings (doorbell.h).
+    const auto sleep = backoff.next_sleep();
+    const bool may_sleep = sleep.count() > 0;
+    if (may_sleep) doorbell_.prepare_sleep();
     bool active = false;
     try {
       std::lock_guard progress(progress_mu_);
-      if (stop_progress_.load()) break;
-      active = poll_once();
+      if (!stop_progress_.load()) active = poll_once();
     } catch (const std::exception& e) {
       std::fprintf(stderr, "fibermpi: progress error: %s\n", e.what());
     }
-    if (active) {
+    if (active || stop_progress_.load()) {
+      if (may_sleep) doorbell_.cancel_sleep();
       backoff.reset();
-    } else if (const auto sleep = backoff.next_sleep(); sleep.count() > 0) {
+    } else if (may_sleep) {
       if (doorbell_.sleep(sleep)) backoff.reset();
     }
   }
@@ -209,6 +212,16 @@ bool ProgressEngine::await(std::unique_lock<std::mutex>& lock, const std::functi
   bool satisfied = pred();
   while (!satisfied) {
     if (deadline && Clock::now() >= *deadline) break;
+    // A round that will sleep if nothing happens announces the sleep before its last look (the
+    // poll and `pred`), so that a peer's message or a local change meanwhile rings (doorbell.h).
+    auto sleep = backoff.next_sleep();
+    if (deadline && sleep.count() > 0) {
+      sleep = std::min(
+          sleep, std::chrono::duration_cast<std::chrono::microseconds>(*deadline - Clock::now()) +
+                     std::chrono::microseconds(1));
+    }
+    const bool may_sleep = sleep.count() > 0;
+    if (may_sleep) doorbell_.prepare_sleep();
     lock.unlock();
     bool active = false;
     bool polled = false;
@@ -225,6 +238,9 @@ bool ProgressEngine::await(std::unique_lock<std::mutex>& lock, const std::functi
     }
     lock.lock();
     satisfied = pred();
+    if (satisfied || !polled || active || !may_sleep) {
+      if (may_sleep) doorbell_.cancel_sleep();
+    }
     if (satisfied) break;
     if (!polled) {
       // Another thread is polling: the progress thread stands aside after its current round,
@@ -244,20 +260,13 @@ bool ProgressEngine::await(std::unique_lock<std::mutex>& lock, const std::functi
       backoff.reset();
       continue;
     }
-    auto sleep = backoff.next_sleep();
-    if (sleep.count() == 0) {
+    if (!may_sleep) {
       // Spinning: let the other processes sharing these cores run meanwhile.
       lock.unlock();
       std::this_thread::yield();
       lock.lock();
       satisfied = pred();
       continue;
-    }
-    if (deadline) {
-      sleep = std::min(
-          sleep, std::chrono::duration_cast<std::chrono::microseconds>(*deadline - Clock::now()) +
-                     std::chrono::microseconds(1));
-      if (sleep.count() <= 0) continue;
     }
     // Peers ring this process's doorbell after sending to it, and local threads after changing
     // what `pred` looks at, so this sleep ends as soon as there is something to see.

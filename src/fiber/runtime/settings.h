@@ -33,9 +33,6 @@ struct Settings : Config {
   /// just stopped waiting usually waits again soon; taking over at once makes two threads trade
   /// the MPI lock on every message).
   std::chrono::microseconds progress_take_over{2000};
-  /// A receiver polls for at least 100 us after waking or after any message, so ringing it again
-  /// sooner than this only costs a system call.
-  std::chrono::microseconds ring_min_gap{50};
   /// How long shutdown waits for queued and in-flight sends to leave, in the master and in a
   /// worker.
   std::chrono::seconds master_drain_limit{5};

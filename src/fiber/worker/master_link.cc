@@ -53,7 +53,7 @@ void MasterLink::send(const Outgoing& message) {
                             message.flags,
                             message.id,
                             message.aux,
-                            static_cast<uint32_t>(::getpid()),
+                            own_pid_,
                             0};
   {
     // Numbered and posted in one step, so the numbers follow the order MPI delivers them in (a

@@ -4,6 +4,8 @@
 // heartbeats, and queue requests. Internal.
 #pragma once
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -131,6 +133,8 @@ class MasterLink final : public MessageSink, public QueueAccess, public ManagerA
   const bool spawned_;
   const bool joined_;
   std::string host_;
+  /// Stamped on every message (a getpid() per message is a system call).
+  const uint32_t own_pid_ = static_cast<uint32_t>(::getpid());
 
   // Guarded by the engine's lock.
   int master_pid_ = 0;
