@@ -134,6 +134,43 @@ def master_cpu_table(rows):
               f"(~{10000 / per_task:.0f} workers of 10 ms tasks)")
 
 
+SHARED_IMPLS = ("fibermpi static", "fibermpi spawned", "python")
+SHARED_OPS = [
+    ("Dict set+get p50 (us)", "dict_set_get"),
+    ("Lock acquire+release p50 (us)", "lock_acquire_release"),
+    ("Value fetch_add p50 (us)", "value_fetch_add"),
+    ("Queue put+get p50 (us)", "queue_put_get"),
+]
+
+
+def shared_state_table(rows):
+    if not any(row["bench"] in ("shared_op", "joinable_queue") for row in rows):
+        return
+    print()
+    print("Shared state, called from a worker process (python: multiprocessing's Manager; its Value "
+          "has no fetch_add: lock + value += 1)")
+    print(f"{'':<38}" + "".join(f"{name:>18}" for name in SHARED_IMPLS) +
+          f"{'python/static':>15}{'python/spawned':>16}")
+
+    def line(label, values, faster_is_lower=True):
+        static, spawned, python = values
+        speedup = (lambda ours: ratio(python, ours)) if faster_is_lower else (lambda ours: ratio(ours, python))
+        print(f"{label:<38}" + "".join(f"{fmt(v):>18}" for v in values) +
+              f"{speedup(static):>15}{speedup(spawned):>16}")
+
+    for label, op in SHARED_OPS:
+        values = []
+        for impl in SHARED_IMPLS:
+            row = find(rows, "shared_op", impl, op=op)
+            values.append(row.get("p50_us") if row else None)
+        line(label, values)
+    values = []
+    for impl in SHARED_IMPLS:
+        row = find(rows, "joinable_queue", impl)
+        values.append(row.get("items_per_s") if row else None)
+    line("joinable queue 4+4 (items/s)", values, faster_is_lower=False)
+
+
 def failures(rows):
     failed = [row for row in rows if "error" in row]
     if not failed:
@@ -192,6 +229,7 @@ def main():
     resilience_table(rows)
     spawn_table(rows)
     master_cpu_table(rows)
+    shared_state_table(rows)
     failures(rows)
     plot(rows, out)
 
