@@ -3,16 +3,18 @@
 // each with hyper-parameters of its own (the ES learning rate and noise sigma), in rounds:
 //
 //   controller (main)            fiber::Pool of members: one task per member and round
-//     apply_async(train_round) ──>  train_round: fiber::Pool of --rollout-workers (nested)
-//                                     --iterations ES steps, every population scored there
-//     SimpleQueue<Report>      <──    reports (member, score, parameters, hyper-parameters)
-//     rank the reports; the bottom quarter copies the parameters of a top-quarter member
+//     apply_async(train_round) ──>  train_round: reads its member from the population,
+//                                     fiber::Pool of --rollout-workers (nested), --iterations
+//                                     ES steps, every ES population scored there
+//     fiber::Dict<int, Member> <──>   the population, kept by a fiber::Manager: each member's
+//                                     score, parameters and hyper-parameters, written back
+//     rank the population; the bottom quarter copies the parameters of a top-quarter member
 //     (exploit) and takes its hyper-parameters times 0.8 or 1.2 each (explore); next round.
 //
 // A round starts from the parameters in hand, with a fresh optimiser: what a member carries
 // from round to round is its parameters and hyper-parameters, as in the paper. Every random draw
 // comes from the seed (a member's noise and episodes from seed, member and round; the
-// controller's choices from the seed), and the reports are placed by member id whatever order
+// controller's choices from the seed), and each member is kept under its id whatever order
 // they arrive in, so a seed gives the same run with any number of rollout workers and under any
 // launcher.
 //
@@ -34,7 +36,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <numeric>
+#include <optional>
 #include <random>
+#include <stdexcept>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -81,7 +86,7 @@ struct Hyper {
 };
 
 // A member as the controller knows it; after a round, the member's report.
-struct Report {
+struct Member {
   int member = 0;
   double score = 0;  // average return of the ES mean over the round's evaluation episodes
   std::vector<double> params;
@@ -116,11 +121,16 @@ std::vector<double> play(fiber::Pool& rollouts, const std::vector<double>& rows,
   return rollouts.starmap(episode_return, jobs);
 }
 
-// A task of the members' pool: one round of `member`'s training from `params` with `hyper`,
-// its ES populations played on a rollout pool of its own (nested in this pool worker), then its
-// report put on `reports`.
-void train_round(int member, std::vector<double> params, Hyper hyper, Settings settings,
-                 std::int64_t round, fiber::SimpleQueue<Report> reports) {
+// A task of the members' pool: one round of `member`'s training from the parameters and
+// hyper-parameters the population holds for it, its ES populations played on a rollout pool of
+// its own (nested in this pool worker), then its score and new parameters written back.
+void train_round(int member, Settings settings, std::int64_t round,
+                 fiber::Dict<int, Member> population) {
+  const std::optional<Member> start = population.get(member);
+  if (!start)
+    throw std::runtime_error("member " + std::to_string(member) + " is not in the population");
+  const Hyper hyper = start->hyper;
+  std::vector<double> params = start->params;
   fiber::Pool rollouts(static_cast<int>(settings.rollout_workers));
   rl::OpenEs es(
       std::move(params),
@@ -149,15 +159,15 @@ void train_round(int member, std::vector<double> params, Hyper hyper, Settings s
     copies.insert(copies.end(), es.mean().begin(), es.mean().end());
   }
   const std::vector<double> returns = play(rollouts, copies, seeds);
-  reports.put(
-      Report{.member = member,
-             .score = std::accumulate(returns.begin(), returns.end(), 0.0) / kEvaluationEpisodes,
-             .params = es.mean(),
-             .hyper = hyper});
+  population.set(member, Member{.member = member,
+                                .score = std::accumulate(returns.begin(), returns.end(), 0.0) /
+                                         kEvaluationEpisodes,
+                                .params = es.mean(),
+                                .hyper = hyper});
 }
 
 // Members ordered best first (the lower id on a tie).
-std::vector<int> ranking(const std::vector<Report>& members) {
+std::vector<int> ranking(const std::vector<Member>& members) {
   std::vector<int> order(members.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
@@ -168,15 +178,15 @@ std::vector<int> ranking(const std::vector<Report>& members) {
 // The controller's step between rounds: each member of the bottom quarter (one at least, from
 // two members up) copies the parameters of a top-quarter member drawn at random (exploit) and
 // takes its hyper-parameters, each multiplied by 0.8 or 1.2 (explore).
-void exploit_and_explore(std::vector<Report>& members, std::mt19937_64& rng) {
+void exploit_and_explore(std::vector<Member>& members, std::mt19937_64& rng) {
   if (members.size() < 2) return;
   const std::vector<int> order = ranking(members);
   const std::size_t quarter = std::max<std::size_t>(1, members.size() / 4);
   std::uniform_int_distribution<std::size_t> top(0, quarter - 1);
   std::bernoulli_distribution up(0.5);
   for (std::size_t i = members.size() - quarter; i < members.size(); ++i) {
-    Report& loser = members[order[i]];
-    const Report& winner = members[order[top(rng)]];
+    Member& loser = members[order[i]];
+    const Member& winner = members[order[top(rng)]];
     loser.params = winner.params;
     loser.hyper = {.learning_rate = winner.hyper.learning_rate * (up(rng) ? 1.2 : 0.8),
                    .sigma = winner.hyper.sigma * (up(rng) ? 1.2 : 0.8)};
@@ -187,9 +197,9 @@ void exploit_and_explore(std::vector<Report>& members, std::mt19937_64& rng) {
 
 // The first round's members: initial parameters of their own, hyper-parameters drawn
 // log-uniformly (learning rate in [0.003, 0.3), sigma in [0.02, 0.5)).
-std::vector<Report> initial_members(const Settings& settings, std::mt19937_64& rng) {
+std::vector<Member> initial_members(const Settings& settings, std::mt19937_64& rng) {
   std::uniform_real_distribution<double> unit(0.0, 1.0);
-  std::vector<Report> members(static_cast<std::size_t>(settings.members));
+  std::vector<Member> members(static_cast<std::size_t>(settings.members));
   for (std::size_t m = 0; m < members.size(); ++m) {
     members[m].member = static_cast<int>(m);
     members[m].params =
@@ -202,33 +212,34 @@ std::vector<Report> initial_members(const Settings& settings, std::mt19937_64& r
 
 // The controller: rounds on `pool` until a member's score reaches the target or the budget
 // ends; prints each round and the final line.
-void train(fiber::Pool& pool, const Settings& settings) {
+void train(fiber::Pool& pool, fiber::Manager& manager, const Settings& settings) {
   std::mt19937_64 rng(derive_seed(settings.seed, Stream::kController, 0, 0));
-  std::vector<Report> members = initial_members(settings, rng);
-  fiber::SimpleQueue<Report> reports;
+  fiber::Dict<int, Member> population = manager.dict<int, Member>();
+  std::vector<Member> members = initial_members(settings, rng);
+  for (const Member& m : members) population.set(m.member, m);
   std::int64_t round = 0;
   int best = 0;
   const auto start = std::chrono::steady_clock::now();
   while (round < settings.rounds) {
     ++round;
     std::vector<fiber::AsyncResult<void>> running;
-    for (const Report& m : members)
-      running.push_back(
-          pool.apply_async(train_round, m.member, m.params, m.hyper, settings, round, reports));
-    // Every task has put its report once it is done; get() rethrows a member's failure.
+    for (const Member& m : members)
+      running.push_back(pool.apply_async(train_round, m.member, settings, round, population));
+    // Every task has written its member back once it is done; get() rethrows a member's failure.
     for (const fiber::AsyncResult<void>& task : running) task.get();
-    for (std::size_t i = 0; i < members.size(); ++i) {
-      Report report = reports.get();
-      members[static_cast<std::size_t>(report.member)] = std::move(report);
-    }
+    for (auto& [id, member] : population.items())
+      members[static_cast<std::size_t>(id)] = std::move(member);
     best = ranking(members).front();
     std::printf("round %lld: scores", static_cast<long long>(round));
-    for (const Report& m : members) std::printf(" %.1f", m.score);
+    for (const Member& m : members) std::printf(" %.1f", m.score);
     std::printf("; best member %d (learning rate %.4f, sigma %.4f)\n", best,
                 members[best].hyper.learning_rate, members[best].hyper.sigma);
     std::fflush(stdout);  // a round's line as it ends, also into a pipe or a log
     if (members[best].score >= static_cast<double>(settings.target)) break;
-    if (round < settings.rounds) exploit_and_explore(members, rng);
+    if (round < settings.rounds) {
+      exploit_and_explore(members, rng);
+      for (const Member& m : members) population.set(m.member, m);
+    }
   }
   std::printf("training took %.2f s\n",
               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -260,6 +271,7 @@ int main(int argc, char** argv) {
   fiber::Pool pool(static_cast<int>(settings.members));
   // One task per idle member process each round, and the training time leaves their start out.
   pool.wait_ready();
-  train(pool, settings);
+  fiber::Manager manager;
+  train(pool, manager, settings);
   return 0;
 }
