@@ -15,6 +15,10 @@
 //            value exact, and the pool never grew
 //   group    a Group of 4 on worker pods (their ranks joined across pods by connect/accept):
 //            allreduce and allgather over group_comm(), each member's pod and rank printed
+//   shared   shared state served by the launcher to worker pods: 4 Processes on pods make 250
+//            locked increments each of a Manager's Value and meet at a Barrier, a Pool on pods
+//            fetch_adds and fills a Dict, and a pod feeds a bounded Queue the launcher drains
+//            (task_done, join); every value checked, each process's pod printed
 #include <mpi.h>
 #include <unistd.h>
 
@@ -23,8 +27,10 @@
 #include <cstdlib>
 #include <exception>
 #include <map>
+#include <mutex>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -227,6 +233,84 @@ int guard() {
 
 }  // namespace
 
+const char* own_pod() {
+  const char* pod = std::getenv("FIBER_K8S_POD_NAME");
+  return pod ? pod : "?";
+}
+
+void locked_increments(fiber::Lock lock, fiber::Value<long> counter, fiber::Barrier met,
+                       fiber::SimpleQueue<std::string> pods) {
+  for (int i = 0; i < 250; ++i) {
+    std::lock_guard held(lock);
+    counter.set(counter.get() + 1);
+  }
+  met.wait();
+  pods.put(own_pod());
+}
+
+long count_and_record(fiber::Value<long> total, fiber::Dict<long, std::string> where, long x) {
+  total.fetch_add(x);
+  where.set(x, own_pod());
+  return x;
+}
+
+void feed(fiber::Queue<long> queue, long count) {
+  for (long i = 0; i < count; ++i) queue.put(i);
+}
+
+int shared() {
+  fiber::Manager manager;
+  // 4 x 250 read-modify-writes under one lock, from 4 pods: exactly 1,000.
+  fiber::Lock lock = manager.lock();
+  fiber::Value<long> counter = manager.value<long>(0);
+  fiber::Barrier met = manager.barrier(4);
+  fiber::SimpleQueue<std::string> pods;
+  std::vector<fiber::Process> processes;
+  for (int i = 0; i < 4; ++i) processes.emplace_back(locked_increments, lock, counter, met, pods);
+  for (auto& p : processes) p.start();
+  std::set<std::string> on;
+  for (int i = 0; i < 4; ++i) on.insert(pods.get(std::chrono::seconds(240)));
+  for (auto& p : processes) p.join();
+  std::string line;
+  for (const auto& pod : on) line += " " + pod;
+  std::printf("locked increments %ld on%s\n", counter.get(), line.c_str());
+
+  // fetch_add and a Dict from a pool on pods.
+  fiber::Value<long> total = manager.value<long>(0);
+  fiber::Dict<long, std::string> where = manager.dict<long, std::string>();
+  std::vector<std::tuple<fiber::Value<long>, fiber::Dict<long, std::string>, long>> jobs;
+  for (long x = 1; x <= 200; ++x) jobs.emplace_back(total, where, x);
+  {
+    fiber::Pool pool(2);
+    const std::vector<long> back = pool.starmap(count_and_record, jobs, 1);
+    for (long x = 1; x <= 200; ++x) {
+      if (back[static_cast<size_t>(x - 1)] != x) {
+        std::printf("FAIL: result %ld is %ld\n", x - 1, back[static_cast<size_t>(x - 1)]);
+        return 1;
+      }
+    }
+  }
+  std::map<std::string, int> per_pod;
+  for (const auto& [x, pod] : where.items()) ++per_pod[pod];
+  std::printf("fetch_add total %ld, dict size %zu\n", total.get(), where.size());
+  print_pods("pool on", per_pod);
+
+  // A bounded queue fed from a pod, drained here.
+  fiber::Queue<long> queue(8);
+  fiber::Process producer(feed, queue, 500L);
+  producer.start();
+  long sum = 0;
+  for (int i = 0; i < 500; ++i) {
+    sum += queue.get(std::chrono::seconds(120));
+    queue.task_done();
+  }
+  queue.join();
+  producer.join();
+  std::printf("queue sum %ld, producer exit code %d\n", sum, producer.exitcode().value_or(-1));
+  std::fflush(stdout);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   fiber::init(argc, argv);
   const std::string scenario = argc > 1 ? argv[1] : "";
@@ -239,10 +323,12 @@ int main(int argc, char** argv) {
     if (scenario == "group") return group();
     if (scenario == "nested") return nested();
     if (scenario == "guard") return guard();
+    if (scenario == "shared") return shared();
   } catch (const std::exception& e) {
     std::printf("FAIL: %s\n", e.what());
     return 1;
   }
-  std::fprintf(stderr, "usage: k8s_pool_test grow|loss|scale|regrow|unready|group|nested|guard\n");
+  std::fprintf(stderr,
+               "usage: k8s_pool_test grow|loss|scale|regrow|unready|group|nested|guard|shared\n");
   return 2;
 }

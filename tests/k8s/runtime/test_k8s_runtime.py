@@ -402,3 +402,19 @@ def test_a_process_on_a_pod_runs_a_pool_of_its_own_on_other_pods(cluster: Cluste
     assert sum(counts.values()) == 200, log
     assert all(pod.startswith(f"{name}-worker-") and pod != outer for pod in counts), log
     assert "outer exit code 0" in log, log
+
+
+def test_shared_state_is_served_to_worker_pods(cluster: Cluster):
+    """A Manager's Lock, Value, Barrier and Dict and a bounded Queue, served by the launcher to
+    processes and pool workers on worker pods: no update lost, every item taken once."""
+    name = "shared"
+    cluster.kubectl("apply", "-f", "-", stdin=fiberjob(name, "shared"))
+    log = succeeded(cluster, name, timeout_s=300)
+    match = re.search(r"^locked increments (\d+) on (.*)$", log, re.MULTILINE)
+    assert match, log
+    assert int(match.group(1)) == 1000, log
+    assert all(pod.startswith(f"{name}-worker-") for pod in match.group(2).split()), log
+    assert "fetch_add total 20100, dict size 200" in log, log
+    pool_pods = pods_in(log, "pool on")
+    assert sum(pool_pods.values()) == 200 and all(pod.startswith(f"{name}-worker-") for pod in pool_pods), log
+    assert "queue sum 124750, producer exit code 0" in log, log
