@@ -112,7 +112,11 @@ bool Doorbell::sleep(std::chrono::microseconds timeout) {
 }
 
 void Doorbell::ring_self() {
-  if (fd_ < 0 || own_sleepers().load(std::memory_order_seq_cst) == 0) return;
+  // A thread that changes state during its own last look before sleeping needs no ring: it
+  // checks that state after its look anyway.
+  std::atomic<uint32_t>& sleepers = own_sleepers();
+  const uint32_t calling = t_counted_in == &sleepers ? 1 : 0;
+  if (fd_ < 0 || sleepers.load(std::memory_order_seq_cst) <= calling) return;
   const char byte = 1;
   [[maybe_unused]] const ssize_t written = ::write(fd_, &byte, 1);
 }

@@ -47,7 +47,8 @@ class Doorbell {
   /// Sleeps (after prepare_sleep) until rung or `timeout` passes (a plain sleep when no FIFO is
   /// open); drains the rings and ends the announcement. True when it was rung.
   bool sleep(std::chrono::microseconds timeout);
-  /// Wakes this process's own sleepers, if any thread sleeps.
+  /// Wakes this process's own sleepers, if any thread but the calling one is about to sleep or
+  /// sleeps.
   void ring_self();
   /// Wakes process `pid`, whose FIFO is under `directory`, if one of its threads sleeps. Call
   /// after the message it should see was sent.

@@ -16,14 +16,10 @@ std::vector<std::byte> frame(const Envelope& envelope, std::span<const std::byte
   return bytes;
 }
 
-bool try_receive(MPI_Comm comm, Received& out) {
-  int found = 0;
-  MPI_Message message = MPI_MESSAGE_NULL;
-  MPI_Status status;
-  const int code = MPI_Improbe(MPI_ANY_SOURCE, kRuntimeTag, comm, &found, &message, &status);
-  if (code != MPI_SUCCESS && is_peer_failure(code))
-    throw PeersFailed("MPI_Improbe", code, acknowledge_failed_peers(comm));
-  check_mpi(code, "MPI_Improbe");
+namespace {
+
+// Receives what MPI_Improbe found (`found`), or nothing.
+bool receive_probed(int found, MPI_Message& message, const MPI_Status& status, Received& out) {
   if (!found) return false;
   int count = 0;
   FIBER_MPI_CHECK(MPI_Get_count(&status, MPI_BYTE, &count));
@@ -37,6 +33,44 @@ bool try_receive(MPI_Comm comm, Received& out) {
   std::memcpy(&out.envelope, bytes.data(), sizeof(Envelope));
   out.payload.assign(bytes.begin() + sizeof(Envelope), bytes.end());
   return true;
+}
+
+}  // namespace
+
+bool try_receive(MPI_Comm comm, Received& out) {
+  int found = 0;
+  MPI_Message message = MPI_MESSAGE_NULL;
+  MPI_Status status;
+  const int code = MPI_Improbe(MPI_ANY_SOURCE, kRuntimeTag, comm, &found, &message, &status);
+  if (code != MPI_SUCCESS && is_peer_failure(code))
+    throw PeersFailed("MPI_Improbe", code, acknowledge_failed_peers(comm));
+  check_mpi(code, "MPI_Improbe");
+  return receive_probed(found, message, status, out);
+}
+
+bool try_receive_from(MPI_Comm comm, int source, Received& out) {
+  int found = 0;
+  MPI_Message message = MPI_MESSAGE_NULL;
+  MPI_Status status;
+  const int code = MPI_Improbe(source, kRuntimeTag, comm, &found, &message, &status);
+  if (code != MPI_SUCCESS && is_peer_failure(code)) {
+    acknowledge_failed_peers(comm);
+    throw PeersFailed("MPI_Improbe", code, {source});
+  }
+  check_mpi(code, "MPI_Improbe");
+  return receive_probed(found, message, status, out);
+}
+
+int peer_count(MPI_Comm comm) {
+  int inter = 0;
+  FIBER_MPI_CHECK(MPI_Comm_test_inter(comm, &inter));
+  int count = 0;
+  if (inter) {
+    FIBER_MPI_CHECK(MPI_Comm_remote_size(comm, &count));
+  } else {
+    FIBER_MPI_CHECK(MPI_Comm_size(comm, &count));
+  }
+  return count;
 }
 
 Outbox::~Outbox() {

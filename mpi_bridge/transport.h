@@ -43,6 +43,12 @@ std::vector<std::byte> frame(const Envelope& envelope, std::span<const std::byte
 /// short to hold an envelope, and PeersFailed (failures acknowledged) when MPI reports that
 /// members of `comm` died.
 bool try_receive(MPI_Comm comm, Received& out);
+/// try_receive() of a message from rank `source` of `comm` only (the remote group's rank on an
+/// intercommunicator). Throws PeersFailed naming `source` when MPI reports that it died.
+bool try_receive_from(MPI_Comm comm, int source, Received& out);
+/// The ranks a message on `comm` can come from: its remote group's size on an
+/// intercommunicator, its size otherwise.
+int peer_count(MPI_Comm comm);
 
 /// Sends in flight. post() starts a non-blocking send and keeps its buffer alive until MPI is
 /// done with it; progress() retires finished sends. Safe to use from several threads.

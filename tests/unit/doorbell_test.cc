@@ -4,10 +4,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include "mpi_bridge/doorbell.h"
 
@@ -91,6 +93,34 @@ TEST_F(DoorbellTest, ASleepAnnouncedBeforeTheDoorbellOpenedIsUncountedWhereItWas
   sender.ring(dir_, 1001);
   receiver.prepare_sleep();
   EXPECT_FALSE(receiver.sleep(10ms));
+}
+
+TEST_F(DoorbellTest, AThreadDoesNotRingItselfDuringItsLastLook) {
+  Doorbell bell;
+  ASSERT_TRUE(bell.open(dir_, 1001));
+  bell.prepare_sleep();
+  // What it changes during its last look it sees after the look: a ring would only end its sleep
+  // at once (a busy loop when every look changes something).
+  bell.ring_self();
+  EXPECT_FALSE(bell.sleep(10ms));
+}
+
+TEST_F(DoorbellTest, ARingFromAnotherThreadWakesASleeperOfTheSameProcess) {
+  Doorbell bell;
+  ASSERT_TRUE(bell.open(dir_, 1001));
+  std::atomic<bool> announced{false};
+  std::atomic<bool> rung{false};
+  std::thread sleeper([&] {
+    bell.prepare_sleep();
+    announced = true;
+    rung = bell.sleep(10s);
+  });
+  while (!announced) std::this_thread::yield();
+  const auto start = std::chrono::steady_clock::now();
+  bell.ring_self();
+  sleeper.join();
+  EXPECT_TRUE(rung);
+  EXPECT_LT(seconds_since(start), 5.0);
 }
 
 TEST_F(DoorbellTest, RingsReachASleeperInAnotherProcess) {

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "mpi_bridge/communicator.h"
 
@@ -22,6 +23,12 @@ struct Link {
   Clock::time_point created;
   Clock::time_point last_heard;  ///< Last message on it (any rank).
   std::string executable;        ///< What a spawned link's workers run.
+  /// Polled rank by rank: once a process of a spawned or joined job has ended, Open MPI 5 fails
+  /// every receive from any source on its communicator, for good (the failure acknowledged and
+  /// none left to acknowledge), while receives from each live rank still work.
+  bool by_rank = false;
+  std::vector<bool> failed_ranks;  ///< With by_rank: ranks MPI reported dead, no longer polled.
+  int next_rank = 0;               ///< With by_rank: where the next pass starts.
 };
 
 }  // namespace fiber::detail

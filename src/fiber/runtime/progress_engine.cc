@@ -25,6 +25,9 @@ int64_t now_ns() { return Clock::now().time_since_epoch().count(); }
 // Most messages taken from one link in one pass, so that one busy link cannot starve the others.
 constexpr int kMessagesPerLinkAndPass = 64;
 
+// A waiting thread that spins yields its core once in this many idle polls.
+constexpr unsigned kPollsPerYield = 8;
+
 }  // namespace
 
 ProgressEngine::ProgressEngine(const Settings& settings, std::chrono::milliseconds tick_interval,
@@ -169,11 +172,20 @@ bool ProgressEngine::poll_once() {
   }
   for (auto& link : links_) {
     if (!link->comm.valid()) continue;
+    if (link->by_rank) {
+      active = poll_by_rank(*link) || active;
+      continue;
+    }
     for (int i = 0; i < kMessagesPerLinkAndPass; ++i) {
       bridge::Received message;
       try {
         if (!bridge::try_receive(link->comm.get(), message)) break;
       } catch (const bridge::PeersFailed& failed) {
+        if (failed.ranks().empty()) {
+          // Nothing left to acknowledge, yet receiving from any source still fails.
+          start_polling_by_rank(*link);
+          break;
+        }
         // Acknowledged: receiving from the others works again.
         sink_->on_peers_failed(*link, failed.ranks());
         continue;
@@ -193,6 +205,46 @@ bool ProgressEngine::poll_once() {
   return active;
 }
 
+void ProgressEngine::start_polling_by_rank(Link& link) {
+  try {
+    link.failed_ranks.assign(static_cast<size_t>(bridge::peer_count(link.comm.get())), false);
+    link.by_rank = true;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fibermpi: receive failed: %s\n", e.what());
+  }
+}
+
+bool ProgressEngine::poll_by_rank(Link& link) {
+  bool active = false;
+  int budget = kMessagesPerLinkAndPass;
+  const int ranks = static_cast<int>(link.failed_ranks.size());
+  // Each pass starts one rank further, so that busy ranks cannot starve the last ones.
+  const int first = ranks > 0 ? link.next_rank++ % ranks : 0;
+  for (int step = 0; step < ranks && budget > 0; ++step) {
+    const int rank = (first + step) % ranks;
+    if (link.failed_ranks[static_cast<size_t>(rank)]) continue;
+    while (budget > 0) {
+      bridge::Received message;
+      try {
+        if (!bridge::try_receive_from(link.comm.get(), rank, message)) break;
+      } catch (const bridge::PeersFailed&) {
+        // Not polled again. Its end is the liveness checks' business, as it was while receives
+        // from any source failed: a process that said goodbye also shows as failed here.
+        link.failed_ranks[static_cast<size_t>(rank)] = true;
+        break;
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "fibermpi: receive failed: %s\n", e.what());
+        break;
+      }
+      --budget;
+      active = true;
+      link.last_heard = Clock::now();
+      sink_->on_message(link, message);
+    }
+  }
+  return active;
+}
+
 bool ProgressEngine::await(std::unique_lock<std::mutex>& lock, const std::function<bool()>& pred,
                            std::optional<Clock::time_point> deadline) {
   // The waiting thread becomes this process's poller (the progress thread stands aside while
@@ -209,6 +261,7 @@ bool ProgressEngine::await(std::unique_lock<std::mutex>& lock, const std::functi
   } guard(*this);
   bridge::Backoff backoff(idle_policy(true));
   int missed_polls = 0;
+  unsigned idle_polls = 0;
   bool satisfied = pred();
   while (!satisfied) {
     if (deadline && Clock::now() >= *deadline) break;
@@ -261,11 +314,15 @@ bool ProgressEngine::await(std::unique_lock<std::mutex>& lock, const std::functi
       continue;
     }
     if (!may_sleep) {
-      // Spinning: let the other processes sharing these cores run meanwhile.
-      lock.unlock();
-      std::this_thread::yield();
-      lock.lock();
-      satisfied = pred();
+      // Spinning: now and then let the other processes sharing these cores run. A yield is a
+      // system call (about a microsecond here, when nothing else runs) and a message arriving
+      // meanwhile waits for it, so not after every poll.
+      if (++idle_polls % kPollsPerYield == 0) {
+        lock.unlock();
+        std::this_thread::yield();
+        lock.lock();
+        satisfied = pred();
+      }
       continue;
     }
     // Peers ring this process's doorbell after sending to it, and local threads after changing

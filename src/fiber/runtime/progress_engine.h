@@ -122,6 +122,10 @@ class ProgressEngine {
   bridge::Backoff::Policy idle_policy(bool waiter) const;
   void progress_loop();
   bool poll_once();
+  /// Polls `link` rank by rank from now on (see Link::by_rank).
+  void start_polling_by_rank(Link& link);
+  /// One pass over a by_rank link's live ranks; true when a message arrived.
+  bool poll_by_rank(Link& link);
 
   const Settings& settings_;
   const std::chrono::milliseconds tick_interval_;
