@@ -8,6 +8,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "fiber/runtime/launch_recipe.h"
+
 namespace fiber::bridge {
 namespace {
 
@@ -17,22 +19,8 @@ constexpr bool kOpenMpi5 = true;
 constexpr bool kOpenMpi5 = false;
 #endif
 
-// The root opt-in of Open MPI's runtime: 4.1's orted and 5's mpirun read the OMPI_ pair, 5's
-// prte (a launcher-less program's runtime) the PRTE_ pair.
-constexpr const char* kRootVariables[] = {
-    "OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "PRTE_ALLOW_RUN_AS_ROOT",
-    "PRTE_ALLOW_RUN_AS_ROOT_CONFIRM"};
-constexpr size_t kRootVariablesThisMpi = kOpenMpi5 ? 4 : 2;
-
-// PMIx's process sensors (file, heartbeat) watch nothing unless a program asks PMIx to monitor
-// it, which Open MPI never does; yet Open MPI 5's runtime (PMIx 5.0.11) stops them for every
-// client whose connection closes, taking a lock of that client's record, and under load it was
-// seen blocked there for good, while its main thread waited for the same client's
-// deregistration: the runtime hung, and the program with it, mid-run (about 1 run in 30 of a
-// test that starts a process after another on 2 busy cores). With no sensor open, that path
-// takes no lock.
-constexpr const char* kPmixSensorVariable = "PMIX_MCA_psensor";
-constexpr const char* kPmixSensorsOff = "^file,heartbeat";
+constexpr detail::MpiFamily kThisMpi =
+    kOpenMpi5 ? detail::MpiFamily::kOpenMpi5 : detail::MpiFamily::kOpenMpi4;
 
 bool on_path(const char* program) {
   const char* path = std::getenv("PATH");
@@ -75,26 +63,12 @@ bool started_by_launcher() {
 bool running_as_root() { return ::geteuid() == 0; }
 
 const char* recovery_variable() {
-  return kOpenMpi5 ? "OMPI_MCA_mpi_ft_enable" : "OMPI_MCA_orte_enable_recovery";
+  static const std::string variable = detail::recovery_variable(kThisMpi);
+  return variable.c_str();
 }
 
 std::vector<std::pair<std::string, std::string>> own_runtime_variables() {
-  // A launcher-less runtime aborts every job when a spawned child dies unless recovery (Open
-  // MPI 4.1) or fault tolerance (Open MPI 5) is on.
-  std::vector<std::pair<std::string, std::string>> variables = {{recovery_variable(), "1"}};
-  // Open MPI 5's runtime (PRRTE) also ends every other process of a spawned job when one of
-  // them dies, unless that job is "recoverable": without this, a killed worker took the other
-  // workers of its spawn batch with it (measured: 2 s instead of 50 ms until its task ran
-  // again).
-  if (kOpenMpi5) {
-    variables.emplace_back("PRTE_MCA_state_base_recoverable", "1");
-    variables.emplace_back(kPmixSensorVariable, kPmixSensorsOff);
-  }
-  if (running_as_root()) {
-    for (size_t i = 0; i < kRootVariablesThisMpi; ++i)
-      variables.emplace_back(kRootVariables[i], "1");
-  }
-  return variables;
+  return detail::own_runtime_variables(kThisMpi, running_as_root());
 }
 
 void prepare_own_runtime() {
@@ -127,19 +101,12 @@ void use_writable_temporary_directory() {
 }
 
 const char* recovery_option() {
-  return kOpenMpi5 ? "--with-ft ulfm --prtemca state_base_recoverable 1" : "--enable-recovery";
+  static const std::string option = detail::recovery_option(kThisMpi);
+  return option.c_str();
 }
 
 std::vector<std::string> mpirun_options() {
-  std::vector<std::string> options;
-  if (kOpenMpi5) {
-    options = {"--with-ft", "ulfm", "--prtemca", "state_base_recoverable", "1"};
-  } else {
-    options = {"--enable-recovery"};
-  }
-  options.emplace_back("--oversubscribe");
-  if (running_as_root()) options.emplace_back("--allow-run-as-root");
-  return options;
+  return detail::mpirun_options(kThisMpi, running_as_root());
 }
 
 bool finalize_waits_for_the_job() {
@@ -150,11 +117,11 @@ bool finalize_waits_for_the_job() {
 std::string root_refusal_hint() {
   if (!running_as_root()) return {};
   std::string missing;
-  for (size_t i = 0; i < kRootVariablesThisMpi; ++i) {
-    const char* value = std::getenv(kRootVariables[i]);
+  for (const std::string& name : detail::root_variables(kThisMpi)) {
+    const char* value = std::getenv(name.c_str());
     if (value && std::strcmp(value, "1") == 0) continue;
     missing += missing.empty() ? "" : " ";
-    missing += std::string(kRootVariables[i]) + "=1";
+    missing += name + "=1";
   }
   if (missing.empty()) return {};
   return "this process runs as root and Open MPI's runtime refuses root without " + missing +

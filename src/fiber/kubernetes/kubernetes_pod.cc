@@ -1,18 +1,16 @@
 #include "fiber/kubernetes/kubernetes_pod.h"
 
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "fiber/errors.h"
 #include "fiber/function_ref.h"
+#include "fiber/runtime/exit_status_report.h"
 #include "mpi_bridge/launch_environment.h"
 
 #ifndef FIBER_MPIRUN
@@ -30,55 +28,6 @@ std::string required(const char* name, const char* why) {
                      " (fiber-controller sets it in every pod of a FiberJob)");
   }
   return value;
-}
-
-// Where the launcher's program leaves its exit status for the process waiting on its mpirun.
-constexpr const char* kStatusFileVariable = "FIBER_K8S_STATUS_FILE";
-
-pid_t g_mpirun = 0;
-
-// What a pod's end (or a user at a terminal) sends, passed on to mpirun and so to the program.
-constexpr int kForwardedSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
-
-sigset_t forwarded_set() {
-  sigset_t set;
-  ::sigemptyset(&set);
-  for (int signal : kForwardedSignals) ::sigaddset(&set, signal);
-  return set;
-}
-
-void forward_signal(int signal) {
-  if (g_mpirun > 0) ::kill(g_mpirun, signal);
-}
-
-// Waits for mpirun (forwarding the signals a pod's end sends), then exits with the program's
-// status.
-[[noreturn]] void wait_and_exit(pid_t mpirun, const std::string& status_file) {
-  g_mpirun = mpirun;
-  struct sigaction forward {};
-  forward.sa_handler = forward_signal;
-  ::sigemptyset(&forward.sa_mask);
-  for (int signal : kForwardedSignals) ::sigaction(signal, &forward, nullptr);
-  // Blocked since before the fork, so none sent meanwhile is lost; delivered now.
-  const sigset_t forwarded = forwarded_set();
-  ::sigprocmask(SIG_UNBLOCK, &forwarded, nullptr);
-  int wait_status = 0;
-  while (::waitpid(mpirun, &wait_status, 0) < 0 && errno == EINTR) {
-  }
-  int status = -1;
-  std::ifstream reported(status_file);
-  if (reported >> status) {
-    reported.close();
-    ::unlink(status_file.c_str());
-    std::_Exit(status & 0xff);
-  }
-  // No status: the program was killed (or mpirun could not start it).
-  if (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) != 0) std::_Exit(WEXITSTATUS(wait_status));
-  if (WIFSIGNALED(wait_status)) std::_Exit(128 + WTERMSIG(wait_status));
-  std::fprintf(stderr,
-               "fibermpi: the launcher's program ended without reporting its exit status (it "
-               "crashed or was killed: see above)\n");
-  std::_Exit(1);
 }
 
 }  // namespace
@@ -140,42 +89,18 @@ void relaunch_under_mpirun(const KubernetesPod& pod, int argc, char** argv) {
   words.insert(words.end(),
                {"--bind-to", "none", "-n", std::to_string(ranks), ModuleTable::executable_path()});
   for (int i = 1; i < argc; ++i) words.emplace_back(argv[i]);
+  if (pod.role == KubernetesPod::Role::kLauncher) {
+    std::_Exit(
+        run_reporting_exit_status(words, bridge::temporary_directory(), "the launcher's program"));
+  }
   std::vector<char*> exec_argv;
   for (auto& word : words) exec_argv.push_back(word.data());
   exec_argv.push_back(nullptr);
   std::fflush(nullptr);
-  if (pod.role == KubernetesPod::Role::kLauncher) {
-    const std::string status_file = bridge::temporary_directory() + "/fibermpi-launcher-" +
-                                    std::to_string(::getpid()) + ".status";
-    ::unlink(status_file.c_str());
-    ::setenv(kStatusFileVariable, status_file.c_str(), 1);
-    const sigset_t forwarded = forwarded_set();
-    ::sigprocmask(SIG_BLOCK, &forwarded, nullptr);
-    const pid_t child = ::fork();
-    if (child == 0) {
-      ::sigprocmask(SIG_UNBLOCK, &forwarded, nullptr);
-      ::execvp(exec_argv[0], exec_argv.data());
-      std::fprintf(stderr, "fibermpi: cannot start %s: %s\n", mpirun.c_str(), std::strerror(errno));
-      std::_Exit(127);
-    }
-    if (child > 0) wait_and_exit(child, status_file);
-    ::sigprocmask(SIG_UNBLOCK, &forwarded, nullptr);
-  } else {
-    ::execvp(exec_argv[0], exec_argv.data());
-  }
+  ::execvp(exec_argv[0], exec_argv.data());
   throw Error("fibermpi: cannot start " + mpirun + " to run this pod's MPI job (" +
               std::strerror(errno) +
               "); Kubernetes mode needs Open MPI 4.1's mpirun on PATH or in FIBER_MPIRUN");
-}
-
-void report_exit_status(int status) {
-  const char* file = std::getenv(kStatusFileVariable);
-  if (!file || !*file) return;
-  std::ofstream out(file);
-  out << status << "\n";
-  out.close();
-  if (!out)
-    std::fprintf(stderr, "fibermpi: cannot write the exit status to %s; the pod reports 1\n", file);
 }
 
 }  // namespace fiber::detail

@@ -41,13 +41,9 @@ std::string pod_identity_from_environment();
 /// slots_per_worker ranks, each meeting the others through the job's name service. A worker pod
 /// becomes that mpirun. The launcher's process stays as mpirun's parent, because mpirun with
 /// recovery on exits 0 whatever its rank's status: it forwards termination signals to mpirun and
-/// exits with the status the program reported (report_exit_status), so that the pod's exit code is
-/// the program's. Returns only by throwing fiber::Error (no mpirun, or it could not be started).
-/// FIBER_MPIRUN names another mpirun.
+/// exits with the status the program reported (runtime/exit_status_report.h), so that the pod's
+/// exit code is the program's. Returns only by throwing fiber::Error (no mpirun, or it could not be
+/// started). FIBER_MPIRUN names another mpirun.
 [[noreturn]] void relaunch_under_mpirun(const KubernetesPod& pod, int argc, char** argv);
-
-/// In the launcher's program under that mpirun: records the status the program exits with for
-/// the waiting parent. Does nothing elsewhere. Async-signal-unsafe; call from exit handlers.
-void report_exit_status(int status);
 
 }  // namespace fiber::detail

@@ -17,6 +17,7 @@
 #include "fiber/kubernetes/join_handshake.h"
 #include "fiber/kubernetes/join_service.h"
 #include "fiber/master/master.h"
+#include "fiber/runtime/exit_status_report.h"
 #include "mpi_bridge/environment.h"
 #include "mpi_bridge/launch_environment.h"
 #include "mpi_bridge/rendezvous.h"

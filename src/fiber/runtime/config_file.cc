@@ -250,7 +250,28 @@ struct Key {
   std::function<void(const YAML::Node&, Config&)> read;
   /// Stores the value of the code's Config if it differs from the default; tells whether it did.
   std::function<bool(const Config& code, Config&)> take_from_code;
+  /// The key's value in a Config, as a YAML node that reads back to the same value.
+  std::function<YAML::Node(const Config&)> node;
 };
+
+// A value as the configuration file would say it.
+YAML::Node value_node(const std::string& value) { return YAML::Node(value); }
+YAML::Node value_node(bool value) { return YAML::Node(value); }
+YAML::Node value_node(int value) { return YAML::Node(value); }
+YAML::Node value_node(milliseconds value) {
+  return YAML::Node(std::to_string(value.count()) + "ms");
+}
+YAML::Node value_node(seconds value) { return YAML::Node(std::to_string(value.count()) + "s"); }
+YAML::Node value_node(const std::vector<std::string>& values) {
+  YAML::Node list(YAML::NodeType::Sequence);
+  for (const auto& value : values) list.push_back(value);
+  return list;
+}
+YAML::Node value_node(const EnvironmentList& variables) {
+  YAML::Node mapping(YAML::NodeType::Map);
+  for (const auto& [name, value] : variables) mapping[name] = value;
+  return mapping;
+}
 
 struct Assign {
   template <class T>
@@ -286,6 +307,7 @@ Key make_key(std::string path, std::string variable, Access access, Parse parse,
     store(access(config), value);
     return true;
   };
+  key.node = [access](const Config& config) { return value_node(access(config)); };
   return key;
 }
 
@@ -653,6 +675,16 @@ std::vector<std::string> config_keys() {
 std::string config_environment_variable(const std::string& key) {
   if (const Key* found = find_key(key)) return found->variable;
   throw std::out_of_range("no configuration key '" + key + "'");
+}
+
+std::string config_value_text(const Config& config, const std::string& key) {
+  const Key* found = find_key(key);
+  if (!found) throw std::out_of_range("no configuration key " + key);
+  YAML::Emitter out;
+  out.SetMapFormat(YAML::Flow);
+  out.SetSeqFormat(YAML::Flow);
+  out << found->node(config);
+  return out.c_str();
 }
 
 }  // namespace fiber::detail

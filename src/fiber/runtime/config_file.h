@@ -67,4 +67,8 @@ std::vector<std::string> config_keys();
 /// The FIBER_* variable of key `key` (its path); throws std::out_of_range for an unknown key.
 std::string config_environment_variable(const std::string& key);
 
+/// Key `key`'s value in `config` as the configuration file would say it ("5000ms", "true",
+/// "[a, b]", "{A: 1}"); throws std::out_of_range for an unknown key.
+std::string config_value_text(const Config& config, const std::string& key);
+
 }  // namespace fiber::detail

@@ -20,6 +20,7 @@
 #include "fiber/master/local_pool.h"
 #include "fiber/master/master.h"
 #include "fiber/master/queue_hub.h"
+#include "fiber/runtime/exit_status_report.h"
 #include "fiber/worker/master_link.h"
 #include "fiber/worker/nested_client.h"
 #include "fiber/worker/start_up_watchdog.h"
@@ -41,7 +42,8 @@ std::atomic<int> g_exit_status{-1};
 
 void shutdown_at_exit(int status, void*) {
   g_exit_status.store(status);
-  // A FiberJob's launcher: the pod's exit code is this status (mpirun would say 0).
+  // A FiberJob's launcher pod or `fibermpi run`: the exit status they give is this one (Open
+  // MPI 4.1's mpirun with recovery on would say 0).
   report_exit_status(status);
   if (g_runtime) g_runtime->shutdown();
 }

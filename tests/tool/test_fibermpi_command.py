@@ -1,0 +1,153 @@
+"""The fibermpi command, run as a user runs it: in a clean environment (no Open MPI root opt-in, no
+oversubscription variable, no env.sh), as root in CI. FIBERMPI, FIBER_TEST_EXIT_PROGRAM and
+FIBER_TEST_MPI come from CTest (tests/tool/CMakeLists.txt)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+FIBERMPI = os.environ["FIBERMPI"]
+PROGRAM = os.environ["FIBER_TEST_EXIT_PROGRAM"]
+MPI = os.environ["FIBER_TEST_MPI"]
+FAMILY = {"openmpi5": "Open MPI 5", "openmpi4": "Open MPI 4"}[MPI]
+
+
+def clean_environment(**extra: str) -> dict[str, str]:
+    """What `env -i` leaves plus a PATH: no OMPI_*/PRTE_*/PMIX_* and no FIBER_* setting."""
+    environment = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")}
+    environment.update(extra)
+    return environment
+
+
+def fibermpi(*args: str, timeout: float = 180, cwd: str | None = None,
+             **extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([FIBERMPI, *args], capture_output=True, text=True, timeout=timeout,
+                          env=clean_environment(**extra), cwd=cwd)
+
+
+def test_version_and_help_name_the_subcommands() -> None:
+    assert fibermpi("--version").stdout.strip() == "0.1.0"
+    shown = fibermpi("--help")
+    assert shown.returncode == 0
+    assert "run" in shown.stdout and "info" in shown.stdout
+
+
+@pytest.mark.parametrize("status", [0, 7])
+def test_run_with_ranks_returns_the_programs_own_status(status: int) -> None:
+    # Open MPI 4.1's mpirun --enable-recovery exits 0 whatever rank 0 returned; the command must not.
+    done = fibermpi("run", "-n", "3", PROGRAM, str(status))
+    assert done.returncode == status, done.stdout + done.stderr
+    assert f"map ok, MPI world of 3, exiting with {status}" in done.stdout, done.stdout + done.stderr
+
+
+def test_run_without_ranks_runs_the_program_itself_which_spawns_its_workers() -> None:
+    done = fibermpi("run", PROGRAM, "5")
+    assert done.returncode == 5, done.stdout + done.stderr
+    assert "map ok, MPI world of 1, exiting with 5" in done.stdout
+
+
+def test_dry_run_shows_the_mpirun_of_the_programs_own_mpi() -> None:
+    shown = fibermpi("run", "-n", "4", "--dry-run", PROGRAM, "a b")
+    assert shown.returncode == 0, shown.stderr
+    line = shown.stdout.strip()
+    assert line.endswith(f"-n 4 {PROGRAM} 'a b'"), line
+    if MPI == "openmpi5":
+        assert "--with-ft ulfm --prtemca state_base_recoverable 1 --oversubscribe" in line
+        assert "PMIX_MCA_psensor=" in line
+    else:
+        assert "/usr/bin/mpirun --enable-recovery --oversubscribe" in line
+    if os.geteuid() == 0:
+        assert "--allow-run-as-root" in line
+
+
+def test_inside_a_slurm_allocation_ranks_default_to_its_tasks_and_stay_within_it() -> None:
+    allocation = {"SLURM_JOB_ID": "41", "SLURM_NTASKS": "3", "SLURM_JOB_NODELIST": "localhost"}
+    shown = fibermpi("run", "--dry-run", PROGRAM, **allocation)
+    assert shown.returncode == 0, shown.stderr
+    assert f"-n 3 {PROGRAM}" in shown.stdout
+    assert "--oversubscribe" not in shown.stdout
+    refused = fibermpi("run", "-n", "4", "--dry-run", PROGRAM, **allocation)
+    assert refused.returncode == 2
+    assert "-n 4 asks for more ranks than Slurm allocation 41 (3 tasks on localhost)" in refused.stderr
+
+
+def test_under_a_launcher_the_program_runs_as_it_is_and_n_is_refused() -> None:
+    shown = fibermpi("run", "--dry-run", PROGRAM, "1", OMPI_COMM_WORLD_SIZE="2")
+    assert shown.stdout.strip() == f"{PROGRAM} 1"
+    refused = fibermpi("run", "-n", "2", PROGRAM, OMPI_COMM_WORLD_SIZE="2")
+    assert refused.returncode == 2
+    assert "already under an MPI launcher" in refused.stderr and "run without -n" in refused.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["run"], "no PROGRAM given"),
+    (["run", "-n", "0", PROGRAM], "--np: Value 0 not in range"),
+    (["run", "-n", "2", "no-such-program"], "PROGRAM no-such-program is not on PATH"),
+    (["run", "-n", "2", "/bin/true"], "/bin/true links no libmpi"),
+    (["frobnicate"], "unknown command 'frobnicate' (commands: run, info;"),
+])
+def test_bad_requests_name_the_problem(args: list[str], message: str) -> None:
+    done = fibermpi(*args)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert message in done.stderr, done.stderr
+
+
+def test_a_file_that_is_not_executable_is_named(tmp_path: pathlib.Path) -> None:
+    data = tmp_path / "weights.bin"
+    data.write_bytes(b"\0" * 16)
+    data.chmod(0o644)
+    done = fibermpi("run", "-n", "2", str(data))
+    assert done.returncode == 2
+    assert f"PROGRAM {data} is not an executable file" in done.stderr
+
+
+def test_a_script_is_refused_before_anything_runs(tmp_path: pathlib.Path) -> None:
+    marker = tmp_path / "ran"
+    script = tmp_path / "job.sh"
+    script.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    script.chmod(0o755)
+    done = fibermpi("run", "-n", "2", str(script))
+    assert done.returncode == 2
+    assert "is not a compiled program" in done.stderr
+    assert not marker.exists()
+
+
+def test_info_reports_machine_mpi_site_and_configuration_sources(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "fiber.yaml").write_text("heartbeat_interval: 250ms\nspawn:\n  env: {A: '1'}\n")
+    done = fibermpi("info", "--json", PROGRAM, cwd=str(tmp_path), FIBER_HEARTBEAT_TIMEOUT_MS="2s")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["machine"]["hardware_threads"] >= report["machine"]["cores"] >= 1
+    assert report["mpi"]["family"] == FAMILY
+    assert report["mpi"]["ulfm"] is (MPI == "openmpi5")
+    assert pathlib.Path(report["mpi"]["mpirun"]).is_file()
+    assert report["launch"]["kind"] == "none"
+    keys = {key["key"]: key for key in report["config"]["keys"]}
+    assert keys["heartbeat_timeout"]["value"] == "2000ms"
+    assert keys["heartbeat_timeout"]["source"] == "FIBER_HEARTBEAT_TIMEOUT_MS"
+    assert keys["heartbeat_interval"]["value"] == "250ms"
+    assert keys["heartbeat_interval"]["source"] == str(tmp_path / "fiber.yaml")
+    assert keys["spawn.env"]["value"] == "{A: 1}"
+    assert keys["pid_checks"] == {"key": "pid_checks", "value": "true", "source": "default",
+                                  "variable": "FIBER_PID_CHECKS"}
+    assert "fiber::Config is not visible" in report["config"]["note"]
+
+
+def test_info_names_a_bad_configuration_and_fails(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "fiber.yaml").write_text("heartbeat_timeot: 2s\n")
+    done = fibermpi("info", cwd=str(tmp_path))
+    assert done.returncode == 1
+    assert "heartbeat_timeot" in done.stdout and "heartbeat_timeout" in done.stdout
+
+
+def test_info_of_this_build_describes_its_mpi_in_text() -> None:
+    done = fibermpi("info")
+    assert done.returncode == 0, done.stderr
+    assert "(of this fibermpi build)" in done.stdout
+    assert FAMILY.replace("Open MPI ", "Open MPI v") in done.stdout
+    assert "launch site  none" in done.stdout

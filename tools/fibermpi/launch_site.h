@@ -1,0 +1,33 @@
+// Where a command runs, as its environment tells: on its own (a laptop, a login node), already
+// under an MPI launcher, inside a Slurm allocation, or in a pod of a FiberJob.
+#pragma once
+
+#include <string>
+
+#include "fiber/runtime/config_file.h"
+
+namespace fibermpi {
+
+struct LaunchSite {
+  enum class Kind { kNone, kLauncher, kSlurmAllocation, kFiberJobPod };
+  Kind kind = Kind::kNone;
+  /// Slurm: the job id, its task count (SLURM_NTASKS, else SLURM_NPROCS; 0 when the allocation
+  /// names none) and its nodes.
+  std::string slurm_job;
+  int slurm_tasks = 0;
+  std::string slurm_nodes;
+  /// A FiberJob pod: "launcher" or "worker", and the job's name.
+  std::string pod_role;
+  std::string fiberjob;
+
+  /// One line: "none (no launcher, no allocation)", "Slurm allocation 12 (4 tasks on localhost)".
+  std::string describe() const;
+  /// "none", "launcher", "slurm", "fiberjob": for --json.
+  std::string kind_name() const;
+};
+
+/// Reads the site from the environment. Throws fiber::UsageError for a Slurm task count that is
+/// not a whole number.
+LaunchSite detect_launch_site(const fiber::detail::EnvironmentLookup& environment);
+
+}  // namespace fibermpi

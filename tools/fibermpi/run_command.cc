@@ -1,0 +1,132 @@
+#include "run_command.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+#include "fiber/errors.h"
+#include "fiber/runtime/exit_status_report.h"
+#include "fiber/runtime/launch_recipe.h"
+#include "launch_site.h"
+#include "program_mpi.h"
+
+namespace fibermpi {
+namespace {
+
+using fiber::UsageError;
+using fiber::detail::MpiFamily;
+
+std::string shell_quoted(const std::string& word) {
+  if (!word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                              "0123456789_-+=/.,:@%^") == std::string::npos)
+    return word;
+  std::string quoted = "'";
+  for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+void print_command(const std::vector<std::pair<std::string, std::string>>& environment,
+                   const std::vector<std::string>& words) {
+  std::string line;
+  const char* path = std::getenv("PATH");
+  const std::string rest_of_path = path && *path ? std::string(":") + path : "";
+  for (const auto& [name, value] : environment) {
+    // PATH is the launcher's folder before the user's own: said so rather than spelled out.
+    const bool prepends = name == "PATH" && !rest_of_path.empty() &&
+                          value.size() > rest_of_path.size() && value.ends_with(rest_of_path);
+    line += prepends ? "PATH=" + shell_quoted(value.substr(0, value.size() - rest_of_path.size())) +
+                           ":\"$PATH\" "
+                     : name + "=" + shell_quoted(value) + " ";
+  }
+  for (const auto& word : words) line += shell_quoted(word) + " ";
+  if (!line.empty()) line.pop_back();
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+}
+
+[[noreturn]] void run_directly(std::vector<std::string> words) {
+  std::vector<char*> argv;
+  for (auto& word : words) argv.push_back(word.data());
+  argv.push_back(nullptr);
+  std::fflush(nullptr);
+  ::execv(argv[0], argv.data());
+  std::fprintf(stderr, "fibermpi run: cannot start %s: %s\n", argv[0], std::strerror(errno));
+  std::_Exit(127);
+}
+
+std::string temporary_directory() {
+  const char* tmpdir = std::getenv("TMPDIR");
+  if (tmpdir && *tmpdir) return tmpdir;
+  return ::access("/tmp", W_OK | X_OK) == 0 ? "/tmp" : "/dev/shm";
+}
+
+}  // namespace
+
+int run_program(const RunRequest& request) {
+  if (request.command.empty())
+    throw UsageError("no PROGRAM given: fibermpi run [-n N] PROGRAM [ARGS...]");
+  std::vector<std::string> program_words = request.command;
+  program_words.front() = find_program(program_words.front());
+  const std::string& program = program_words.front();
+  const LaunchSite site = detect_launch_site(fiber::detail::process_environment());
+
+  const bool placed_elsewhere =
+      site.kind == LaunchSite::Kind::kLauncher || site.kind == LaunchSite::Kind::kFiberJobPod;
+  if (placed_elsewhere && request.ranks > 0) {
+    throw UsageError("-n " + std::to_string(request.ranks) + ": this runs " + site.describe() +
+                     ", which decides the ranks; run without -n");
+  }
+  if (placed_elsewhere || (site.kind == LaunchSite::Kind::kNone && request.ranks == 0)) {
+    if (request.dry_run) {
+      print_command({}, program_words);
+      return 0;
+    }
+    run_directly(program_words);
+  }
+
+  int ranks = request.ranks;
+  const bool in_slurm = site.kind == LaunchSite::Kind::kSlurmAllocation;
+  if (in_slurm) {
+    if (ranks == 0) ranks = site.slurm_tasks;
+    if (ranks == 0) {
+      throw UsageError(
+          "-n is needed: " + site.describe() +
+          " names no task count (SLURM_NTASKS); ask for tasks with -n of salloc/sbatch");
+    }
+    if (site.slurm_tasks > 0 && ranks > site.slurm_tasks) {
+      throw UsageError("-n " + std::to_string(ranks) + " asks for more ranks than " +
+                       site.describe() + " has; ask Slurm for more tasks (salloc/sbatch -n)");
+    }
+  }
+
+  const ProgramMpi mpi = find_program_mpi(program);
+  if (mpi.library.family == MpiFamily::kMpich) {
+    throw UsageError(program + " is built against " + mpi.library.version_text +
+                     ", which fibermpi does not run on yet (Open MPI 4.1 and 5 only)");
+  }
+  std::vector<std::string> words = {mpi.mpirun};
+  for (std::string& option : fiber::detail::mpirun_options(mpi.library.family, ::geteuid() == 0)) {
+    // Inside an allocation the ranks go where Slurm gave room, never beyond it.
+    if (in_slurm && option == "--oversubscribe") continue;
+    words.push_back(std::move(option));
+  }
+  words.insert(words.end(), {"-n", std::to_string(ranks)});
+  words.insert(words.end(), program_words.begin(), program_words.end());
+
+  std::vector<std::pair<std::string, std::string>> environment = mpi.environment;
+  for (const auto& [name, value] : fiber::detail::mpirun_variables(mpi.library.family)) {
+    if (!std::getenv(name.c_str())) environment.emplace_back(name, value);
+  }
+  if (request.dry_run) {
+    print_command(environment, words);
+    return 0;
+  }
+  for (const auto& [name, value] : environment) ::setenv(name.c_str(), value.c_str(), 1);
+  return fiber::detail::run_reporting_exit_status(words, temporary_directory(), program);
+}
+
+}  // namespace fibermpi
