@@ -2,7 +2,9 @@
 
 #include <hwloc.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "fiber/errors.h"
@@ -50,9 +52,21 @@ int usable_physical_cores() {
   return std::max(1, cores);
 }
 
+int default_pool_size() {
+  // Inside a Slurm allocation the allocation, not the machine, says how many processes may run:
+  // its tasks, less the master's own.
+  const char* job = std::getenv("SLURM_JOB_ID");
+  const char* tasks = std::getenv("SLURM_NTASKS");
+  if (job && *job && tasks && *tasks) {
+    const int count = std::atoi(tasks);
+    if (count > 0) return std::max(1, count - 1);
+  }
+  return usable_physical_cores();
+}
+
 detail::PoolSettings Pool::settings_from(Options options) {
   if (options.processes < 0)
-    throw UsageError("Pool: processes must be at least 1 (or 0 for one per physical core), got " +
+    throw UsageError("Pool: processes must be at least 1 (or 0 for the default size), got " +
                      std::to_string(options.processes));
   if (options.tasks_in_flight_per_worker < 1)
     throw UsageError("Pool: tasks_in_flight_per_worker must be at least 1, got " +
@@ -61,7 +75,7 @@ detail::PoolSettings Pool::settings_from(Options options) {
     throw UsageError("Pool: max_task_retries cannot be negative, got " +
                      std::to_string(options.max_task_retries));
   detail::PoolSettings settings;
-  settings.processes = options.processes > 0 ? options.processes : usable_physical_cores();
+  settings.processes = options.processes > 0 ? options.processes : default_pool_size();
   if (options.autoscale) {
     const auto& scale = *options.autoscale;
     if (scale.min < 0 || scale.max < 1 || scale.max < scale.min)

@@ -51,6 +51,11 @@ Initializer initializer(Fn&& fn, Args&&... args) {
 /// Pool size.
 int usable_physical_cores();
 
+/// The size of a Pool asked for 0 processes: inside a Slurm allocation (SLURM_JOB_ID and
+/// SLURM_NTASKS set) its task count less one for the master, at least 1; elsewhere
+/// usable_physical_cores().
+int default_pool_size();
+
 /// A pool of worker processes that run functions on inputs, like Python's multiprocessing.Pool.
 /// Under mpirun the idle ranks of the static world become its first workers, the rest are
 /// spawned. Functions travel by reference (free functions, captureless lambdas, stateless
@@ -64,7 +69,7 @@ int usable_physical_cores();
 class Pool {
  public:
   struct Options {
-    /// Worker processes; 0 means usable_physical_cores().
+    /// Worker processes; 0 means default_pool_size().
     int processes = 0;
     /// Run once in every worker before its first task.
     std::optional<Initializer> initializer;
@@ -98,7 +103,7 @@ class Pool {
     bool take_joined_workers = true;
   };
 
-  /// `processes` workers (0: usable physical cores).
+  /// `processes` workers (0: default_pool_size()).
   explicit Pool(int processes = 0);
   Pool(int processes, Initializer init, uint64_t maxtasksperchild = 0);
   explicit Pool(Options options);

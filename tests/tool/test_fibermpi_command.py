@@ -1,5 +1,5 @@
 """The fibermpi command, run as a user runs it: in a clean environment (no Open MPI root opt-in, no
-oversubscription variable, no env.sh), as root in CI. FIBERMPI, FIBER_TEST_EXIT_PROGRAM and
+oversubscription variable, no env.sh), as root in CI. FIBERMPI, FIBER_TEST_POOL_JOB and
 FIBER_TEST_MPI come from CTest (tests/tool/CMakeLists.txt)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 FIBERMPI = os.environ["FIBERMPI"]
-PROGRAM = os.environ["FIBER_TEST_EXIT_PROGRAM"]
+PROGRAM = os.environ["FIBER_TEST_POOL_JOB"]
 MPI = os.environ["FIBER_TEST_MPI"]
 FAMILY = {"openmpi5": "Open MPI 5", "openmpi4": "Open MPI 4"}[MPI]
 
@@ -42,13 +42,15 @@ def test_run_with_ranks_returns_the_programs_own_status(status: int) -> None:
     # Open MPI 4.1's mpirun --enable-recovery exits 0 whatever rank 0 returned; the command must not.
     done = fibermpi("run", "-n", "3", PROGRAM, str(status))
     assert done.returncode == status, done.stdout + done.stderr
-    assert f"map ok, MPI world of 3, exiting with {status}" in done.stdout, done.stdout + done.stderr
+    assert "in an MPI world of 3" in done.stdout, done.stdout + done.stderr
+    assert f"100 results exact, exiting with {status}" in done.stdout, done.stdout + done.stderr
 
 
 def test_run_without_ranks_runs_the_program_itself_which_spawns_its_workers() -> None:
-    done = fibermpi("run", PROGRAM, "5")
+    done = fibermpi("run", PROGRAM, "5", "--processes", "2")
     assert done.returncode == 5, done.stdout + done.stderr
-    assert "map ok, MPI world of 1, exiting with 5" in done.stdout
+    assert "pool of 2 in an MPI world of 1" in done.stdout
+    assert "100 results exact, exiting with 5" in done.stdout
 
 
 def test_dry_run_shows_the_mpirun_of_the_programs_own_mpi() -> None:
@@ -66,14 +68,25 @@ def test_dry_run_shows_the_mpirun_of_the_programs_own_mpi() -> None:
 
 
 def test_inside_a_slurm_allocation_ranks_default_to_its_tasks_and_stay_within_it() -> None:
-    allocation = {"SLURM_JOB_ID": "41", "SLURM_NTASKS": "3", "SLURM_JOB_NODELIST": "localhost"}
+    allocation = {"SLURM_JOB_ID": "41", "SLURM_NTASKS": "3", "SLURM_JOB_NODELIST": "node7"}
     shown = fibermpi("run", "--dry-run", PROGRAM, **allocation)
     assert shown.returncode == 0, shown.stderr
     assert f"-n 3 {PROGRAM}" in shown.stdout
     assert "--oversubscribe" not in shown.stdout
     refused = fibermpi("run", "-n", "4", "--dry-run", PROGRAM, **allocation)
     assert refused.returncode == 2
-    assert "-n 4 asks for more ranks than Slurm allocation 41 (3 tasks on localhost)" in refused.stderr
+    assert "-n 4 asks for more ranks than Slurm allocation 41 (3 tasks on node7)" in refused.stderr
+    # A node that offers Slurm more CPUs than it has: the ranks run unbound rather than refused.
+    assert "--bind-to" not in shown.stdout
+    overcommitted = fibermpi("run", "--dry-run", PROGRAM, SLURM_CPUS_ON_NODE="4096", **allocation)
+    assert "--bind-to none -n 3" in overcommitted.stdout, overcommitted.stdout + overcommitted.stderr
+    # All on this host, more ranks than it has processing units (salloc sets no SLURM_CPUS_ON_NODE).
+    here = {**allocation, "SLURM_JOB_NODELIST": "localhost", "SLURM_JOB_NUM_NODES": "1",
+            "SLURM_NTASKS": "4096", "SLURM_JOB_CPUS_PER_NODE": "4096"}
+    assert "--bind-to none -n 4096" in fibermpi("run", "--dry-run", PROGRAM, **here).stdout
+    malformed = fibermpi("run", "--dry-run", PROGRAM, SLURM_JOB_ID="41", SLURM_NTASKS="many")
+    assert malformed.returncode == 2
+    assert "SLURM_NTASKS='many' is not a whole number of at least 1" in malformed.stderr
 
 
 def test_under_a_launcher_the_program_runs_as_it_is_and_n_is_refused() -> None:

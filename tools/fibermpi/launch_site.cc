@@ -1,5 +1,7 @@
 #include "launch_site.h"
 
+#include <unistd.h>
+
 #include <charconv>
 
 #include "fiber/errors.h"
@@ -12,9 +14,15 @@ int task_count(const std::string& name, const std::string& text) {
   int value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (error != std::errc() || end == text.data() || value < 1) {
-    throw fiber::UsageError(name + "='" + text + "' is not a task count");
+    throw fiber::UsageError(name + "='" + text + "' is not a whole number of at least 1");
   }
   return value;
+}
+
+std::string host_name() {
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  return name;
 }
 
 }  // namespace
@@ -69,6 +77,17 @@ LaunchSite detect_launch_site(const fiber::detail::EnvironmentLookup& environmen
   if (site.slurm_job.empty()) return site;
   site.kind = LaunchSite::Kind::kSlurmAllocation;
   site.slurm_nodes = value("SLURM_JOB_NODELIST");
+  if (value("SLURM_JOB_NUM_NODES") == "1") {
+    const std::string host = host_name();
+    site.slurm_only_this_node = site.slurm_nodes == "localhost" || site.slurm_nodes == host ||
+                                site.slurm_nodes == host.substr(0, host.find('.'));
+  }
+  if (const std::string cpus = value("SLURM_CPUS_ON_NODE"); !cpus.empty()) {
+    site.slurm_cpus_on_node = task_count("SLURM_CPUS_ON_NODE", cpus);
+  } else if (const std::string per_node = value("SLURM_JOB_CPUS_PER_NODE");
+             site.slurm_only_this_node && !per_node.empty()) {
+    site.slurm_cpus_on_node = task_count("SLURM_JOB_CPUS_PER_NODE", per_node);
+  }
   for (const char* name : {"SLURM_NTASKS", "SLURM_NPROCS"}) {
     if (const std::string tasks = value(name); !tasks.empty()) {
       site.slurm_tasks = task_count(name, tasks);

@@ -16,6 +16,12 @@ struct LaunchSite {
   std::string slurm_job;
   int slurm_tasks = 0;
   std::string slurm_nodes;
+  /// The allocation is one node, and it is this host (SLURM_JOB_NUM_NODES=1, the node list
+  /// names this host or localhost): every rank runs here.
+  bool slurm_only_this_node = false;
+  /// The CPUs the allocation has on this node: SLURM_CPUS_ON_NODE (batch scripts, steps), else
+  /// SLURM_JOB_CPUS_PER_NODE's count when the allocation is only this node; 0 when unknown.
+  int slurm_cpus_on_node = 0;
   /// A FiberJob pod: "launcher" or "worker", and the job's name.
   std::string pod_role;
   std::string fiberjob;

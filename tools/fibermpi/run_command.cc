@@ -13,6 +13,7 @@
 #include "fiber/runtime/launch_recipe.h"
 #include "launch_site.h"
 #include "program_mpi.h"
+#include "topology.h"
 
 namespace fibermpi {
 namespace {
@@ -113,6 +114,15 @@ int run_program(const RunRequest& request) {
     // Inside an allocation the ranks go where Slurm gave room, never beyond it.
     if (in_slurm && option == "--oversubscribe") continue;
     words.push_back(std::move(option));
+  }
+  // A node that offers Slurm more CPUs than it has (an overcommitting configuration, a test
+  // node), or an allocation of more tasks than CPUs (--overcommit), has mpirun bind more ranks
+  // here than there are processing units, which it refuses: the ranks then run unbound, as they
+  // do when oversubscribing outside Slurm.
+  if (in_slurm) {
+    const int here = read_topology().processing_units;
+    if (site.slurm_cpus_on_node > here || (site.slurm_only_this_node && ranks > here))
+      words.insert(words.end(), {"--bind-to", "none"});
   }
   words.insert(words.end(), {"-n", std::to_string(ranks)});
   words.insert(words.end(), program_words.begin(), program_words.end());
