@@ -120,14 +120,22 @@ def test_a_killed_worker_inside_an_allocation_loses_nothing(slurm: Slurm) -> Non
     wait_without_leftovers()
 
 
-@pytest.mark.skipif(MPI != "openmpi4", reason="srun --mpi=pmix launches Open MPI 4.1's programs")
 def test_srun_with_pmix_starts_the_static_world_directly(slurm: Slurm) -> None:
     # No mpirun: the ranks are Slurm's. There is neither spawn nor recovery then, so the pool is
     # the static world's ranks.
+    if MPI == "openmpi5":
+        refused = slurm.run("salloc", "-n", "3", FIBERMPI, "run", "--srun", POOL_JOB, "0")
+        assert refused.returncode == 2
+        assert "fail in MPI_Init beyond 2 ranks" in refused.stderr, refused.stderr
+        return
     done = slurm.run("srun", "--mpi=pmix", "-n", "4", POOL_JOB, "0")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "pool of 3 in an MPI world of 4" in done.stdout, done.stdout + done.stderr
     assert "100 results exact, exiting with 0" in done.stdout
+    assert "started by srun, which gives MPI neither recovery nor MPI_Comm_spawn" in done.stderr
+    through_fibermpi = slurm.run("salloc", "-n", "3", FIBERMPI, "run", "--srun", POOL_JOB, "4")
+    assert through_fibermpi.returncode == 4, through_fibermpi.stdout + through_fibermpi.stderr
+    assert "pool of 2 in an MPI world of 3" in through_fibermpi.stdout
 
 
 def test_scancel_ends_the_job_and_every_process_of_it(slurm: Slurm) -> None:

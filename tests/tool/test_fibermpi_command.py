@@ -102,6 +102,7 @@ def test_under_a_launcher_the_program_runs_as_it_is_and_n_is_refused() -> None:
     (["run", "-n", "0", PROGRAM], "--np: Value 0 not in range"),
     (["run", "-n", "2", "no-such-program"], "PROGRAM no-such-program is not on PATH"),
     (["run", "-n", "2", "/bin/true"], "/bin/true links no libmpi"),
+    (["run", "--srun", PROGRAM], "--srun runs the ranks as a step of a Slurm allocation"),
     (["frobnicate"], "unknown command 'frobnicate' (commands: run, info;"),
 ])
 def test_bad_requests_name_the_problem(args: list[str], message: str) -> None:

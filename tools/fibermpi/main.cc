@@ -23,6 +23,9 @@ int main(int argc, char** argv) {
   run->add_option("-n,--np", run_request.ranks, "Ranks of the MPI job (the static world)")
       ->check(CLI::Range(1, 1000000));
   run->add_flag("--dry-run", run_request.dry_run, "Print the command that would run; run nothing");
+  run->add_flag("--srun", run_request.srun,
+                "Inside a Slurm allocation, start the ranks with srun --mpi=pmix instead of "
+                "mpirun (Open MPI 4.1; no spawn, no recovery)");
   // PROGRAM and everything after it belong to the program.
   run->prefix_command();
 

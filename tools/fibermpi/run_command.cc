@@ -81,6 +81,10 @@ int run_program(const RunRequest& request) {
     throw UsageError("-n " + std::to_string(request.ranks) + ": this runs " + site.describe() +
                      ", which decides the ranks; run without -n");
   }
+  if (request.srun && site.kind != LaunchSite::Kind::kSlurmAllocation) {
+    throw UsageError("--srun runs the ranks as a step of a Slurm allocation, and this runs " +
+                     site.describe() + " (use salloc or sbatch)");
+  }
   if (placed_elsewhere || (site.kind == LaunchSite::Kind::kNone && request.ranks == 0)) {
     if (request.dry_run) {
       print_command({}, program_words);
@@ -108,6 +112,21 @@ int run_program(const RunRequest& request) {
   if (mpi.library.family == MpiFamily::kMpich) {
     throw UsageError(program + " is built against " + mpi.library.version_text +
                      ", which fibermpi does not run on yet (Open MPI 4.1 and 5 only)");
+  }
+  if (request.srun) {
+    if (mpi.library.family == MpiFamily::kOpenMpi5) {
+      throw UsageError("--srun: " + program + " is built against " + mpi.library.version_text +
+                       ", whose processes started by srun --mpi=pmix fail in MPI_Init beyond 2 "
+                       "ranks under this Slurm's PMIx; run it without --srun (mpirun inside the "
+                       "allocation), or build it against Open MPI 4.1");
+    }
+    std::vector<std::string> words = {"srun", "--mpi=pmix", "-n", std::to_string(ranks)};
+    words.insert(words.end(), program_words.begin(), program_words.end());
+    if (request.dry_run) {
+      print_command({}, words);
+      return 0;
+    }
+    return fiber::detail::run_reporting_exit_status(words, temporary_directory(), program);
   }
   std::vector<std::string> words = {mpi.mpirun};
   for (std::string& option : fiber::detail::mpirun_options(mpi.library.family, ::geteuid() == 0)) {

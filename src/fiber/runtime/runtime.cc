@@ -187,11 +187,20 @@ void Runtime::start_master(std::unique_ptr<Link> link, const KubernetesPod* pod)
                                              settings_.liveness_interval);
   master_ = std::make_unique<Master>(settings_, *engine_, std::move(link));
   if (bridge::Environment::recovery_disabled_under_launcher() && !std::getenv("FIBER_QUIET")) {
-    const char* option = bridge::recovery_option();
-    std::fprintf(stderr,
-                 "fibermpi: started by mpirun without %s: a child process that is killed will "
-                 "abort the whole job (add %s, or set FIBER_QUIET=1 to hide this)\n",
-                 option, option);
+    if (std::getenv("SLURM_STEP_ID") && !std::getenv("OMPI_COMM_WORLD_SIZE")) {
+      // Slurm's srun started the ranks itself: no Open MPI runtime runs beside them.
+      std::fprintf(stderr,
+                   "fibermpi: started by srun, which gives MPI neither recovery nor "
+                   "MPI_Comm_spawn: pools run on the step's ranks alone and a rank that dies "
+                   "ends the step (`fibermpi run PROGRAM` inside the allocation has both; "
+                   "FIBER_QUIET=1 hides this)\n");
+    } else {
+      const char* option = bridge::recovery_option();
+      std::fprintf(stderr,
+                   "fibermpi: started by mpirun without %s: a child process that is killed will "
+                   "abort the whole job (add %s, or set FIBER_QUIET=1 to hide this)\n",
+                   option, option);
+    }
   }
   master_->start();
   g_running.store(true, std::memory_order_release);
