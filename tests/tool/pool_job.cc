@@ -1,9 +1,11 @@
 // A fibermpi program for the tests of the fibermpi command and of Slurm: maps over a pool, checks
 // every result, prints the MPI world it ran in and the pool's size, and exits with the status it
 // is given.
-//   pool_job STATUS [--processes N] [--task-ms MS] [--tasks N] [--kill-once MARKER]
+//   pool_job STATUS [--processes N] [--task-ms MS] [--tasks N] [--kill-once MARKER] [--stamp]
 // --processes 0 (the default) takes the default pool size. --kill-once: the worker that runs task
 // 7 first SIGKILLs itself (MARKER, a file, says it happened), so the task runs again elsewhere.
+// --stamp: prints the wall-clock time (seconds since the epoch) at which a first task's result
+// came back, for the benchmarks that time a launch from its submission.
 #include <mpi.h>
 #include <signal.h>
 #include <unistd.h>
@@ -42,6 +44,7 @@ int main(int argc, char** argv) {
   fiber::init(argc, argv);
   int status = 0, processes = 0, task_ms = 0, tasks = 100;
   std::string kill_marker;
+  bool stamp = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const bool has_value = i + 1 < argc;
@@ -53,6 +56,8 @@ int main(int argc, char** argv) {
       tasks = std::atoi(argv[++i]);
     } else if (arg == "--kill-once" && has_value) {
       kill_marker = argv[++i];
+    } else if (arg == "--stamp") {
+      stamp = true;
     } else {
       status = std::atoi(argv[i]);
     }
@@ -60,6 +65,12 @@ int main(int argc, char** argv) {
   int world = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   fiber::Pool pool(processes);
+  if (stamp) {
+    const int first = pool.apply_async(square, Work{3, 0, ""}).get();
+    const double now =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    std::printf("pool_job: first task (%d) done at %.6f\n", first, now);
+  }
   std::printf("pool_job: pool of %d in an MPI world of %d\n", pool.size(), world);
   std::fflush(stdout);
   std::vector<Work> inputs;
