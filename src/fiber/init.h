@@ -54,6 +54,7 @@ namespace fiber {
 /// processes_ahead       integer              2        0 - 1000000     FIBER_PROCESSES_AHEAD
 /// pod_start_timeout     duration (s)         300      1 s - 1 d       FIBER_POD_START_TIMEOUT_S
 /// pod_idle_timeout      duration (s)         30       0 s - 365 d     FIBER_POD_IDLE_TIMEOUT_S
+/// bind                  string               "core"   core, none      FIBER_BIND
 /// (1) and longer than heartbeat_interval.
 struct Config {
   /// How spawned processes start: executable (default: this program), host, wdir, env,
@@ -108,6 +109,12 @@ struct Config {
   /// (named in the job's workersToDelete, its replica given back). 0 releases it as soon as it
   /// is idle. FIBER_POD_IDLE_TIMEOUT_S overrides.
   std::chrono::seconds pod_idle_timeout{30};
+  /// How the worker processes fibermpi starts itself (spawned, on the master's host) are bound
+  /// while they run a pool's worker or a Process: "core" binds each to a core of its own (hwloc;
+  /// spread across packages and NUMA nodes first), and once every core holds one, more run
+  /// unbound; "none" binds nothing. Ranks that mpirun or Slurm placed keep their launcher's
+  /// binding. FIBER_BIND overrides.
+  std::string bind = "core";
 };
 
 /// Starts the runtime: initialises MPI (or adopts the program's MPI_THREAD_MULTIPLE one) and

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 #include "fiber/errors.h"
@@ -110,6 +112,7 @@ void Master::assign_idle_slots_locked() {
     slot->state = Slot::State::kBusy;
     slot->used = true;
     slot->process = process;
+    bind_locked(*slot);
     process->slot = slot;
     process->pid = slot->pid;
     process->host = slot->host;
@@ -184,6 +187,24 @@ void Master::shut_down_slot_locked(Slot& slot, bool run_ends) {
   // Gone once its goodbye arrives (or it dies): until then it may still send.
   slot.state = Slot::State::kClosing;
   slot.process.reset();
+  unbind_locked(slot);
+}
+
+void Master::bind_locked(Slot& slot) {
+  if (!slot.spawned() || !slot.local) return;
+  const std::string binding = binder_.bind(slot.pid);
+  // The binding of each worker, for those who ask (FIBER_LOG_LEVEL=info or debug).
+  static const bool say = [] {
+    const char* level = std::getenv("FIBER_LOG_LEVEL");
+    return level && (std::strcmp(level, "info") == 0 || std::strcmp(level, "debug") == 0);
+  }();
+  if (say && !binding.empty())
+    std::fprintf(stderr, "fibermpi: worker pid %d on %s: %s\n", slot.pid, host_.c_str(),
+                 binding.c_str());
+}
+
+void Master::unbind_locked(Slot& slot) {
+  if (slot.spawned() && slot.local) binder_.release(slot.pid);
 }
 
 uint64_t Master::requester_of(const Slot* slot) const {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "fiber/kubernetes/pod_provisioner.h"
+#include "fiber/master/core_binder.h"
 #include "fiber/master/group_core.h"
 #include "fiber/master/join_acceptor.h"
 #include "fiber/master/liveness_monitor.h"
@@ -191,6 +192,10 @@ class Master final : public MessageSink,
   void declare_unreachable_locked(Slot& slot, const std::string& what);
   void trim_reserve_locked(Clock::time_point now);
   std::vector<Slot*> live_slots_locked() const;
+  /// A spawned worker on this host starting to run a process: bound to a core of its own
+  /// (Config::bind); unbound again when that process ends or the worker is gone.
+  void bind_locked(Slot& slot);
+  void unbind_locked(Slot& slot);
 
   Settings& settings_;
   ProgressEngine& engine_;
@@ -199,6 +204,7 @@ class Master final : public MessageSink,
   const uint32_t own_pid_ = static_cast<uint32_t>(::getpid());
   std::string signal_dir_;  ///< The run's directory: doorbells and fatal-signal reports.
   ProcessTable table_;
+  CoreBinder binder_{settings_.bind == "core"};
   LivenessMonitor liveness_;
   QueueService queues_;
   ManagerService manager_;

@@ -12,12 +12,8 @@
 namespace fiber::detail {
 
 void Master::send_locked(MPI_Comm comm, int dest, const Outgoing& message) {
-  bridge::Envelope envelope{static_cast<uint32_t>(message.kind),
-                            message.flags,
-                            message.id,
-                            message.aux,
-                            own_pid_,
-                            0};
+  bridge::Envelope envelope{
+      static_cast<uint32_t>(message.kind), message.flags, message.id, message.aux, own_pid_, 0};
   Slot* slot = table_.find(comm, dest);
   if (slot) envelope.seq = static_cast<uint32_t>(slot->messages_sent++);
   engine_.post(comm, dest, envelope, message.payload());
@@ -198,6 +194,7 @@ void Master::on_exited_locked(Slot& slot, const wire::Exited& exited) {
   const bool worker_leaves = exited.worker_leaves;
   auto process = slot.process;
   slot.process.reset();
+  unbind_locked(slot);
   process->error = exited.error;
   if (exited.without_finalize) {
     // Like a death for what follows: the finalize of its MPI job may never complete.

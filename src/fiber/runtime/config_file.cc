@@ -396,6 +396,12 @@ std::vector<Key> make_keys() {
   keys.push_back(duration_key(
       "pod_idle_timeout", "FIBER_POD_IDLE_TIMEOUT_S",
       [](auto& config) -> auto& { return config.pod_idle_timeout; }, seconds(0), kOneYear));
+  keys.push_back(make_key(
+      "bind", "FIBER_BIND", [](auto& config) -> auto& { return config.bind; }, parse_text,
+      [](const std::string& value) {
+        if (value != "core" && value != "none")
+          throw BadValue("'" + value + "' is not a binding: write core or none");
+      }));
   return keys;
 }
 
