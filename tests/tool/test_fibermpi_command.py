@@ -137,6 +137,7 @@ def test_info_reports_machine_mpi_site_and_configuration_sources(tmp_path: pathl
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["machine"]["hardware_threads"] >= report["machine"]["cores"] >= 1
+    assert len(report["machine"]["worker_cores"]) == report["machine"]["cores"]
     assert report["mpi"]["family"] == FAMILY
     assert report["mpi"]["ulfm"] is (MPI == "openmpi5")
     assert pathlib.Path(report["mpi"]["mpirun"]).is_file()
@@ -147,6 +148,7 @@ def test_info_reports_machine_mpi_site_and_configuration_sources(tmp_path: pathl
     assert keys["heartbeat_interval"]["value"] == "250ms"
     assert keys["heartbeat_interval"]["source"] == str(tmp_path / "fiber.yaml")
     assert keys["spawn.env"]["value"] == "{A: 1}"
+    assert keys["bind"]["value"] == "core" and keys["bind"]["variable"] == "FIBER_BIND"
     assert keys["pid_checks"] == {"key": "pid_checks", "value": "true", "source": "default",
                                   "variable": "FIBER_PID_CHECKS"}
     assert "fiber::Config is not visible" in report["config"]["note"]

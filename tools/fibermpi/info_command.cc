@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "fiber/errors.h"
+#include "fiber/master/core_binder.h"
 #include "fiber/runtime/config_file.h"
 #include "fiber/runtime/launch_recipe.h"
 #include "launch_site.h"
@@ -89,6 +90,12 @@ void print_text(const json& report) {
   std::printf("             allowed CPUs %s, this process bound to %s\n",
               machine["allowed_cpus"].get<std::string>().c_str(),
               machine["bound_cpus"].get<std::string>().c_str());
+  std::string cores;
+  for (const json& core : machine["worker_cores"])
+    cores += (cores.empty() ? "" : ", ") + core.get<std::string>();
+  std::printf(
+      "             spawned workers bind to the cores of PUs %s, in this order (bind: core)\n",
+      cores.c_str());
   const json& mpi = report["mpi"];
   std::printf("\nMPI          (of %s)\n", mpi.value("of", std::string("?")).c_str());
   if (mpi.contains("error")) {
@@ -132,6 +139,8 @@ int print_info(const InfoRequest& request) {
                        {"hardware_threads", topology.processing_units},
                        {"allowed_cpus", topology.allowed},
                        {"bound_cpus", topology.bound}};
+  // Where spawned workers go with Config::bind "core": one core each, in this order.
+  report["machine"]["worker_cores"] = fiber::detail::CoreBinder(true).core_lists();
   report["mpi"] = describe_mpi(request.program);
   const LaunchSite site = detect_launch_site(fiber::detail::process_environment());
   report["launch"] = {{"kind", site.kind_name()}, {"site", site.describe()}};
