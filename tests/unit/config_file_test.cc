@@ -99,6 +99,7 @@ reserve_idle_timeout: 90
 processes_ahead: 5
 pod_start_timeout: 10m
 pod_idle_timeout: 0
+bind: none
 spawn:
   executable: /opt/app/bin/worker
   args: [--lr, "3e-4"]
@@ -123,6 +124,7 @@ void expect_every_key_set(const Config& config) {
   EXPECT_EQ(config.processes_ahead, 5);
   EXPECT_EQ(config.pod_start_timeout, 600s);
   EXPECT_EQ(config.pod_idle_timeout, 0s);
+  EXPECT_EQ(config.bind, "none");
   EXPECT_EQ(config.spawn.executable, "/opt/app/bin/worker");
   EXPECT_EQ(config.spawn.args, (std::vector<std::string>{"--lr", "3e-4"}));
   EXPECT_EQ(config.spawn.host, "node-1,node-2");
@@ -135,6 +137,7 @@ TEST(ConfigKeys, DefaultsOfTheNewFields) {
   const Config config;
   EXPECT_EQ(config.pod_start_timeout, 300s);
   EXPECT_EQ(config.pod_idle_timeout, 30s);
+  EXPECT_EQ(config.bind, "core");
 }
 
 TEST(ConfigKeys, EveryKeyInTheFileIsRead) {
@@ -143,7 +146,7 @@ TEST(ConfigKeys, EveryKeyInTheFileIsRead) {
   expect_every_key_set(resolved.config);
   // The document names every key there is, and each one's value is traced to the file.
   const auto keys = config_keys();
-  EXPECT_EQ(keys.size(), 18u);
+  EXPECT_EQ(keys.size(), 19u);
   for (const auto& key : keys) EXPECT_EQ(resolved.origin(key), "every.yaml") << key;
 }
 
@@ -161,6 +164,7 @@ TEST(ConfigKeys, EveryKeyHasAVariable) {
       {"FIBER_PROCESSES_AHEAD", "5"},
       {"FIBER_POD_START_TIMEOUT_S", "600"},
       {"FIBER_POD_IDLE_TIMEOUT_S", "0"},
+      {"FIBER_BIND", "none"},
       {"FIBER_SPAWN_EXECUTABLE", "/opt/app/bin/worker"},
       {"FIBER_SPAWN_ARGS", "[--lr, \"3e-4\"]"},
       {"FIBER_SPAWN_HOST", "node-1,node-2"},
