@@ -2,14 +2,14 @@
 
 #include <hwloc.h>
 
-#include <climits>
 #include <cstdlib>
+#include <optional>
 
 namespace fiber::detail {
 
 struct CoreBinder::Topology {
   hwloc_topology_t handle = nullptr;
-  std::vector<hwloc_bitmap_t> cores;  ///< Spread order.
+  std::vector<hwloc_bitmap_t> cores;  ///< Spread order; only processing units this process may use.
   ~Topology() {
     for (hwloc_bitmap_t core : cores) hwloc_bitmap_free(core);
     if (handle) hwloc_topology_destroy(handle);
@@ -26,30 +26,64 @@ std::string list_of(hwloc_const_bitmap_t set) {
   return list;
 }
 
+// The cores below `object`, ordered so that consecutive ones share as little as possible: the
+// first core of each child subtree in turn, then the second of each, and so on, at every level
+// (packages, then groups such as NUMA clusters, then shared caches). Cores are counted as cores,
+// whatever number of hardware threads each has.
+std::vector<hwloc_obj_t> spread_order(hwloc_obj_t object) {
+  if (object->type == HWLOC_OBJ_CORE) return {object};
+  std::vector<std::vector<hwloc_obj_t>> subtrees;
+  for (hwloc_obj_t child = object->first_child; child; child = child->next_sibling) {
+    auto cores = spread_order(child);
+    if (!cores.empty()) subtrees.push_back(std::move(cores));
+  }
+  std::vector<hwloc_obj_t> order;
+  for (size_t round = 0;; ++round) {
+    bool any = false;
+    for (const auto& cores : subtrees) {
+      if (round >= cores.size()) continue;
+      order.push_back(cores[round]);
+      any = true;
+    }
+    if (!any) return order;
+  }
+}
+
 }  // namespace
 
 CoreBinder::CoreBinder(bool enabled) {
-  if (!enabled) return;
+  if (enabled) load({});
+}
+
+CoreBinder::CoreBinder(const Synthetic& topology) { load(topology.description); }
+
+void CoreBinder::load(const std::string& synthetic_topology) {
   auto topology = std::make_unique<Topology>();
   if (hwloc_topology_init(&topology->handle) != 0) {
     topology->handle = nullptr;
     return;
   }
-  // The loaded topology holds only the processing units this process may use (its cgroup, its
-  // launcher's binding).
-  if (hwloc_topology_load(topology->handle) != 0) return;
-  const int count = hwloc_get_nbobjs_by_type(topology->handle, HWLOC_OBJ_CORE);
-  if (count <= 0) return;
-  // One set per core, handed out so that consecutive workers land on different packages and
-  // NUMA nodes before sharing one.
-  topology->cores.resize(static_cast<size_t>(count));
-  hwloc_obj_t root = hwloc_get_root_obj(topology->handle);
-  if (hwloc_distrib(topology->handle, &root, 1, topology->cores.data(),
-                    static_cast<unsigned>(count), INT_MAX, 0) != 0) {
-    topology->cores.clear();
+  if (!synthetic_topology.empty() &&
+      hwloc_topology_set_synthetic(topology->handle, synthetic_topology.c_str()) != 0)
     return;
+  // hwloc leaves out the processing units this process's cgroup (a Slurm job's, a container's)
+  // forbids; the launcher's binding of this process is not a limit for its workers, so cores
+  // other launcher-placed processes hold are found by hold_launcher_cores.
+  if (hwloc_topology_load(topology->handle) != 0) return;
+  hwloc_const_bitmap_t allowed = hwloc_topology_get_allowed_cpuset(topology->handle);
+  for (hwloc_obj_t core : spread_order(hwloc_get_root_obj(topology->handle))) {
+    hwloc_bitmap_t usable = hwloc_bitmap_alloc();
+    if (!usable) return;
+    hwloc_bitmap_and(usable, core->cpuset, allowed);
+    if (hwloc_bitmap_iszero(usable)) {
+      hwloc_bitmap_free(usable);
+      continue;
+    }
+    topology->cores.push_back(usable);
   }
+  if (topology->cores.empty()) return;
   holders_.assign(topology->cores.size(), 0);
+  launcher_holds_.assign(topology->cores.size(), 0);
   topology_ = std::move(topology);
 }
 
@@ -57,9 +91,9 @@ CoreBinder::~CoreBinder() = default;
 
 std::string CoreBinder::bind(int pid) {
   if (!topology_) return {};
-  release(pid);
+  release(pid, true);
   for (size_t core = 0; core < holders_.size(); ++core) {
-    if (holders_[core] != 0) continue;
+    if (holders_[core] != 0 || launcher_holds_[core] != 0) continue;
     if (hwloc_set_proc_cpubind(topology_->handle, pid, topology_->cores[core],
                                HWLOC_CPUBIND_PROCESS) != 0) {
       return "unbound: binding failed";
@@ -68,19 +102,60 @@ std::string CoreBinder::bind(int pid) {
     core_of_[pid] = core;
     return "core " + std::to_string(core) + " (PUs " + list_of(topology_->cores[core]) + ")";
   }
-  return "unbound: all " + std::to_string(holders_.size()) + " cores hold a bound worker";
+  size_t held_by_launcher = 0;
+  for (size_t core = 0; core < holders_.size(); ++core)
+    if (holders_[core] == 0 && launcher_holds_[core] != 0) ++held_by_launcher;
+  return "unbound: no free core (" + std::to_string(core_of_.size()) + " bound workers, " +
+         std::to_string(held_by_launcher) + " held by launcher-placed processes, of " +
+         std::to_string(holders_.size()) + ")";
 }
 
-void CoreBinder::release(int pid) {
+void CoreBinder::release(int pid, bool still_running) {
   if (!topology_) return;
   const auto found = core_of_.find(pid);
   if (found == core_of_.end()) return;
   holders_[found->second] = 0;
   core_of_.erase(found);
-  // A process that is gone cannot be rebound, which is fine.
-  hwloc_set_proc_cpubind(topology_->handle, pid,
-                         hwloc_topology_get_allowed_cpuset(topology_->handle),
-                         HWLOC_CPUBIND_PROCESS);
+  if (still_running) {
+    hwloc_set_proc_cpubind(topology_->handle, pid,
+                           hwloc_topology_get_allowed_cpuset(topology_->handle),
+                           HWLOC_CPUBIND_PROCESS);
+  }
+}
+
+void CoreBinder::hold_launcher_cores(int pid) {
+  if (!topology_ || launcher_cores_of_.count(pid)) return;
+  hwloc_bitmap_t binding = hwloc_bitmap_alloc();
+  if (!binding) return;
+  hwloc_const_bitmap_t allowed = hwloc_topology_get_allowed_cpuset(topology_->handle);
+  // A process bound to several cores (a package, a NUMA node) uses one core's worth of them: the
+  // first in spread order that nothing holds yet, else the first of them.
+  std::vector<size_t> held;
+  if (hwloc_get_proc_cpubind(topology_->handle, pid, binding, HWLOC_CPUBIND_PROCESS) == 0 &&
+      !hwloc_bitmap_isincluded(allowed, binding)) {
+    std::optional<size_t> chosen;
+    for (size_t core = 0; core < topology_->cores.size(); ++core) {
+      if (!hwloc_bitmap_intersects(topology_->cores[core], binding)) continue;
+      if (!chosen) chosen = core;
+      if (holders_[core] == 0 && launcher_holds_[core] == 0) {
+        chosen = core;
+        break;
+      }
+    }
+    if (chosen) {
+      ++launcher_holds_[*chosen];
+      held.push_back(*chosen);
+    }
+  }
+  hwloc_bitmap_free(binding);
+  if (!held.empty()) launcher_cores_of_[pid] = std::move(held);
+}
+
+void CoreBinder::drop_launcher_cores(int pid) {
+  const auto found = launcher_cores_of_.find(pid);
+  if (found == launcher_cores_of_.end()) return;
+  for (size_t core : found->second) --launcher_holds_[core];
+  launcher_cores_of_.erase(found);
 }
 
 std::vector<std::string> CoreBinder::core_lists() const {

@@ -41,6 +41,8 @@ Master::Master(Settings& settings, ProgressEngine& engine, std::unique_ptr<Link>
                }),
       spawner_(settings, engine, *this),
       acceptor_(engine) {
+  // The master bound by its launcher (mpirun binds rank 0 to a core) keeps that core.
+  binder_.hold_launcher_cores(static_cast<int>(::getpid()));
   if (static_world) {
     slots_expected_ = static_world->expected_hellos;
     engine_.add_link(std::move(static_world));
@@ -179,6 +181,7 @@ void Master::retire_locked(Slot& slot) {
   if (slot.gone()) return;
   slot.state = Slot::State::kGone;
   --slot.link->live_slots;
+  if (!slot.spawned() && slot.local) binder_.drop_launcher_cores(slot.pid);
 }
 
 void Master::shut_down_slot_locked(Slot& slot, bool run_ends) {
@@ -187,7 +190,7 @@ void Master::shut_down_slot_locked(Slot& slot, bool run_ends) {
   // Gone once its goodbye arrives (or it dies): until then it may still send.
   slot.state = Slot::State::kClosing;
   slot.process.reset();
-  unbind_locked(slot);
+  unbind_locked(slot, false);
 }
 
 void Master::bind_locked(Slot& slot) {
@@ -203,8 +206,8 @@ void Master::bind_locked(Slot& slot) {
                  binding.c_str());
 }
 
-void Master::unbind_locked(Slot& slot) {
-  if (slot.spawned() && slot.local) binder_.release(slot.pid);
+void Master::unbind_locked(Slot& slot, bool still_running) {
+  if (slot.spawned() && slot.local) binder_.release(slot.pid, still_running);
 }
 
 uint64_t Master::requester_of(const Slot* slot) const {

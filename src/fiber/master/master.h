@@ -195,7 +195,8 @@ class Master final : public MessageSink,
   /// A spawned worker on this host starting to run a process: bound to a core of its own
   /// (Config::bind); unbound again when that process ends or the worker is gone.
   void bind_locked(Slot& slot);
-  void unbind_locked(Slot& slot);
+  /// `still_running`: the worker lives on in the reserve and floats again.
+  void unbind_locked(Slot& slot, bool still_running);
 
   Settings& settings_;
   ProgressEngine& engine_;

@@ -179,7 +179,7 @@ void Master::declare_dead_locked(Slot& slot) {
     int signal = read_signal_file(signal_dir_, slot.pid);
     if (signal == 0) signal = process->signal_sent != 0 ? process->signal_sent : SIGKILL;
     slot.process.reset();
-    unbind_locked(slot);
+    unbind_locked(slot, false);
     end_process_locked(process, -signal, describe_exit(*process, -signal));
   }
   retire_locked(slot);

@@ -168,6 +168,8 @@ void Master::on_hello_locked(Link& link, int rank, const wire::Hello& hello) {
   created->host = hello.host;
   created->pod = link.connected ? hello.pod : std::string();
   created->local = hello.host == host_;
+  // A static rank or joined worker here that its launcher bound keeps a core to itself.
+  if (created->local && !link.spawned) binder_.hold_launcher_cores(hello.pid);
   created->last_heard = Clock::now();
   created->idle_since = created->last_heard;
   created->messages_received = 1;  // its hello
@@ -194,7 +196,7 @@ void Master::on_exited_locked(Slot& slot, const wire::Exited& exited) {
   const bool worker_leaves = exited.worker_leaves;
   auto process = slot.process;
   slot.process.reset();
-  unbind_locked(slot);
+  unbind_locked(slot, !worker_leaves);
   process->error = exited.error;
   if (exited.without_finalize) {
     // Like a death for what follows: the finalize of its MPI job may never complete.
