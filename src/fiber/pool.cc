@@ -42,7 +42,8 @@ int usable_physical_cores() {
   hwloc_topology_t topology = nullptr;
   int cores = 0;
   if (hwloc_topology_init(&topology) == 0) {
-    // The loaded topology is restricted to the CPUs this process may use (cgroups, binding).
+    // hwloc leaves out the CPUs this process's cgroup forbids (a container's, a Slurm job's);
+    // the process's own binding is no limit for the workers it starts.
     if (hwloc_topology_load(topology) == 0) {
       cores = hwloc_get_nbobjs_by_type(topology, HWLOC_OBJ_CORE);
     }
@@ -52,16 +53,33 @@ int usable_physical_cores() {
   return std::max(1, cores);
 }
 
+namespace {
+
+int variable_as_count(const char* name) {
+  const char* value = std::getenv(name);
+  return value && *value ? std::atoi(value) : 0;
+}
+
+// A world of several ranks that a launcher (mpirun, srun) started.
+bool in_launched_world() {
+  return variable_as_count("OMPI_COMM_WORLD_SIZE") > 1 || variable_as_count("PMI_SIZE") > 1 ||
+         (std::getenv("PMIX_RANK") && variable_as_count("SLURM_STEP_NUM_TASKS") > 1);
+}
+
+}  // namespace
+
 int default_pool_size() {
-  // Inside a Slurm allocation the allocation, not the machine, says how many processes may run:
-  // its tasks, less the master's own.
   const char* job = std::getenv("SLURM_JOB_ID");
-  const char* tasks = std::getenv("SLURM_NTASKS");
-  if (job && *job && tasks && *tasks) {
-    const int count = std::atoi(tasks);
-    if (count > 0) return std::max(1, count - 1);
-  }
-  return usable_physical_cores();
+  if (!job || !*job) return usable_physical_cores();
+  // Ranks that mpirun or srun started inside a Slurm allocation: the allocation, not this node,
+  // says how many processes may run (its tasks, spread over its nodes), less the master's own.
+  const int tasks = variable_as_count("SLURM_NTASKS");
+  if (in_launched_world() && tasks > 0) return std::max(1, tasks - 1);
+  // The program itself, started without a launcher (sbatch -n 1 -c 32 ./prog): it spawns its
+  // workers on this node, as many as the CPUs Slurm gave it here.
+  const int cpus_here = variable_as_count("SLURM_CPUS_ON_NODE");
+  const int cores = usable_physical_cores();
+  return cpus_here > 0 ? std::max(1, std::min(cores, cpus_here)) : cores;
 }
 
 detail::PoolSettings Pool::settings_from(Options options) {

@@ -47,13 +47,14 @@ Initializer initializer(Fn&& fn, Args&&... args) {
   return Initializer(std::forward<Fn>(fn), std::forward<Args>(args)...);
 }
 
-/// Usable physical cores of this machine (hwloc; respects the process's CPU binding): the default
-/// Pool size.
+/// Usable physical cores of this machine (hwloc): those the process's cgroup allows (a
+/// container's, a Slurm job's), whatever the process itself is bound to. The default Pool size.
 int usable_physical_cores();
 
-/// The size of a Pool asked for 0 processes: inside a Slurm allocation (SLURM_JOB_ID and
-/// SLURM_NTASKS set) its task count less one for the master, at least 1; elsewhere
-/// usable_physical_cores().
+/// The size of a Pool asked for 0 processes: for ranks that mpirun or srun started inside a Slurm
+/// allocation, its task count (SLURM_NTASKS) less one for the master, at least 1; for a program
+/// started without a launcher inside an allocation, usable_physical_cores() but no more than the
+/// CPUs Slurm gave it on this node (SLURM_CPUS_ON_NODE); elsewhere usable_physical_cores().
 int default_pool_size();
 
 /// A pool of worker processes that run functions on inputs, like Python's multiprocessing.Pool.

@@ -110,6 +110,17 @@ def test_an_allocations_tasks_are_the_static_world_of_fibermpi_run(slurm: Slurm)
     assert "-n 3 asks for more ranks than Slurm allocation" in refused.stderr, refused.stderr
 
 
+def test_a_program_started_alone_in_an_allocation_pools_the_cpus_it_was_given(
+        slurm: Slurm) -> None:
+    # One task of 2 CPUs, no launcher: the program spawns its workers on this node, one per CPU
+    # Slurm gave it (not one per task, which would be 0).
+    done = slurm.run("salloc", "-n", "1", "-c", "2", POOL_JOB, "0")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "pool of 2 in an MPI world of 1" in done.stdout, done.stdout + done.stderr
+    assert "100 results exact, exiting with 0" in done.stdout
+    wait_without_leftovers()
+
+
 def test_a_killed_worker_inside_an_allocation_loses_nothing(slurm: Slurm) -> None:
     marker = slurm.directory / "killed-worker"
     done = slurm.run("salloc", "-n", "4", FIBERMPI, "run", POOL_JOB, "0", "--task-ms", "20",
