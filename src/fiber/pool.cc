@@ -11,6 +11,7 @@
 #include "fiber/runtime/pool_client.h"
 #include "fiber/runtime/pool_settings.h"
 #include "fiber/runtime/runtime.h"
+#include "fiber/runtime/worker_resources.h"
 
 namespace fiber {
 namespace detail {
@@ -68,6 +69,16 @@ bool in_launched_world() {
 
 }  // namespace
 
+void Pool::check_share(const Share& share, int processes) {
+  if (share.cpus <= 0 && share.memory == 0 && share.gpus <= 0) return;
+  // The machine is read only when the request concerns it.
+  const detail::MachineFacts machine =
+      share.memory > 0 || share.gpus > 0 ? detail::read_machine() : detail::MachineFacts{};
+  detail::check_worker_request(
+      {.processes = processes, .cpus = share.cpus, .memory = share.memory, .gpus = share.gpus},
+      detail::process_environment(), machine);
+}
+
 int default_pool_size() {
   const char* job = std::getenv("SLURM_JOB_ID");
   if (!job || !*job) return usable_physical_cores();
@@ -92,6 +103,10 @@ detail::PoolSettings Pool::settings_from(Options options) {
   if (options.max_task_retries < 0)
     throw UsageError("Pool: max_task_retries cannot be negative, got " +
                      std::to_string(options.max_task_retries));
+  if (options.cpus_per_worker < 0 || options.gpus_per_worker < 0)
+    throw UsageError("Pool: cpus_per_worker and gpus_per_worker cannot be negative, got " +
+                     std::to_string(options.cpus_per_worker) + " and " +
+                     std::to_string(options.gpus_per_worker));
   detail::PoolSettings settings;
   settings.processes = options.processes > 0 ? options.processes : default_pool_size();
   if (options.autoscale) {
@@ -113,6 +128,11 @@ detail::PoolSettings Pool::settings_from(Options options) {
   settings.cover_spawn_pauses = options.cover_spawn_pauses;
   settings.max_task_retries = options.max_task_retries;
   settings.take_joined_workers = options.take_joined_workers;
+  settings.cpus_per_worker = options.cpus_per_worker;
+  settings.memory_per_worker = options.memory_per_worker;
+  settings.gpus_per_worker = options.gpus_per_worker;
+  check_share({options.cpus_per_worker, options.memory_per_worker, options.gpus_per_worker},
+              std::max(settings.processes, settings.max_processes));
   return settings;
 }
 
@@ -133,11 +153,13 @@ Pool::Pool(int processes, Initializer init, uint64_t maxtasksperchild)
     : Pool(options_of(processes, std::move(init), maxtasksperchild)) {}
 
 Pool::Pool(Options options)
-    : client_(detail::Runtime::instance().make_pool(settings_from(std::move(options)))) {}
+    : share_{options.cpus_per_worker, options.memory_per_worker, options.gpus_per_worker},
+      client_(detail::Runtime::instance().make_pool(settings_from(std::move(options)))) {}
 
 Pool& Pool::operator=(Pool&& other) noexcept {
   if (this != &other) {
     release();
+    share_ = other.share_;
     client_ = std::move(other.client_);
   }
   return *this;
@@ -175,7 +197,10 @@ int Pool::size() const {
 
 void Pool::wait_ready() { require(client_).wait_ready(); }
 
-void Pool::resize(int processes) { require(client_).resize(processes); }
+void Pool::resize(int processes) {
+  if (processes > 0) check_share(share_, processes);
+  require(client_).resize(processes);
+}
 
 std::vector<int> Pool::worker_pids() const { return require(client_).worker_pids(); }
 

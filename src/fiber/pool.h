@@ -102,6 +102,20 @@ class Pool {
     /// Grow by one worker for every worker of a job that joins through fiber::listen() (and
     /// shrink back when that job leaves or dies).
     bool take_joined_workers = true;
+    /// What each worker needs, like Fiber's @meta(cpu, memory, gpu); 0 asks for nothing in
+    /// particular. Where the program runs decides what they do:
+    /// - in a Slurm allocation a worker must fit on one node, and all of them (every size the
+    ///   pool may reach) in the allocation;
+    /// - in a FiberJob each worker must fit its share of a worker pod: the worker template's
+    ///   limits (else requests), divided among the pod's slotsPerWorker slots;
+    /// - elsewhere memory and GPUs must fit one worker; CPUs are not limited: each spawned worker
+    ///   on the master's host is bound to cpus_per_worker cores (Config::bind "core"), and runs
+    ///   unbound once too few are free (oversubscription stays allowed).
+    /// A request that cannot fit throws fiber::UsageError naming what was asked and what there
+    /// is, before any worker starts.
+    int cpus_per_worker = 0;
+    uint64_t memory_per_worker = 0;  ///< Bytes.
+    int gpus_per_worker = 0;
   };
 
   /// `processes` workers (0: default_pool_size()).
@@ -306,10 +320,20 @@ class Pool {
     return ResultStream<typename Spec::Result>(std::move(job), ordered, total);
   }
 
+  /// What each worker asked for (Options::cpus_per_worker, ...), checked again on resize().
+  struct Share {
+    int cpus = 0;
+    uint64_t memory = 0;
+    int gpus = 0;
+  };
+
+  /// Throws UsageError when `processes` workers of this share cannot fit where the program runs.
+  static void check_share(const Share& share, int processes);
   static detail::PoolSettings settings_from(Options options);
   void submit_job(const std::shared_ptr<detail::Job>& job, std::vector<detail::Bytes> chunks);
   void release();
 
+  Share share_;
   std::shared_ptr<detail::PoolClient> client_;
 };
 

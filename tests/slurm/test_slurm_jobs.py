@@ -21,6 +21,7 @@ FIBERMPI = os.environ["FIBERMPI"]
 POOL_JOB = os.environ["FIBER_TEST_POOL_JOB"]
 MPI = os.environ["FIBER_TEST_MPI"]
 DEV_SLURM = os.environ["DEV_SLURM"]
+RESOURCES_CHECK = os.environ["FIBER_TEST_RESOURCES_CHECK"]
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the development Slurm needs root")
 
@@ -119,6 +120,15 @@ def test_a_program_started_alone_in_an_allocation_pools_the_cpus_it_was_given(
     assert "pool of 2 in an MPI world of 1" in done.stdout, done.stdout + done.stderr
     assert "100 results exact, exiting with 0" in done.stdout
     wait_without_leftovers()
+
+
+def test_a_pool_asking_for_more_than_the_allocation_is_refused(slurm: Slurm) -> None:
+    # 3 CPUs on one node: a pool of 1 worker of 1 CPU runs; 3 workers of 2 CPUs, a worker of 4,
+    # and a resize to 4 workers do not fit, and each says so.
+    done = slurm.run("salloc", "-n", "3", RESOURCES_CHECK, "allocation", "3")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "resources_check: OK" in done.stdout, done.stdout + done.stderr
+    assert "has 3 CPUs on 1 node" in done.stdout, done.stdout
 
 
 def test_a_killed_worker_inside_an_allocation_loses_nothing(slurm: Slurm) -> None:

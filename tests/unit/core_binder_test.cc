@@ -118,6 +118,33 @@ TEST(CoreBinderOnThisMachine, LauncherBoundCoreIsNotHandedOut) {
   end(placed);
 }
 
+TEST(CoreBinderOnThisMachine, AWorkerOfSeveralCoresGetsThemAll) {
+  CoreBinder binder(true);
+  const auto cores = binder.core_lists();
+  if (cores.size() < 2) GTEST_SKIP() << "needs 2 cores, this machine offers " << cores.size();
+  const pid_t wide = sleeper();
+  EXPECT_EQ(binder.bind(wide, 2).rfind("cores 0,1 (PUs ", 0), 0u);
+  int count = 0;
+  first_cpu_of(wide, &count);
+  EXPECT_EQ(count, 2);
+  const pid_t narrow = sleeper();
+  const std::string narrow_said = binder.bind(narrow);
+  if (cores.size() == 2) {
+    EXPECT_EQ(narrow_said.rfind("unbound: no free core (", 0), 0u) << narrow_said;
+  }
+  binder.release(wide, false);
+  // More cores than are free: it runs unbound, and says how many were free.
+  const pid_t greedy = sleeper();
+  const std::string said = binder.bind(greedy, static_cast<int>(cores.size()) + 1);
+  EXPECT_NE(said.find(" free cores, " + std::to_string(cores.size() + 1) + " wanted ("),
+            std::string::npos)
+      << said;
+  EXPECT_EQ(binder.bind(narrow).rfind("core 0 ", 0), 0u);
+  end(wide);
+  end(narrow);
+  end(greedy);
+}
+
 TEST(CoreBinderOnThisMachine, AProcessRunningEverywhereHoldsNothing) {
   CoreBinder binder(true);
   if (binder.core_lists().empty()) GTEST_SKIP() << "hwloc cannot read this machine";

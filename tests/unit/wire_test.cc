@@ -246,12 +246,18 @@ TEST(Wire, NestingMessagesKeepErrorTypes) {
   settings.max_processes = 6;
   settings.idle_timeout = 1500ms;
   settings.take_joined_workers = false;
+  settings.cpus_per_worker = 2;
+  settings.memory_per_worker = uint64_t{3} << 30;
+  settings.gpus_per_worker = 1;
   settings.initializer = TaskSpec{{1, 2}, {3, 4}, bytes_of("init"), {7}};
   const auto create = round_trip(wire::PoolCreate{9, settings});
   EXPECT_EQ(create.settings.processes, 3);
   EXPECT_EQ(create.settings.max_processes, 6);
   EXPECT_EQ(create.settings.idle_timeout, 1500ms);
   EXPECT_FALSE(create.settings.take_joined_workers);
+  EXPECT_EQ(create.settings.cpus_per_worker, 2);
+  EXPECT_EQ(create.settings.memory_per_worker, uint64_t{3} << 30);
+  EXPECT_EQ(create.settings.gpus_per_worker, 1);
   ASSERT_TRUE(create.settings.initializer.has_value());
   EXPECT_EQ(create.settings.initializer->args, bytes_of("init"));
   EXPECT_EQ(create.settings.initializer->produces, (std::vector<uint64_t>{7}));

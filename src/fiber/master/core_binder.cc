@@ -2,6 +2,7 @@
 
 #include <hwloc.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <optional>
 
@@ -83,39 +84,73 @@ void CoreBinder::load(const std::string& synthetic_topology) {
   }
   if (topology->cores.empty()) return;
   holders_.assign(topology->cores.size(), 0);
+  machine_order_.resize(topology->cores.size());
+  for (size_t core = 0; core < machine_order_.size(); ++core) machine_order_[core] = core;
+  std::sort(machine_order_.begin(), machine_order_.end(), [&](size_t a, size_t b) {
+    return hwloc_bitmap_first(topology->cores[a]) < hwloc_bitmap_first(topology->cores[b]);
+  });
   launcher_holds_.assign(topology->cores.size(), 0);
   topology_ = std::move(topology);
 }
 
 CoreBinder::~CoreBinder() = default;
 
-std::string CoreBinder::bind(int pid) {
+std::string CoreBinder::bind(int pid, int cores) {
   if (!topology_) return {};
   release(pid, true);
+  const auto is_free = [&](size_t core) {
+    return holders_[core] == 0 && launcher_holds_[core] == 0;
+  };
+  std::optional<size_t> anchor;
+  size_t free_cores = 0;
   for (size_t core = 0; core < holders_.size(); ++core) {
-    if (holders_[core] != 0 || launcher_holds_[core] != 0) continue;
-    if (hwloc_set_proc_cpubind(topology_->handle, pid, topology_->cores[core],
-                               HWLOC_CPUBIND_PROCESS) != 0) {
-      return "unbound: binding failed";
-    }
-    holders_[core] = pid;
-    core_of_[pid] = core;
-    return "core " + std::to_string(core) + " (PUs " + list_of(topology_->cores[core]) + ")";
+    if (!is_free(core)) continue;
+    if (!anchor) anchor = core;
+    ++free_cores;
   }
-  size_t held_by_launcher = 0;
-  for (size_t core = 0; core < holders_.size(); ++core)
-    if (holders_[core] == 0 && launcher_holds_[core] != 0) ++held_by_launcher;
-  return "unbound: no free core (" + std::to_string(core_of_.size()) + " bound workers, " +
-         std::to_string(held_by_launcher) + " held by launcher-placed processes, of " +
-         std::to_string(holders_.size()) + ")";
+  const size_t wanted = static_cast<size_t>(std::max(1, cores));
+  if (!anchor || free_cores < wanted) {
+    size_t held_by_launcher = 0;
+    for (size_t core = 0; core < holders_.size(); ++core)
+      if (holders_[core] == 0 && launcher_holds_[core] != 0) ++held_by_launcher;
+    return "unbound: " +
+           (anchor ? std::to_string(free_cores) + " free cores, " + std::to_string(wanted) +
+                         " wanted ("
+                   : std::string("no free core (")) +
+           std::to_string(cores_of_.size()) + " bound workers, " +
+           std::to_string(held_by_launcher) + " held by launcher-placed processes, of " +
+           std::to_string(holders_.size()) + ")";
+  }
+  // The anchor, then the free cores after it in the machine's order (wrapping around).
+  std::vector<size_t> chosen = {*anchor};
+  const auto at = std::find(machine_order_.begin(), machine_order_.end(), *anchor);
+  const size_t start = static_cast<size_t>(at - machine_order_.begin());
+  for (size_t step = 1; step < machine_order_.size() && chosen.size() < wanted; ++step) {
+    const size_t core = machine_order_[(start + step) % machine_order_.size()];
+    if (is_free(core)) chosen.push_back(core);
+  }
+  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  if (!set) return "unbound: out of memory";
+  for (size_t core : chosen) hwloc_bitmap_or(set, set, topology_->cores[core]);
+  const std::string units = list_of(set);
+  const int bound = hwloc_set_proc_cpubind(topology_->handle, pid, set, HWLOC_CPUBIND_PROCESS);
+  hwloc_bitmap_free(set);
+  if (bound != 0) return "unbound: binding failed";
+  std::string names;
+  for (size_t core : chosen) {
+    holders_[core] = pid;
+    names += (names.empty() ? "" : ",") + std::to_string(core);
+  }
+  cores_of_[pid] = chosen;
+  return (chosen.size() == 1 ? "core " : "cores ") + names + " (PUs " + units + ")";
 }
 
 void CoreBinder::release(int pid, bool still_running) {
   if (!topology_) return;
-  const auto found = core_of_.find(pid);
-  if (found == core_of_.end()) return;
-  holders_[found->second] = 0;
-  core_of_.erase(found);
+  const auto found = cores_of_.find(pid);
+  if (found == cores_of_.end()) return;
+  for (size_t core : found->second) holders_[core] = 0;
+  cores_of_.erase(found);
   if (still_running) {
     hwloc_set_proc_cpubind(topology_->handle, pid,
                            hwloc_topology_get_allowed_cpuset(topology_->handle),

@@ -29,10 +29,12 @@ class CoreBinder {
   CoreBinder(const CoreBinder&) = delete;
   CoreBinder& operator=(const CoreBinder&) = delete;
 
-  /// Binds process `pid` to the free core that comes first in spread order. Returns what it
-  /// did, for the log: "core 1 (PUs 1)", "unbound: no free core (2 bound workers, 1 core
-  /// held by launcher-placed processes)", or empty when binding is off.
-  std::string bind(int pid);
+  /// Binds process `pid` to `cores` free cores: the one that comes first in spread order, and
+  /// with more than one, the free cores nearest it (next in the machine's own order, so they
+  /// share a package and caches). Returns what it did, for the log: "core 1 (PUs 1)", "cores 0,2
+  /// (PUs 0-1,4-5)", "unbound: no free core (2 bound workers, 1 held by launcher-placed
+  /// processes, of 4)", or empty when binding is off.
+  std::string bind(int pid, int cores = 1);
   /// Frees `pid`'s core. `still_running`: the worker lives on (it goes to the reserve) and may
   /// run anywhere it is allowed to again; a process that is gone is left alone, its pid may
   /// already name another process.
@@ -52,9 +54,10 @@ class CoreBinder {
   struct Topology;
   void load(const std::string& synthetic_topology);
   std::unique_ptr<Topology> topology_;
-  std::vector<int> holders_;         ///< The pid bound to each core (spread order), 0 when free.
-  std::vector<int> launcher_holds_;  ///< Launcher-placed processes bound to each core.
-  std::map<int, size_t> core_of_;    ///< pid -> its core's index.
+  std::vector<int> holders_;           ///< The pid bound to each core (spread order), 0 when free.
+  std::vector<int> launcher_holds_;    ///< Launcher-placed processes bound to each core.
+  std::vector<size_t> machine_order_;  ///< Core indices in the machine's order (by first PU).
+  std::map<int, std::vector<size_t>> cores_of_;           ///< pid -> its cores' indices.
   std::map<int, std::vector<size_t>> launcher_cores_of_;  ///< pid -> the cores held for it.
 };
 

@@ -195,7 +195,7 @@ void Master::shut_down_slot_locked(Slot& slot, bool run_ends) {
 
 void Master::bind_locked(Slot& slot) {
   if (!slot.spawned() || !slot.local) return;
-  const std::string binding = binder_.bind(slot.pid);
+  const std::string binding = binder_.bind(slot.pid, slot.process ? slot.process->cores : 1);
   // The binding of each worker, for those who ask (FIBER_LOG_LEVEL=info or debug).
   static const bool say = [] {
     const char* level = std::getenv("FIBER_LOG_LEVEL");

@@ -48,6 +48,7 @@ void PoolCore::launch_worker_locked() {
       make_task(pool_worker_main, id_, initializer_bytes_, settings_.maxtasksperchild),
       "PoolWorker");
   process->pool = id_;
+  process->cores = std::max(1, settings_.cpus_per_worker);
   // Daemonic: a pool left alive at exit is terminated rather than waited for forever.
   process->daemon = true;
   workers_[process->id].process = process;

@@ -40,6 +40,8 @@ struct ProcessState {
   /// The worker process it runs in leaves when it ends instead of waiting in the reserve (a pool
   /// worker at maxtasksperchild wants a fresh process next).
   bool retire_worker_after = false;
+  /// Cores its worker is bound to while it runs there (a pool's cpus_per_worker).
+  int cores = 1;
 };
 
 /// "name (pid N)".
