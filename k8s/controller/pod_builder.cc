@@ -1,5 +1,6 @@
 #include "k8s/controller/pod_builder.h"
 
+#include <optional>
 #include <set>
 #include <string_view>
 #include <vector>
@@ -109,16 +110,56 @@ void take_launcher_command(json& pod, const JobSpec& job) {
   }
 }
 
+// A quantity as the API server gives it back: a string ("500m", "4Gi"); a bare number in a
+// template not yet through an API server is written out as one.
+std::optional<std::string> quantity_text(const json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_number()) return value.dump();
+  return std::nullopt;
+}
+
+// What each worker pod gets, for a pool's cpus/memory/gpus_per_worker to be checked against in
+// the program: the worker template's first container's limits, else its requests (what the pod
+// is guaranteed). GPUs are an extended resource ("nvidia.com/gpu"), whose request equals its
+// limit. Nothing for what the template leaves open.
+std::vector<json> worker_resource_environment(const JobSpec& job) {
+  const json* container = first_template_container(job.worker_template);
+  if (container == nullptr || !container->contains("resources") ||
+      !(*container)["resources"].is_object())
+    return {};
+  const json& resources = (*container)["resources"];
+  const auto amount = [&](const auto& matches) -> std::optional<std::string> {
+    for (const char* section : {"limits", "requests"}) {
+      if (!resources.contains(section) || !resources[section].is_object()) continue;
+      for (const auto& [name, value] : resources[section].items())
+        if (matches(name)) return quantity_text(value);
+    }
+    return std::nullopt;
+  };
+  std::vector<json> environment;
+  if (auto cpu = amount([](const std::string& name) { return name == "cpu"; }))
+    environment.push_back(value_env("FIBER_K8S_WORKER_CPU", *cpu));
+  if (auto memory = amount([](const std::string& name) { return name == "memory"; }))
+    environment.push_back(value_env("FIBER_K8S_WORKER_MEMORY", *memory));
+  if (auto gpus = amount([](const std::string& name) { return name.ends_with("/gpu"); }))
+    environment.push_back(value_env("FIBER_K8S_WORKER_GPUS", *gpus));
+  return environment;
+}
+
 std::vector<json> fiber_environment(const JobSpec& job, std::string_view role,
                                     const std::string& uri) {
-  return {value_env("FIBER_K8S_JOB", job.name),
-          value_env("FIBER_K8S_NAMESPACE", job.ns),
-          value_env("FIBER_K8S_ROLE", std::string(role)),
-          value_env("FIBER_NAME_SERVICE_URI", uri),
-          value_env("FIBER_SLOTS_PER_WORKER", std::to_string(job.slots_per_worker)),
-          field_env("FIBER_K8S_POD_NAME", "metadata.name"),
-          field_env("FIBER_K8S_POD_UID", "metadata.uid"),
-          field_env("FIBER_K8S_POD_IP", "status.podIP")};
+  std::vector<json> environment = {
+      value_env("FIBER_K8S_JOB", job.name),
+      value_env("FIBER_K8S_NAMESPACE", job.ns),
+      value_env("FIBER_K8S_ROLE", std::string(role)),
+      value_env("FIBER_NAME_SERVICE_URI", uri),
+      value_env("FIBER_SLOTS_PER_WORKER", std::to_string(job.slots_per_worker)),
+      field_env("FIBER_K8S_POD_NAME", "metadata.name"),
+      field_env("FIBER_K8S_POD_UID", "metadata.uid"),
+      field_env("FIBER_K8S_POD_IP", "status.podIP")};
+  for (json& variable : worker_resource_environment(job))
+    environment.push_back(std::move(variable));
+  return environment;
 }
 
 }  // namespace

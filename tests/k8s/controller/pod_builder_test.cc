@@ -118,6 +118,25 @@ TEST(PodBuilder, LauncherFromItsTemplateWithOurLabelsAndEnvironment) {
                         {"value", "/var/run/secrets/fibermpi.io/join/token"}}}));
 }
 
+TEST(PodBuilder, TheWorkerTemplatesResourcesReachTheProgram) {
+  JobSpec spec = job();
+  spec.worker_template["spec"]["containers"][0]["resources"] = {
+      {"requests", {{"cpu", "1"}, {"memory", "2Gi"}}},
+      {"limits", {{"cpu", "1500m"}, {"nvidia.com/gpu", "2"}}}};
+  // Limits first, else requests; GPUs by their extended resource's name.
+  for (const json& pod : {build_launcher_pod(spec, "u"), build_worker_pod(spec, 0, "u")}) {
+    auto env = env_of(pod["spec"]["containers"][0]);
+    EXPECT_EQ(env["FIBER_K8S_WORKER_CPU"]["value"], "1500m");
+    EXPECT_EQ(env["FIBER_K8S_WORKER_MEMORY"]["value"], "2Gi");
+    EXPECT_EQ(env["FIBER_K8S_WORKER_GPUS"]["value"], "2");
+  }
+  // A template that leaves them open sets none.
+  auto env = env_of(build_launcher_pod(job(), "u")["spec"]["containers"][0]);
+  EXPECT_EQ(env.count("FIBER_K8S_WORKER_CPU") + env.count("FIBER_K8S_WORKER_MEMORY") +
+                env.count("FIBER_K8S_WORKER_GPUS"),
+            0u);
+}
+
 TEST(PodBuilder, WorkerCarriesItsIndex) {
   const json pod = build_worker_pod(job(), 7, "u");
   EXPECT_EQ(pod["metadata"]["name"], "pi-worker-7");
