@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "fiber/runtime/launch_recipe.h"
+#include "fiber/runtime/log.h"
 
 namespace fiber::bridge {
 namespace {
@@ -94,10 +95,10 @@ void use_writable_temporary_directory() {
     ::setenv("TMPDIR", directory.c_str(), 1);
     return;
   }
-  std::fprintf(stderr,
-               "fibermpi: no writable temporary directory for Open MPI's session directory (/tmp "
-               "and /dev/shm cannot be written, TMPDIR is unset): set TMPDIR, or mount a "
-               "writable volume (a Kubernetes emptyDir) on /tmp\n");
+  FIBER_LOG_ERROR(
+      "no writable temporary directory for Open MPI's session directory (/tmp "
+      "and /dev/shm cannot be written, TMPDIR is unset): set TMPDIR, or mount a "
+      "writable volume (a Kubernetes emptyDir) on /tmp");
 }
 
 const char* recovery_option() {

@@ -5,6 +5,7 @@
 #include "fiber/errors.h"
 #include "fiber/master/group_core.h"
 #include "fiber/runtime/group_client.h"
+#include "fiber/runtime/log.h"
 #include "fiber/runtime/runtime.h"
 #include "fiber/worker/group_member.h"
 
@@ -22,7 +23,7 @@ class GroupHandle {
     try {
       client_->release();
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "fibermpi: ending a Group: %s\n", e.what());
+      FIBER_LOG_WARNING("ending a Group: %s", e.what());
     }
   }
 

@@ -55,6 +55,9 @@ namespace fiber {
 /// pod_start_timeout     duration (s)         300      1 s - 1 d       FIBER_POD_START_TIMEOUT_S
 /// pod_idle_timeout      duration (s)         30       0 s - 365 d     FIBER_POD_IDLE_TIMEOUT_S
 /// bind                  string               "core"   core, none      FIBER_BIND
+/// log_level             string               "warning" debug, info,   FIBER_LOG_LEVEL
+///                                                      warning, error, off
+/// log_dir               string               ""       -               FIBER_LOG_DIR
 /// (1) and longer than heartbeat_interval.
 struct Config {
   /// How spawned processes start: executable (default: this program), host, wdir, env,
@@ -115,6 +118,14 @@ struct Config {
   /// unbound; "none" binds nothing. Ranks that mpirun or Slurm placed keep their launcher's
   /// binding. FIBER_BIND overrides.
   std::string bind = "core";
+  /// The least important lines the runtime logs (to stderr): "debug", "info" (also each
+  /// worker's binding), "warning" (a worker declared dead, a stuck spawn), "error" or "off".
+  /// Each line names the time (UTC), host, role and pid. FIBER_QUIET=1 leaves errors only.
+  /// Spawned workers log at the master's level. FIBER_LOG_LEVEL overrides.
+  std::string log_level = "warning";
+  /// A directory where every process (the master and each worker) also writes its log lines
+  /// to a file of its own, fibermpi-HOST-ROLE-PID.log; "" for none. FIBER_LOG_DIR overrides.
+  std::string log_dir;
 };
 
 /// Starts the runtime: initialises MPI (or adopts the program's MPI_THREAD_MULTIPLE one) and

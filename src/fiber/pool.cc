@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "fiber/errors.h"
+#include "fiber/runtime/log.h"
 #include "fiber/runtime/pool_client.h"
 #include "fiber/runtime/pool_settings.h"
 #include "fiber/runtime/runtime.h"
@@ -173,12 +174,12 @@ void Pool::release() {
     close();
     join();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "fibermpi: ending a Pool: %s\n", e.what());
+    FIBER_LOG_WARNING("ending a Pool: %s", e.what());
   }
   try {
     if (detail::Runtime::exists()) client_->release();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "fibermpi: ending a Pool: %s\n", e.what());
+    FIBER_LOG_WARNING("ending a Pool: %s", e.what());
   }
   client_.reset();
 }

@@ -100,6 +100,8 @@ processes_ahead: 5
 pod_start_timeout: 10m
 pod_idle_timeout: 0
 bind: none
+log_level: debug
+log_dir: /scratch/logs
 spawn:
   executable: /opt/app/bin/worker
   args: [--lr, "3e-4"]
@@ -125,6 +127,8 @@ void expect_every_key_set(const Config& config) {
   EXPECT_EQ(config.pod_start_timeout, 600s);
   EXPECT_EQ(config.pod_idle_timeout, 0s);
   EXPECT_EQ(config.bind, "none");
+  EXPECT_EQ(config.log_level, "debug");
+  EXPECT_EQ(config.log_dir, "/scratch/logs");
   EXPECT_EQ(config.spawn.executable, "/opt/app/bin/worker");
   EXPECT_EQ(config.spawn.args, (std::vector<std::string>{"--lr", "3e-4"}));
   EXPECT_EQ(config.spawn.host, "node-1,node-2");
@@ -138,6 +142,8 @@ TEST(ConfigKeys, DefaultsOfTheNewFields) {
   EXPECT_EQ(config.pod_start_timeout, 300s);
   EXPECT_EQ(config.pod_idle_timeout, 30s);
   EXPECT_EQ(config.bind, "core");
+  EXPECT_EQ(config.log_level, "warning");
+  EXPECT_EQ(config.log_dir, "");
 }
 
 TEST(ConfigKeys, EveryKeyInTheFileIsRead) {
@@ -146,7 +152,7 @@ TEST(ConfigKeys, EveryKeyInTheFileIsRead) {
   expect_every_key_set(resolved.config);
   // The document names every key there is, and each one's value is traced to the file.
   const auto keys = config_keys();
-  EXPECT_EQ(keys.size(), 19u);
+  EXPECT_EQ(keys.size(), 21u);
   for (const auto& key : keys) EXPECT_EQ(resolved.origin(key), "every.yaml") << key;
 }
 
@@ -165,6 +171,8 @@ TEST(ConfigKeys, EveryKeyHasAVariable) {
       {"FIBER_POD_START_TIMEOUT_S", "600"},
       {"FIBER_POD_IDLE_TIMEOUT_S", "0"},
       {"FIBER_BIND", "none"},
+      {"FIBER_LOG_LEVEL", "debug"},
+      {"FIBER_LOG_DIR", "/scratch/logs"},
       {"FIBER_SPAWN_EXECUTABLE", "/opt/app/bin/worker"},
       {"FIBER_SPAWN_ARGS", "[--lr, \"3e-4\"]"},
       {"FIBER_SPAWN_HOST", "node-1,node-2"},

@@ -149,7 +149,7 @@ TEST_F(Handshake, AnotherTokenIsRefusedOnBothSidesAndTheTurnsGoOn) {
       "refused a joining job");
   EXPECT_EQ(joiner, "fibermpi: the master at " + turns.address() +
                         " did not prove the join token; refusing to join it");
-  EXPECT_NE(master.find("fibermpi: refused a joining job at 127.0.0.1:"), std::string::npos)
+  EXPECT_NE(master.find("warning: refused a joining job at 127.0.0.1:"), std::string::npos)
       << master;
   EXPECT_NE(master.find(": it did not prove the job's join token"), std::string::npos) << master;
   JoinTurn next = wait_for_join_turn(turns.address(), 10s, &token);

@@ -8,6 +8,7 @@
 #include "fiber/errors.h"
 #include "fiber/kubernetes/join_handshake.h"
 #include "fiber/master/master.h"
+#include "fiber/runtime/log.h"
 #include "mpi_bridge/environment.h"
 #include "mpi_bridge/rendezvous.h"
 
@@ -61,7 +62,7 @@ bridge::Communicator join_master(const std::string& address, const std::optional
   if (!bridge::root_decides(why.empty())) {
     // A refused job ends as a worker does, with its reason said once and no core: its program
     // never gets past fiber::init in any case.
-    if (rank0) std::fprintf(stderr, "%s\n", why.c_str());
+    if (rank0) FIBER_LOG_WARNING("%s", why.c_str());
     std::fflush(nullptr);
     bridge::Environment::finalize(/*always=*/true);
     std::exit(1);

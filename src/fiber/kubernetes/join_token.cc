@@ -14,6 +14,7 @@
 #include <iterator>
 
 #include "fiber/errors.h"
+#include "fiber/runtime/log.h"
 
 namespace fiber::detail {
 
@@ -84,11 +85,11 @@ std::string random_bytes(size_t bytes) {
 
 void warn_join_without_token(const std::string& side, const std::string& address) {
   if (std::getenv("FIBER_QUIET")) return;
-  std::fprintf(stderr,
-               "fibermpi: FIBER_JOIN_TOKEN_FILE is not set: %s joins at %s without proving a join "
-               "token, so any process that reaches it can join (set it on the master and the "
-               "joining jobs, or FIBER_QUIET=1 to hide this)\n",
-               side.c_str(), address.c_str());
+  FIBER_LOG_WARNING(
+      "FIBER_JOIN_TOKEN_FILE is not set: %s joins at %s without proving a join "
+      "token, so any process that reaches it can join (set it on the master and the "
+      "joining jobs, or FIBER_QUIET=1 to hide this)",
+      side.c_str(), address.c_str());
 }
 
 }  // namespace fiber::detail

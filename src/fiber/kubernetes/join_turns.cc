@@ -20,6 +20,7 @@
 
 #include "fiber/errors.h"
 #include "fiber/kubernetes/join_handshake.h"
+#include "fiber/runtime/log.h"
 
 namespace fiber::detail {
 namespace {
@@ -181,7 +182,7 @@ bool send_whole(int fd, const std::string& bytes) {
 }
 
 void refuse(int fd, const std::string& peer, const char* why) {
-  std::fprintf(stderr, "fibermpi: refused a joining job at %s: %s\n", peer.c_str(), why);
+  FIBER_LOG_WARNING("refused a joining job at %s: %s", peer.c_str(), why);
   ::close(fd);
 }
 
@@ -280,7 +281,7 @@ void JoinTurns::loop() {
     for (const auto& [fd, pod] : watched) fds.push_back({fd, POLLIN, 0});
     const int timeout_ms = holder >= 0 || !proving.empty() ? 100 : -1;
     if (::poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
-      std::fprintf(stderr, "fibermpi: join turns stop: %s\n", std::strerror(errno));
+      FIBER_LOG_WARNING("join turns stop: %s", std::strerror(errno));
       break;
     }
     if (fds[0].revents != 0) break;
@@ -332,17 +333,17 @@ void JoinTurns::loop() {
             keep_alive(holder);
             watched[holder] = *notice;
           } else {
-            std::fprintf(stderr,
-                         "fibermpi: a joining pod sent a malformed join notice; its "
-                         "connection is closed\n");
+            FIBER_LOG_WARNING(
+                "a joining pod sent a malformed join notice; its "
+                "connection is closed");
             ::close(holder);
           }
           end_turn();
         } else if (holder_said.size() > kMaxNotice) {
-          std::fprintf(stderr,
-                       "fibermpi: a joining pod sent a join notice of more than %zu "
-                       "bytes; its connection is closed\n",
-                       kMaxNotice);
+          FIBER_LOG_WARNING(
+              "a joining pod sent a join notice of more than %zu "
+              "bytes; its connection is closed",
+              kMaxNotice);
           ::close(holder);
           end_turn();
         }

@@ -18,6 +18,7 @@
 #include "fiber/kubernetes/join_service.h"
 #include "fiber/master/master.h"
 #include "fiber/runtime/exit_status_report.h"
+#include "fiber/runtime/log.h"
 #include "mpi_bridge/environment.h"
 #include "mpi_bridge/launch_environment.h"
 #include "mpi_bridge/rendezvous.h"
@@ -34,7 +35,7 @@ std::atomic<bool> g_pod_joined{false};
 // that exits, and the pod's other ranks wait in collectives that rank would have joined. mpirun
 // (this rank's parent in a pod, relaunch_under_mpirun) ends them all on SIGTERM.
 [[noreturn]] void end_worker_pod(const std::string& why) {
-  std::fprintf(stderr, "fibermpi: %s; this worker pod ends\n", why.c_str());
+  FIBER_LOG_WARNING("%s; this worker pod ends", why.c_str());
   std::fflush(nullptr);
   if (const pid_t mpirun = ::getppid(); mpirun > 1) ::kill(mpirun, SIGTERM);
   std::this_thread::sleep_for(std::chrono::seconds(5));
@@ -141,7 +142,7 @@ JoinTurn take_guarded_turn(const KubernetesPod& pod, const JoinToken& token,
     } catch (const UsageError&) {
       throw;
     } catch (const Error& e) {
-      std::fprintf(stderr, "%s; looking on the name service again\n", e.what());
+      FIBER_LOG_WARNING("%s; looking on the name service again", e.what());
     }
     std::this_thread::sleep_for(std::chrono::seconds(1));
     address = lookup_launcher(pod, std::max(left, std::chrono::seconds(1)));

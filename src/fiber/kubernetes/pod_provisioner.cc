@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "fiber/kubernetes/fiberjob_scaler.h"
+#include "fiber/runtime/log.h"
 
 namespace fiber::detail {
 namespace {
@@ -53,7 +54,7 @@ void PodProvisioner::stop() {
 
 void PodProvisioner::report(const std::string& what, const std::exception& e) {
   const std::string text = what + ": " + e.what();
-  if (text != last_error_) std::fprintf(stderr, "fibermpi: %s\n", text.c_str());
+  if (text != last_error_) FIBER_LOG_WARNING("%s", text.c_str());
   last_error_ = text;
   backoff_ = std::min<std::chrono::milliseconds>(
       std::max(kPollInterval, backoff_ * 2),
@@ -210,7 +211,7 @@ void PodProvisioner::loop() {
       }
     } catch (const std::exception& e) {
       // The master's side threw (a bug): worth a line, not the launcher.
-      std::fprintf(stderr, "fibermpi: worker pods: %s\n", e.what());
+      FIBER_LOG_WARNING("worker pods: %s", e.what());
     }
     wake_.wait_for(lock, kPollInterval, [this] { return woken_ || stop_.load(); });
   }

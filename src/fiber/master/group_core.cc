@@ -7,6 +7,7 @@
 #include <map>
 
 #include "fiber/errors.h"
+#include "fiber/runtime/log.h"
 #include "fiber/worker/group_member.h"
 
 namespace fiber::detail {
@@ -123,8 +124,8 @@ void GroupCore::on_ports_locked(const ProcessState& from, const wire::GroupPorts
   if (ports.attempt != attempt_ || !planned_ || failed_ || island_leaders_.empty() ||
       members_[island_leaders_.front()].process->id != from.id ||
       ports.ports.size() + 1 != island_leaders_.size()) {
-    std::fprintf(stderr, "fibermpi: %s: ignored ports from %s (attempt %u)\n", name().c_str(),
-                 describe(from).c_str(), ports.attempt);
+    FIBER_LOG_WARNING("%s: ignored ports from %s (attempt %u)", name().c_str(),
+                      describe(from).c_str(), ports.attempt);
     return;
   }
   for (size_t island = 1; island < island_leaders_.size(); ++island) {
@@ -143,8 +144,7 @@ void GroupCore::on_member_ended_locked(const ProcessState& process) {
   if (!failed_ && process.exitcode != 0) {
     failed_ = true;
     const std::string why = describe_exit(process, process.exitcode);
-    std::fprintf(stderr, "fibermpi: %s: %s; stopping the other members\n", name().c_str(),
-                 why.c_str());
+    FIBER_LOG_WARNING("%s: %s; stopping the other members", name().c_str(), why.c_str());
     stop_members_locked(why);
   }
   attempt_over_locked();
@@ -174,8 +174,8 @@ void GroupCore::attempt_over_locked() {
     return;
   if (failed_ && !terminated_ && restarts_ < settings_.max_restarts) {
     ++restarts_;
-    std::fprintf(stderr, "fibermpi: %s: starting again (restart %d of %d)\n", name().c_str(),
-                 restarts_, settings_.max_restarts);
+    FIBER_LOG_WARNING("%s: starting again (restart %d of %d)", name().c_str(), restarts_,
+                      settings_.max_restarts);
     begin_attempt_locked();
     return;
   }

@@ -1,4 +1,5 @@
 #include "fiber/master/join_acceptor.h"
+#include "fiber/runtime/log.h"
 
 #include <chrono>
 #include <cstdio>
@@ -24,7 +25,7 @@ void JoinAcceptor::loop() {
       joined = rendezvous_->accept();
     } catch (const std::exception& e) {
       if (stopping_) return;
-      std::fprintf(stderr, "fibermpi: accepting a joining job failed: %s\n", e.what());
+      FIBER_LOG_WARNING("accepting a joining job failed: %s", e.what());
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       continue;
     }

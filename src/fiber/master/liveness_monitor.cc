@@ -1,4 +1,5 @@
 #include "fiber/master/liveness_monitor.h"
+#include "fiber/runtime/log.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -90,12 +91,12 @@ std::optional<LivenessMonitor::Verdict> LivenessMonitor::on_heartbeat(
   if (owing >= 2 && 2 * owing > live) {
     if (!sending_stuck_) {
       sending_stuck_ = true;
-      std::fprintf(stderr,
-                   "fibermpi: messages from the master to %ld of its %ld workers have not arrived "
-                   "for over %.1f s: the master's MPI sends are stuck (Open MPI's shared-memory "
-                   "transport may have run out of fragments after killed processes)\n",
-                   static_cast<long>(owing), static_cast<long>(live),
-                   std::chrono::duration<double>(settings_.heartbeat_timeout).count());
+      FIBER_LOG_WARNING(
+          "messages from the master to %ld of its %ld workers have not arrived "
+          "for over %.1f s: the master's MPI sends are stuck (Open MPI's shared-memory "
+          "transport may have run out of fragments after killed processes)",
+          static_cast<long>(owing), static_cast<long>(live),
+          std::chrono::duration<double>(settings_.heartbeat_timeout).count());
     }
     return std::nullopt;
   }

@@ -6,6 +6,7 @@
 #include "fiber/function_ref.h"
 #include "fiber/invoke.h"
 #include "fiber/master/process_state.h"
+#include "fiber/runtime/log.h"
 #include "fiber/wire/manager_messages.h"
 
 namespace fiber::detail {
@@ -39,7 +40,7 @@ ObjectResult remote_failure() {
 ManagerService::ManagerService(ProgressEngine& engine, Reply reply)
     : engine_(engine),
       reply_(std::move(reply)),
-      hub_([](const std::string& line) { std::fprintf(stderr, "fibermpi: %s\n", line.c_str()); }) {}
+      hub_([](const std::string& line) { FIBER_LOG_WARNING("%s", line.c_str()); }) {}
 
 ManagerService::~ManagerService() { stop(); }
 
@@ -168,7 +169,7 @@ void ManagerService::answer_locked(MPI_Comm comm, int source, uint64_t request,
   try {
     reply_(comm, source, reply);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "fibermpi: could not answer rank %d: %s\n", source, e.what());
+    FIBER_LOG_ERROR("could not answer rank %d: %s", source, e.what());
   }
 }
 
@@ -269,7 +270,7 @@ void ManagerService::stop() {
       try {
         object->destroy(object->object);
       } catch (...) {
-        std::fprintf(stderr, "fibermpi: the destructor of a Manager's object threw\n");
+        FIBER_LOG_ERROR("the destructor of a Manager's object threw");
       }
     }
     object->object = nullptr;

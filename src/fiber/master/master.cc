@@ -14,6 +14,7 @@
 
 #include "fiber/errors.h"
 #include "fiber/kubernetes/fiberjob_scaler.h"
+#include "fiber/runtime/log.h"
 #include "fiber/serialization.h"
 #include "mpi_bridge/environment.h"
 #include "mpi_bridge/spawn.h"
@@ -53,6 +54,16 @@ void Master::start() {
   // What a spawned worker needs to give up on a start-up that cannot complete.
   settings_.spawn.env.emplace_back("FIBER_MASTER_PID", std::to_string(::getpid()));
   settings_.spawn.env.emplace_back("FIBER_MASTER_HOST", host_);
+  // Spawned workers log as the master does, wherever its level and directory came from.
+  const auto has_variable = [&](const std::string& name) {
+    for (const auto& [variable, value] : settings_.spawn.env)
+      if (variable == name) return true;
+    return false;
+  };
+  if (!has_variable("FIBER_LOG_LEVEL"))
+    settings_.spawn.env.emplace_back("FIBER_LOG_LEVEL", settings_.log_level);
+  if (!settings_.log_dir.empty() && !has_variable("FIBER_LOG_DIR"))
+    settings_.spawn.env.emplace_back("FIBER_LOG_DIR", settings_.log_dir);
   settings_.spawn.env.emplace_back("FIBER_START_TIMEOUT_S",
                                    std::to_string(settings_.spawn_timeout.count()));
   char dir[] = "/tmp/fibermpi-XXXXXX";
@@ -196,14 +207,9 @@ void Master::shut_down_slot_locked(Slot& slot, bool run_ends) {
 void Master::bind_locked(Slot& slot) {
   if (!slot.spawned() || !slot.local) return;
   const std::string binding = binder_.bind(slot.pid, slot.process ? slot.process->cores : 1);
-  // The binding of each worker, for those who ask (FIBER_LOG_LEVEL=info or debug).
-  static const bool say = [] {
-    const char* level = std::getenv("FIBER_LOG_LEVEL");
-    return level && (std::strcmp(level, "info") == 0 || std::strcmp(level, "debug") == 0);
-  }();
-  if (say && !binding.empty())
-    std::fprintf(stderr, "fibermpi: worker pid %d on %s: %s\n", slot.pid, host_.c_str(),
-                 binding.c_str());
+  // The binding of each worker, for those who ask (log level info or debug).
+  if (!binding.empty())
+    FIBER_LOG_INFO("worker pid %d on %s: %s", slot.pid, host_.c_str(), binding.c_str());
 }
 
 void Master::unbind_locked(Slot& slot, bool still_running) {
@@ -368,7 +374,7 @@ void Master::spawn_failed_locked(int count, const std::string& error, bool stuck
   try {
     fail_pending_locked(stuck ? table_.pending().size() : static_cast<size_t>(count), error);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "fibermpi: %s\n", e.what());
+    FIBER_LOG_WARNING("%s", e.what());
   }
 }
 
@@ -439,8 +445,7 @@ bool Master::shutdown() {
     try {
       terminate_locked(process);
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "fibermpi: could not terminate %s: %s\n", process->name.c_str(),
-                   e.what());
+      FIBER_LOG_WARNING("could not terminate %s: %s", process->name.c_str(), e.what());
     }
   }
   engine_.await(held, [this] { return table_.children().empty(); });

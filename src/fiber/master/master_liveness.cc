@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "fiber/master/master.h"
+#include "fiber/runtime/log.h"
 
 namespace fiber::detail {
 namespace {
@@ -73,7 +74,7 @@ void Master::begin_join_turn() {
   try {
     engine_.outbox().progress();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "fibermpi: progress error: %s\n", e.what());
+    FIBER_LOG_ERROR("progress error: %s", e.what());
   }
   acceptor_.begin_turn();
 }
@@ -111,11 +112,11 @@ void Master::check_gone_pods_locked(Clock::time_point now) {
       }
       // At shutdown nothing runs elsewhere: pods ending then are no news.
       if (!shut_down_) {
-        std::fprintf(stderr,
-                     "fibermpi: worker pid %d of pod %s: its connection to the launcher closed "
-                     "(the process or its pod is gone); declaring the worker dead so that its "
-                     "work runs elsewhere\n",
-                     slot->pid, gone.pod.c_str());
+        FIBER_LOG_WARNING(
+            "worker pid %d of pod %s: its connection to the launcher closed "
+            "(the process or its pod is gone); declaring the worker dead so that its "
+            "work runs elsewhere",
+            slot->pid, gone.pod.c_str());
       }
       declare_dead_locked(*slot);
     }
@@ -146,9 +147,7 @@ void Master::check_hellos_locked(Clock::time_point now) {
     if (missing <= 0 || now - link.created < hello_timeout) return;
     // Workers that died before saying hello have no slot to watch; stop waiting for them so
     // replacements get spawned.
-    std::fprintf(stderr,
-                 "fibermpi: %d worker(s) never reported after starting; giving up on them\n",
-                 missing);
+    FIBER_LOG_WARNING("%d worker(s) never reported after starting; giving up on them", missing);
     link.hellos = link.expected_hellos;
     link.live_slots -= missing;
     slots_expected_ = std::max(0, slots_expected_ - missing);
@@ -164,8 +163,8 @@ void Master::act_on_locked(const LivenessMonitor::Verdict& verdict) {
     return;
   }
   if (!verdict.why.empty()) {
-    std::fprintf(stderr, "fibermpi: worker pid %d on %s: %s; declaring it dead\n", slot.pid,
-                 slot.host.c_str(), verdict.why.c_str());
+    FIBER_LOG_WARNING("worker pid %d on %s: %s; declaring it dead", slot.pid, slot.host.c_str(),
+                      verdict.why.c_str());
   }
   declare_dead_locked(slot);
 }
@@ -187,13 +186,13 @@ void Master::declare_dead_locked(Slot& slot) {
 
 void Master::declare_unreachable_locked(Slot& slot, const std::string& what) {
   const bool spawned = slot.spawned();
-  std::fprintf(stderr,
-               "fibermpi: worker pid %d on %s: %s; declaring the worker dead so that its work "
-               "runs elsewhere%s\n",
-               slot.pid, slot.host.c_str(), what.c_str(),
-               spawned ? ""
-                       : " (the process is left running: it belongs to the static world or to a "
-                         "joined job, whose ranks fibermpi never kills)");
+  FIBER_LOG_WARNING(
+      "worker pid %d on %s: %s; declaring the worker dead so that its work "
+      "runs elsewhere%s",
+      slot.pid, slot.host.c_str(), what.c_str(),
+      spawned ? ""
+              : " (the process is left running: it belongs to the static world or to a "
+                "joined job, whose ranks fibermpi never kills)");
   // It cannot be told to stop (what it would be told may not arrive); a spawned worker of this
   // host is ended the way terminate() ends one.
   if (spawned && slot.local) ::kill(slot.pid, SIGKILL);

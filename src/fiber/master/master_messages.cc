@@ -7,6 +7,7 @@
 #include "fiber/errors.h"
 #include "fiber/function_ref.h"
 #include "fiber/master/master.h"
+#include "fiber/runtime/log.h"
 #include "fiber/serialization.h"
 
 namespace fiber::detail {
@@ -25,8 +26,8 @@ void Master::on_message(Link& link, bridge::Received& message) {
   try {
     route_locked(link, message);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "fibermpi: ignored a bad message (kind %u) from rank %d: %s\n",
-                 message.envelope.kind, message.source, e.what());
+    FIBER_LOG_ERROR("ignored a bad message (kind %u) from rank %d: %s", message.envelope.kind,
+                    message.source, e.what());
   }
   engine_.notify_locked();
 }
@@ -157,7 +158,7 @@ void Master::on_hello_locked(Link& link, int rank, const wire::Hello& hello) {
   if (!refusal.empty()) {
     send_locked(link.comm.get(), rank, wire::Refuse{refusal}.encode());
     --link.live_slots;
-    std::fprintf(stderr, "fibermpi: refused a worker: %s\n", refusal.c_str());
+    FIBER_LOG_WARNING("refused a worker: %s", refusal.c_str());
     if (link.spawned) fail_pending_locked(1, refusal);
     return;
   }
@@ -241,8 +242,7 @@ void Master::on_peers_failed(Link& link, const std::vector<int>& ranks) {
   for (const int rank : ranks) {
     Slot* slot = table_.find(link.comm.get(), rank);
     if (!slot || slot->gone()) continue;
-    std::fprintf(stderr, "fibermpi: MPI reports that worker pid %d on %s died\n", slot->pid,
-                 slot->host.c_str());
+    FIBER_LOG_WARNING("MPI reports that worker pid %d on %s died", slot->pid, slot->host.c_str());
     declare_dead_locked(*slot);
   }
   engine_.notify_locked();

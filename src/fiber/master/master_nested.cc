@@ -6,6 +6,7 @@
 
 #include "fiber/errors.h"
 #include "fiber/master/master.h"
+#include "fiber/runtime/log.h"
 
 namespace fiber::detail {
 
@@ -288,8 +289,8 @@ void Master::nested_process_ended_locked(const ProcessState& process) {
   for (const auto& [id, child] : table_.children())
     if (child->owner == owner) children.push_back(child);
   for (auto& child : children) {
-    std::fprintf(stderr, "fibermpi: %s ended; terminating %s, which it started\n",
-                 describe(process).c_str(), describe(*child).c_str());
+    FIBER_LOG_WARNING("%s ended; terminating %s, which it started", describe(process).c_str(),
+                      describe(*child).c_str());
     terminate_locked(child);
   }
 }

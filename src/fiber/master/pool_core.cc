@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "fiber/errors.h"
+#include "fiber/runtime/log.h"
 #include "fiber/wire/pool_messages.h"
 #include "fiber/worker/pool_worker.h"
 
@@ -142,7 +143,7 @@ void PoolCore::on_worker_ready(const ProcessState& process, const wire::PoolRead
   if (ready.initializer_failed) {
     broken_ = "the initializer raised " + ready.error_type + " in " + describe_worker(process) +
               ": " + ready.error_message;
-    std::fprintf(stderr, "fibermpi: %s\n", broken_.c_str());
+    FIBER_LOG_ERROR("%s", broken_.c_str());
     fail_all_locked(std::make_exception_ptr(
         RemoteError(ready.error_type, "in the pool's initializer: " + ready.error_message)));
     return;
@@ -278,14 +279,13 @@ void PoolCore::on_worker_ended(const std::shared_ptr<ProcessState>& process) {
     if (ready_workers_locked() > 0) {
       // The workers still alive carry on; the pool only stops trying to replace the lost ones.
       if (!replacements_stopped_)
-        std::fprintf(stderr, "fibermpi: no more replacement workers for this Pool: %s\n",
-                     why.c_str());
+        FIBER_LOG_WARNING("no more replacement workers for this Pool: %s", why.c_str());
       replacements_stopped_ = true;
       dispatch_locked();
       return;
     }
     broken_ = why;
-    std::fprintf(stderr, "fibermpi: %s\n", broken_.c_str());
+    FIBER_LOG_ERROR("%s", broken_.c_str());
     fail_all_locked(std::make_exception_ptr(Error("the Pool cannot run tasks: " + broken_)));
     return;
   }

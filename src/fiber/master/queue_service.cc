@@ -1,4 +1,5 @@
 #include "fiber/master/queue_service.h"
+#include "fiber/runtime/log.h"
 
 #include <cstdio>
 #include <memory>
@@ -125,8 +126,7 @@ void QueueService::on_request_locked(Kind kind, MPI_Comm comm, int source, uint6
                                         static_cast<uint64_t>(Failure::kUsage),
                                         {text, text + reason.size()}});
                    } catch (const std::exception& e) {
-                     std::fprintf(stderr, "fibermpi: could not answer rank %d: %s\n", source,
-                                  e.what());
+                     FIBER_LOG_ERROR("could not answer rank %d: %s", source, e.what());
                    }
                  });
       break;
@@ -158,7 +158,7 @@ void QueueService::on_request_locked(Kind kind, MPI_Comm comm, int source, uint6
         try {
           reply_(comm, source, wire::Reply{request, outcome, 0, std::move(item)});
         } catch (const std::exception& e) {
-          std::fprintf(stderr, "fibermpi: could not answer rank %d: %s\n", source, e.what());
+          FIBER_LOG_ERROR("could not answer rank %d: %s", source, e.what());
         }
       };
       if (!hub_.exists(wait.queue)) {

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "fiber/runtime/log.h"
 #include "mpi_bridge/spawn.h"
 
 namespace fiber::detail {
@@ -66,7 +67,7 @@ void Spawner::loop() {
     try {
       host_.spawn_starting_locked(count, typical_pause_);
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "fibermpi: preparing a spawn failed: %s\n", e.what());
+      FIBER_LOG_ERROR("preparing a spawn failed: %s", e.what());
     }
     started_ = Clock::now();
     count_ = count;
@@ -75,7 +76,7 @@ void Spawner::loop() {
     try {
       engine_.outbox().progress();
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "fibermpi: progress error: %s\n", e.what());
+      FIBER_LOG_ERROR("progress error: %s", e.what());
     }
     auto link = std::make_unique<Link>();
     std::string error;
@@ -121,7 +122,7 @@ void Spawner::check_watchdog(Clock::time_point now) {
   stuck_ = "MPI_Comm_spawn of " + std::to_string(count_) + " processes has not completed after " +
            std::to_string(settings_.spawn_timeout.count()) +
            " s; Open MPI's runtime is stuck, so no more processes can be spawned in this run";
-  std::fprintf(stderr, "fibermpi: %s\n", stuck_.c_str());
+  FIBER_LOG_ERROR("%s", stuck_.c_str());
   // Traffic of the workers already running must go on even though the spawn never returns.
   engine_.release_traffic();
   host_.spawn_failed_locked(count_, stuck_, true);

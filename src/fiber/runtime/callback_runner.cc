@@ -1,4 +1,5 @@
 #include "fiber/runtime/callback_runner.h"
+#include "fiber/runtime/log.h"
 
 #include <cstdio>
 #include <exception>
@@ -28,9 +29,9 @@ void CallbackRunner::loop() {
     try {
       callback();
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "fibermpi: a Pool result callback threw: %s\n", e.what());
+      FIBER_LOG_ERROR("a Pool result callback threw: %s", e.what());
     } catch (...) {
-      std::fprintf(stderr, "fibermpi: a Pool result callback threw\n");
+      FIBER_LOG_ERROR("a Pool result callback threw");
     }
     lock.lock();
   }

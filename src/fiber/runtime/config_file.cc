@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "fiber/errors.h"
+#include "fiber/runtime/log.h"
 
 namespace fiber::detail {
 namespace {
@@ -402,6 +403,18 @@ std::vector<Key> make_keys() {
         if (value != "core" && value != "none")
           throw BadValue("'" + value + "' is not a binding: write core or none");
       }));
+  keys.push_back(make_key(
+      "log_level", "FIBER_LOG_LEVEL", [](auto& config) -> auto& { return config.log_level; },
+      parse_text,
+      [](const std::string& value) {
+        LogLevel level;
+        if (!parse_log_level(value, &level))
+          throw BadValue("'" + value +
+                         "' is not a log level: write debug, info, warning, error or off");
+      }));
+  keys.push_back(make_key(
+      "log_dir", "FIBER_LOG_DIR", [](auto& config) -> auto& { return config.log_dir; }, parse_text,
+      [](const std::string&) {}));
   return keys;
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "fiber/runtime/log.h"
 #include "mpi_bridge/failure_notice.h"
 
 namespace fiber::detail {
@@ -134,7 +135,7 @@ void ProgressEngine::progress_loop() {
       std::lock_guard progress(progress_mu_);
       if (!stop_progress_.load()) active = poll_once();
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "fibermpi: progress error: %s\n", e.what());
+      FIBER_LOG_ERROR("progress error: %s", e.what());
     }
     if (active || stop_progress_.load()) {
       if (may_sleep) doorbell_.cancel_sleep();
@@ -190,7 +191,7 @@ bool ProgressEngine::poll_once() {
         sink_->on_peers_failed(*link, failed.ranks());
         continue;
       } catch (const std::exception& e) {
-        std::fprintf(stderr, "fibermpi: receive failed: %s\n", e.what());
+        FIBER_LOG_ERROR("receive failed: %s", e.what());
         break;
       }
       active = true;
@@ -210,7 +211,7 @@ void ProgressEngine::start_polling_by_rank(Link& link) {
     link.failed_ranks.assign(static_cast<size_t>(bridge::peer_count(link.comm.get())), false);
     link.by_rank = true;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "fibermpi: receive failed: %s\n", e.what());
+    FIBER_LOG_ERROR("receive failed: %s", e.what());
   }
 }
 
@@ -233,7 +234,7 @@ bool ProgressEngine::poll_by_rank(Link& link) {
         link.failed_ranks[static_cast<size_t>(rank)] = true;
         break;
       } catch (const std::exception& e) {
-        std::fprintf(stderr, "fibermpi: receive failed: %s\n", e.what());
+        FIBER_LOG_ERROR("receive failed: %s", e.what());
         break;
       }
       --budget;
@@ -285,7 +286,7 @@ bool ProgressEngine::await(std::unique_lock<std::mutex>& lock, const std::functi
         try {
           active = poll_once();
         } catch (const std::exception& e) {
-          std::fprintf(stderr, "fibermpi: progress error: %s\n", e.what());
+          FIBER_LOG_ERROR("progress error: %s", e.what());
         }
       }
     }

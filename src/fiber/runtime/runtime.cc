@@ -21,6 +21,8 @@
 #include "fiber/master/master.h"
 #include "fiber/master/queue_hub.h"
 #include "fiber/runtime/exit_status_report.h"
+#include "fiber/runtime/fault_injection.h"
+#include "fiber/runtime/log.h"
 #include "fiber/worker/master_link.h"
 #include "fiber/worker/nested_client.h"
 #include "fiber/worker/start_up_watchdog.h"
@@ -61,10 +63,10 @@ void shutdown_at_program_finalize() {
 void exit_if_finalize_hangs(std::chrono::seconds limit, int status) {
   std::thread([limit, status] {
     std::this_thread::sleep_for(limit);
-    std::fprintf(stderr,
-                 "fibermpi: MPI_Finalize has not returned after %d s (a process of this run was "
-                 "killed earlier); exiting without it\n",
-                 static_cast<int>(limit.count()));
+    FIBER_LOG_WARNING(
+        "MPI_Finalize has not returned after %d s (a process of this run was "
+        "killed earlier); exiting without it",
+        static_cast<int>(limit.count()));
     std::fflush(nullptr);
     std::_Exit(status);
   }).detach();
@@ -108,6 +110,9 @@ void Runtime::start(int& argc, char**& argv, const Config& config) {
   auto* runtime = new Runtime();
   try {
     runtime->settings_ = Settings::from(config);
+    LogLevel level = LogLevel::kWarning;
+    parse_log_level(runtime->settings_.log_level, &level);
+    configure_log(level, runtime->settings_.log_dir);
   } catch (...) {
     delete runtime;
     throw;
@@ -117,6 +122,8 @@ void Runtime::start(int& argc, char**& argv, const Config& config) {
 }
 
 void Runtime::begin(int& argc, char**& argv, const Config&) {
+  if (const std::string hooks = active_fault_hooks(); !hooks.empty())
+    FIBER_LOG_WARNING("fault injection is on (for tests): %s", hooks.c_str());
   take_connect_option(argc, argv);
   // Read before anything starts, so that a bad token file is the first error.
   join_token_ = JoinToken::from_environment();
@@ -183,23 +190,25 @@ Runtime::LaunchPart Runtime::choose_part(const KubernetesPod* pod) {
 }
 
 void Runtime::start_master(std::unique_ptr<Link> link, const KubernetesPod* pod) {
+  set_log_role("master");
+  FIBER_LOG_DEBUG("master started (%s)", link ? "with a static world of ranks" : "alone");
   engine_ = std::make_unique<ProgressEngine>(settings_, settings_.liveness_interval,
                                              settings_.liveness_interval);
   master_ = std::make_unique<Master>(settings_, *engine_, std::move(link));
   if (bridge::Environment::recovery_disabled_under_launcher() && !std::getenv("FIBER_QUIET")) {
     if (std::getenv("SLURM_STEP_ID") && !std::getenv("OMPI_COMM_WORLD_SIZE")) {
       // Slurm's srun started the ranks itself: no Open MPI runtime runs beside them.
-      std::fprintf(stderr,
-                   "fibermpi: started by srun, which gives MPI neither recovery nor "
-                   "MPI_Comm_spawn: pools run on the step's ranks alone and a rank that dies "
-                   "ends the step (`fibermpi run PROGRAM` inside the allocation has both; "
-                   "FIBER_QUIET=1 hides this)\n");
+      FIBER_LOG_WARNING(
+          "started by srun, which gives MPI neither recovery nor "
+          "MPI_Comm_spawn: pools run on the step's ranks alone and a rank that dies "
+          "ends the step (`fibermpi run PROGRAM` inside the allocation has both; "
+          "FIBER_QUIET=1 hides this)");
     } else {
       const char* option = bridge::recovery_option();
-      std::fprintf(stderr,
-                   "fibermpi: started by mpirun without %s: a child process that is killed will "
-                   "abort the whole job (add %s, or set FIBER_QUIET=1 to hide this)\n",
-                   option, option);
+      FIBER_LOG_WARNING(
+          "started by mpirun without %s: a child process that is killed will "
+          "abort the whole job (add %s, or set FIBER_QUIET=1 to hide this)",
+          option, option);
     }
   }
   master_->start();
@@ -214,6 +223,11 @@ void Runtime::start_master(std::unique_ptr<Link> link, const KubernetesPod* pod)
 }
 
 void Runtime::start_worker(std::unique_ptr<Link> link, bool spawned, bool joined) {
+  set_log_role(spawned || joined ? "worker"
+                                 : "rank" + std::to_string(bridge::Environment::world_rank()));
+  FIBER_LOG_DEBUG("worker started (%s)", spawned  ? "spawned by the master"
+                                         : joined ? "joined the master's rendezvous"
+                                                  : "a rank of the static world");
   self_name_ = "Worker";
   engine_ = std::make_unique<ProgressEngine>(settings_, settings_.master_check_interval,
                                              std::chrono::milliseconds(100));
@@ -287,8 +301,7 @@ void Runtime::end_children() {
   try {
     nested_->end_children();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "fibermpi: ending the children of %s: %s\n", self_name().c_str(),
-                 e.what());
+    FIBER_LOG_WARNING("ending the children of %s: %s", self_name().c_str(), e.what());
   }
 }
 
@@ -333,8 +346,8 @@ void Runtime::finish_worker(int code, bool with_the_job) {
   engine_->drain(settings_.worker_drain_limit);
   // Fault injection (tests): the process lingers after its last message, its progress thread
   // still running, the way a slow exit does.
-  if (const char* linger = std::getenv("FIBER_FAULT_LINGER_MS"))
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(linger)));
+  if (const auto linger = linger_after_last_message(); linger.count() > 0)
+    std::this_thread::sleep_for(linger);
   const bool quiet = engine_->stop(settings_.worker_drain_limit);
   g_running.store(false, std::memory_order_release);
   // A worker leaving alone would wait in Open MPI 5's finalize (with fault tolerance, an agreement

@@ -8,6 +8,7 @@
 
 #include "fiber/errors.h"
 #include "fiber/invoke.h"
+#include "fiber/runtime/log.h"
 #include "fiber/runtime/runtime.h"
 #include "fiber/worker/fatal_signal.h"
 #include "fiber/worker/master_link.h"
@@ -41,8 +42,8 @@ class StepWithTrafficHeld {
 // code) must neither go on with garbage nor MPI_Abort the whole job: the member ends, its group
 // learns of it and stops the others.
 [[noreturn]] void end_member_on_mpi_error(int, const std::string& text) {
-  std::fprintf(stderr, "fibermpi: group member pid %d: an MPI call on group_comm() failed: %s\n",
-               static_cast<int>(::getpid()), text.c_str());
+  FIBER_LOG_WARNING("group member pid %d: an MPI call on group_comm() failed: %s",
+                    static_cast<int>(::getpid()), text.c_str());
   Runtime::instance().worker().end_process_now(running_process(), 1,
                                                "an MPI call on group_comm() failed: " + text);
 }

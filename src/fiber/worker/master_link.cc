@@ -13,6 +13,8 @@
 #include "fiber/errors.h"
 #include "fiber/function_ref.h"
 #include "fiber/kubernetes/kubernetes_pod.h"
+#include "fiber/runtime/fault_injection.h"
+#include "fiber/runtime/log.h"
 #include "fiber/serialization.h"
 #include "fiber/wire/link_messages.h"
 #include "fiber/wire/manager_messages.h"
@@ -34,27 +36,12 @@ MasterLink::MasterLink(const Settings& settings, ProgressEngine& engine, Link& l
       spawned_(spawned),
       joined_(joined),
       host_(bridge::Environment::hostname()) {
-  if (const char* fault = std::getenv("FIBER_FAULT_DROP_MESSAGE"); fault) {
-    // "<n>@<file>": only the process that creates <file> drops (one faulty worker per run).
-    const std::string spec = fault;
-    const auto at = spec.find('@');
-    if (at != std::string::npos) {
-      const int fd = ::open(spec.substr(at + 1).c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
-      if (fd >= 0) {
-        ::close(fd);
-        fault_drop_message_ = std::strtoull(spec.substr(0, at).c_str(), nullptr, 10);
-      }
-    }
-  }
+  fault_drop_message_ = claim_message_to_drop();
 }
 
 void MasterLink::send(const Outgoing& message) {
-  bridge::Envelope envelope{static_cast<uint32_t>(message.kind),
-                            message.flags,
-                            message.id,
-                            message.aux,
-                            own_pid_,
-                            0};
+  bridge::Envelope envelope{
+      static_cast<uint32_t>(message.kind), message.flags, message.id, message.aux, own_pid_, 0};
   {
     // Numbered and posted in one step, so the numbers follow the order MPI delivers them in (a
     // heartbeat also tells how many went before it: wire::Heartbeat::sent_before).
@@ -145,8 +132,7 @@ void MasterLink::handshake() {
   auto held = engine_.lock();
   engine_.changes().wait(held, [this] { return handshake_ != Handshake::kWaiting; });
   if (handshake_ == Handshake::kRefused) {
-    std::fprintf(stderr, "fibermpi worker %d: refused by the master: %s\n",
-                 static_cast<int>(::getpid()), refusal_.c_str());
+    FIBER_LOG_ERROR("refused by the master: %s", refusal_.c_str());
     // Exit status 0: Open MPI treats a non-zero one as a failure of the whole job.
     throw SpawnError("refused by the master: " + refusal_);
   }
@@ -157,16 +143,15 @@ void MasterLink::on_message(Link&, bridge::Received& message) {
   try {
     handle_locked(message);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "fibermpi worker %d: ignored a bad %s message: %s\n",
-                 static_cast<int>(::getpid()), kind_name(message.envelope.kind), e.what());
+    FIBER_LOG_ERROR("ignored a bad %s message: %s", kind_name(message.envelope.kind), e.what());
   }
   engine_.notify_locked();
 }
 
 void MasterLink::handle_locked(bridge::Received& message) {
   if (fault_drop_message_ != 0 && ++messages_seen_ == fault_drop_message_) {
-    std::fprintf(stderr, "fibermpi worker %d: discarding message %llu (FIBER_FAULT_DROP_MESSAGE)\n",
-                 static_cast<int>(::getpid()), static_cast<unsigned long long>(messages_seen_));
+    FIBER_LOG_WARNING("discarding message %llu (FIBER_FAULT_DROP_MESSAGE)",
+                      static_cast<unsigned long long>(messages_seen_));
     return;
   }
   const bool from_master =
@@ -174,11 +159,11 @@ void MasterLink::handle_locked(bridge::Received& message) {
   if (!from_master || message.envelope.seq != static_cast<uint32_t>(messages_received_)) {
     // A message of the master's is missing, or MPI delivered one that is not the master's next:
     // this worker cannot know what it was asked to do. It leaves; its work runs elsewhere.
-    std::fprintf(stderr,
-                 "fibermpi worker %d: expected message %llu from the master (pid %d), got message "
-                 "%u from pid %u (kind %u); leaving so that its work runs elsewhere\n",
-                 static_cast<int>(::getpid()), static_cast<unsigned long long>(messages_received_),
-                 master_pid_, message.envelope.seq, message.envelope.sender, message.envelope.kind);
+    FIBER_LOG_WARNING(
+        "expected message %llu from the master (pid %d), got message "
+        "%u from pid %u (kind %u); leaving so that its work runs elsewhere",
+        static_cast<unsigned long long>(messages_received_), master_pid_, message.envelope.seq,
+        message.envelope.sender, message.envelope.kind);
     std::fflush(nullptr);
     std::_Exit(1);
   }
@@ -265,8 +250,7 @@ void MasterLink::handle_locked(bridge::Received& message) {
 void MasterLink::on_peers_failed(Link&, const std::vector<int>& ranks) {
   // In the static world the link is shared with the other workers, whose deaths do not matter.
   if (std::find(ranks.begin(), ranks.end(), master_rank_) == ranks.end()) return;
-  std::fprintf(stderr, "fibermpi worker %d: MPI reports that the master died, exiting\n",
-               static_cast<int>(::getpid()));
+  FIBER_LOG_ERROR("MPI reports that the master died, exiting");
   std::_Exit(1);
 }
 
@@ -302,8 +286,7 @@ void MasterLink::check_master_alive() {
   }
   if (pid > 0 && ::kill(pid, 0) == -1 && errno == ESRCH) {
     // Nobody is left to report to; MPI cannot be finalised with a dead peer.
-    std::fprintf(stderr, "fibermpi worker %d: the master (pid %d) is gone, exiting\n",
-                 static_cast<int>(::getpid()), pid);
+    FIBER_LOG_WARNING("the master (pid %d) is gone, exiting", pid);
     std::_Exit(1);
   }
 }

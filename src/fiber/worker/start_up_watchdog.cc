@@ -1,4 +1,5 @@
 #include "fiber/worker/start_up_watchdog.h"
+#include "fiber/runtime/log.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -34,8 +35,7 @@ void leave_if_start_up_stalls() {
             "it was not welcomed by its master within " + std::to_string(2 * limit.count()) + " s";
       }
       if (!why.empty()) {
-        std::fprintf(stderr, "fibermpi worker %d: leaving during start-up: %s\n",
-                     static_cast<int>(::getpid()), why.c_str());
+        FIBER_LOG_WARNING("leaving during start-up: %s", why.c_str());
         std::fflush(nullptr);
         // Status 0: a non-zero one makes mpirun treat the whole job as failed.
         std::_Exit(0);
