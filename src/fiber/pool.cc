@@ -1,16 +1,19 @@
 #include "fiber/pool.h"
 
 #include <hwloc.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <thread>
 
 #include "fiber/errors.h"
 #include "fiber/runtime/log.h"
 #include "fiber/runtime/pool_client.h"
 #include "fiber/runtime/pool_settings.h"
+#include "fiber/runtime/progress_display.h"
 #include "fiber/runtime/runtime.h"
 #include "fiber/runtime/worker_resources.h"
 
@@ -155,12 +158,14 @@ Pool::Pool(int processes, Initializer init, uint64_t maxtasksperchild)
 
 Pool::Pool(Options options)
     : share_{options.cpus_per_worker, options.memory_per_worker, options.gpus_per_worker},
+      progress_(options.progress || detail::progress_asked_by_environment()),
       client_(detail::Runtime::instance().make_pool(settings_from(std::move(options)))) {}
 
 Pool& Pool::operator=(Pool&& other) noexcept {
   if (this != &other) {
     release();
     share_ = other.share_;
+    progress_ = other.progress_;
     client_ = std::move(other.client_);
   }
   return *this;
@@ -206,7 +211,38 @@ void Pool::resize(int processes) {
 std::vector<int> Pool::worker_pids() const { return require(client_).worker_pids(); }
 
 void Pool::submit_job(const std::shared_ptr<detail::Job>& job, std::vector<detail::Bytes> chunks) {
-  require(client_).submit(job, std::move(chunks));
+  detail::PoolClient& client = require(client_);
+  size_t total = 0;
+  for (const uint32_t size : job->chunk_sizes) total += size;
+  if (progress_ && total >= 2) show_progress(job, total);
+  client.submit(job, std::move(chunks));
+}
+
+void Pool::show_progress(const std::shared_ptr<detail::Job>& job, size_t total) {
+  const std::weak_ptr<detail::PoolClient> pool = client_;
+  auto display = detail::ProgressDisplay::start(
+      total,
+      [pool] {
+        const auto client = pool.lock();
+        return client ? static_cast<int>(client->worker_pids().size()) : -1;
+      },
+      STDERR_FILENO);
+  if (!display) {
+    static std::once_flag said;
+    std::call_once(said, [] {
+      FIBER_LOG_WARNING(
+          "no progress display: stderr is not a terminal (under mpirun the ranks' output is "
+          "forwarded through pipes; run the program without a launcher, or read the log)");
+    });
+    return;
+  }
+  // Counted as each chunk arrives (under the runtime's lock: an atomic add), ended with the job.
+  detail::Job* const counted = job.get();
+  job->on_chunk = [counted, display, previous = std::move(job->on_chunk)](size_t chunk) {
+    if (previous) previous(chunk);
+    display->add(counted->chunk_sizes[chunk]);
+    if (counted->ready()) display->finish(counted->first_error != nullptr);
+  };
 }
 
 void Pool::close() { require(client_).close(); }

@@ -116,6 +116,12 @@ class Pool {
     int cpus_per_worker = 0;
     uint64_t memory_per_worker = 0;  ///< Bytes.
     int gpus_per_worker = 0;
+    /// A progress line on the terminal for each map of several tasks: tasks done of the total,
+    /// the rate, the time left, the workers alive; redrawn in place and ended by a summary.
+    /// FIBER_PROGRESS=1 turns it on for every pool. Shows nothing where stderr is no terminal
+    /// (a file, a pipe, the ranks' output under mpirun, which forwards it through pipes): a
+    /// warning says so once.
+    bool progress = false;
   };
 
   /// `processes` workers (0: default_pool_size()).
@@ -331,9 +337,12 @@ class Pool {
   static void check_share(const Share& share, int processes);
   static detail::PoolSettings settings_from(Options options);
   void submit_job(const std::shared_ptr<detail::Job>& job, std::vector<detail::Bytes> chunks);
+  /// Options::progress: a display of `job` that its chunks' arrivals move on.
+  void show_progress(const std::shared_ptr<detail::Job>& job, size_t total);
   void release();
 
   Share share_;
+  bool progress_ = false;
   std::shared_ptr<detail::PoolClient> client_;
 };
 
