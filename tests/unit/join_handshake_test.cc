@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -21,6 +22,10 @@
 
 namespace fiber::detail {
 namespace {
+
+// The refusals checked below are warnings, which FIBER_QUIET (set for every test) would hide:
+// cleared before the log sink first reads it.
+[[maybe_unused]] const bool kWarningsShown = (::unsetenv("FIBER_QUIET"), true);
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
