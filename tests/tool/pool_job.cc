@@ -2,10 +2,12 @@
 // every result, prints the MPI world it ran in and the pool's size, and exits with the status it
 // is given.
 //   pool_job STATUS [--processes N] [--task-ms MS] [--tasks N] [--kill-once MARKER] [--stamp]
+//            [--before-init]
 // --processes 0 (the default) takes the default pool size. --kill-once: the worker that runs task
 // 7 first SIGKILLs itself (MARKER, a file, says it happened), so the task runs again elsewhere.
 // --stamp: prints the wall-clock time (seconds since the epoch) at which a first task's result
-// came back, for the benchmarks that time a launch from its submission.
+// came back, for the benchmarks that time a launch from its submission. --before-init: every
+// process exits with STATUS before fiber::init (as a program's --help does).
 #include <mpi.h>
 #include <signal.h>
 #include <unistd.h>
@@ -41,6 +43,8 @@ int square(Work work) {
 }
 
 int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--before-init") return std::atoi(argv[1]);
   fiber::init(argc, argv);
   int status = 0, processes = 0, task_ms = 0, tasks = 100;
   std::string kill_marker;

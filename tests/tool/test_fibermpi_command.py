@@ -46,6 +46,13 @@ def test_run_with_ranks_returns_the_programs_own_status(status: int) -> None:
     assert f"100 results exact, exiting with {status}" in done.stdout, done.stdout + done.stderr
 
 
+def test_a_program_ending_before_fiber_init_still_reports_its_status() -> None:
+    # Its master registers the report as it loads: Open MPI 4.1's mpirun would say 0.
+    done = fibermpi("run", "-n", "2", PROGRAM, "6", "--before-init")
+    assert done.returncode == 6, done.stdout + done.stderr
+    assert "without reporting" not in done.stderr
+
+
 def test_run_without_ranks_runs_the_program_itself_which_spawns_its_workers() -> None:
     done = fibermpi("run", PROGRAM, "5", "--processes", "2")
     assert done.returncode == 5, done.stdout + done.stderr

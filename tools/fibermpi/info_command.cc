@@ -93,9 +93,17 @@ void print_text(const json& report) {
   std::string cores;
   for (const json& core : machine["worker_cores"])
     cores += (cores.empty() ? "" : ", ") + core.get<std::string>();
-  std::printf(
-      "             spawned workers bind to the cores of PUs %s, in this order (bind: core)\n",
-      cores.c_str());
+  // The binding the configuration asks for (fiber.yaml, FIBER_BIND), "core" when unreadable.
+  std::string bind = "core";
+  for (const json& key : report["config"].value("keys", json::array()))
+    if (key.value("key", std::string()) == "bind") bind = key.value("value", bind);
+  if (bind == "none") {
+    std::printf("             spawned workers are not bound (bind: none)\n");
+  } else {
+    std::printf(
+        "             spawned workers bind to the cores of PUs %s, in this order (bind: %s)\n",
+        cores.c_str(), bind.c_str());
+  }
   const json& mpi = report["mpi"];
   std::printf("\nMPI          (of %s)\n", mpi.value("of", std::string("?")).c_str());
   if (mpi.contains("error")) {

@@ -1,5 +1,7 @@
 // fibermpi: the command that runs fibermpi programs the right way for where they are (a laptop,
 // mpirun, a Slurm allocation, a FiberJob pod) and says what it sees (`fibermpi info`).
+#include <signal.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <string>
@@ -9,6 +11,9 @@
 #include "run_command.h"
 
 int main(int argc, char** argv) {
+  // Children are waited for: an ignored SIGCHLD inherited from the caller would make the kernel
+  // reap them first.
+  ::signal(SIGCHLD, SIG_DFL);
   CLI::App app{"fibermpi: run fibermpi programs and inspect where they run"};
   app.set_version_flag("--version", FIBER_VERSION);
   app.require_subcommand(1);

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <chrono>
@@ -16,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 #include "fiber/errors.h"
 
@@ -53,8 +55,19 @@ Captured collect(pid_t child, int fd, std::chrono::milliseconds limit) {
     captured.out.append(buffer.data(), static_cast<size_t>(got));
   }
   ::close(fd);
+  // A child that closed its output may still run: waited for until the deadline, then killed.
   int wait_status = 0;
-  while (::waitpid(child, &wait_status, 0) < 0 && errno == EINTR) {
+  for (;;) {
+    const pid_t waited = ::waitpid(child, &wait_status, WNOHANG);
+    if (waited == child) break;
+    if (waited < 0 && errno != EINTR) return captured;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      ::kill(child, SIGKILL);
+      while (::waitpid(child, &wait_status, 0) < 0 && errno == EINTR) {
+      }
+      return captured;
+    }
+    ::usleep(1000);
   }
   if (WIFEXITED(wait_status)) captured.status = WEXITSTATUS(wait_status);
   return captured;
@@ -135,7 +148,16 @@ std::string version_number(const std::string& text, MpiFamily family) {
 std::vector<std::string> search_path() {
   std::vector<std::string> folders;
   const char* path = std::getenv("PATH");
-  std::stringstream parts(path ? path : "");
+  std::string default_path;
+  if (!path) {
+    // Unset: the system's default, as execvp uses then.
+    default_path.assign(::confstr(_CS_PATH, nullptr, 0), '\0');
+    if (!default_path.empty()) {
+      ::confstr(_CS_PATH, default_path.data(), default_path.size());
+      default_path.pop_back();
+    }
+  }
+  std::stringstream parts(path ? std::string(path) : default_path);
   for (std::string folder; std::getline(parts, folder, ':');) {
     if (!folder.empty()) folders.push_back(folder);
   }
@@ -143,6 +165,21 @@ std::vector<std::string> search_path() {
 }
 
 }  // namespace
+
+bool links_fibermpi(const std::string& program) {
+  // The marker mpi_bridge compiles into every program linked with fibermpi.
+  constexpr std::string_view kMarker = "fibermpi-worker-abi-";
+  std::ifstream file(program, std::ios::binary);
+  std::string window;
+  std::array<char, 1 << 16> buffer;
+  while (file.read(buffer.data(), buffer.size()) || file.gcount() > 0) {
+    // The tail of the previous block is kept, so a marker across two blocks is found too.
+    window.append(buffer.data(), static_cast<size_t>(file.gcount()));
+    if (window.find(kMarker) != std::string::npos) return true;
+    window.erase(0, window.size() - std::min(window.size(), kMarker.size()));
+  }
+  return false;
+}
 
 std::string find_program(const std::string& name) {
   if (name.empty()) throw UsageError("no program named: fibermpi run PROGRAM [ARGS...]");
@@ -181,7 +218,9 @@ std::optional<std::string> linked_libmpi(const std::string& program) {
                        ", which the dynamic loader cannot find (is the MPI it was built against "
                        "installed, or LD_LIBRARY_PATH missing?)");
     }
-    return target.substr(0, target.find(" ("));
+    // The load address closes the line; a path may itself hold " (".
+    const auto address = target.rfind(" (0x");
+    return address == std::string::npos ? target : target.substr(0, address);
   }
   return std::nullopt;
 }
@@ -252,6 +291,9 @@ ProgramMpi mpi_of_library(const std::string& libmpi, const std::string& user) {
   found.library = probe_library(libmpi);
   const bool open_mpi = found.library.family != MpiFamily::kMpich;
   const char* launcher_name = open_mpi ? "mpirun" : "mpiexec";
+  // Besides mpirun, the names some distributions give Open MPI's launcher.
+  std::vector<std::string> launcher_names = {launcher_name};
+  if (open_mpi) launcher_names.insert(launcher_names.end(), {"mpirun.openmpi", "orterun"});
 
   std::vector<std::string> looked_in;
   auto environment_for = [&](const fs::path& mpirun) {
@@ -272,8 +314,16 @@ ProgramMpi mpi_of_library(const std::string& libmpi, const std::string& user) {
   };
 
   if (const char* chosen = std::getenv("FIBER_MPIRUN"); chosen && *chosen) {
-    found.mpirun = find_program(chosen);
-    found.environment = environment_for(found.mpirun);
+    try {
+      found.mpirun = find_program(chosen);
+    } catch (const UsageError&) {
+      throw UsageError(std::string("FIBER_MPIRUN=") + chosen +
+                       " is not an executable file (give the path of the mpirun to use)");
+    }
+    // Its real place: OPAL_PREFIX is derived from the folder it lives in, not from a link's.
+    std::error_code ignored;
+    const fs::path real = fs::canonical(found.mpirun, ignored);
+    found.environment = environment_for(ignored ? fs::path(found.mpirun) : real);
     return found;
   }
   std::error_code error;
@@ -288,14 +338,16 @@ ProgramMpi mpi_of_library(const std::string& libmpi, const std::string& user) {
     // <prefix>/lib/libmpi.so (an installation of its own) or <prefix>/lib/<multiarch>/ (a
     // distribution's: Debian's /usr/lib/x86_64-linux-gnu/).
     for (const fs::path& prefix : {folder.parent_path(), folder.parent_path().parent_path()}) {
-      const fs::path candidate = (prefix / "bin" / launcher_name).lexically_normal();
-      looked_in.push_back(candidate.parent_path().string());
-      if (!fs::is_regular_file(candidate, error) || ::access(candidate.c_str(), X_OK) != 0)
-        continue;
-      if (!matches(candidate)) continue;
-      found.mpirun = candidate.string();
-      found.environment = environment_for(candidate);
-      return found;
+      looked_in.push_back((prefix / "bin").lexically_normal().string());
+      for (const std::string& name : launcher_names) {
+        const fs::path candidate = (prefix / "bin" / name).lexically_normal();
+        if (!fs::is_regular_file(candidate, error) || ::access(candidate.c_str(), X_OK) != 0)
+          continue;
+        if (!matches(candidate)) continue;
+        found.mpirun = candidate.string();
+        found.environment = environment_for(candidate);
+        return found;
+      }
     }
   }
   std::string folders;

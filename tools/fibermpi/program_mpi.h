@@ -40,6 +40,10 @@ std::string find_program(const std::string& name);
 /// for a file that is not a dynamically linked program.
 std::optional<std::string> linked_libmpi(const std::string& program);
 
+/// True when `program` is linked with fibermpi (it carries the runtime's marker), so that its
+/// master reports its exit status.
+bool links_fibermpi(const std::string& program);
+
 /// Loads `path` in a child process and asks it its version. Throws fiber::UsageError when it
 /// cannot be loaded or is no MPI fibermpi knows.
 MpiLibrary probe_library(const std::string& path);

@@ -65,6 +65,40 @@ std::string temporary_directory() {
   return ::access("/tmp", W_OK | X_OK) == 0 ? "/tmp" : "/dev/shm";
 }
 
+// Where the program's master leaves its exit status for this command to read, and what a
+// missing report means.
+struct ReportPlace {
+  std::string directory;
+  fiber::detail::ExitReportExpectation expectation;
+};
+
+ReportPlace report_place(const LaunchSite& site, const std::string& program) {
+  ReportPlace place;
+  const char* nodes = std::getenv("SLURM_JOB_NUM_NODES");
+  if (!nodes || !*nodes) nodes = std::getenv("SLURM_NNODES");
+  const bool several_nodes =
+      site.kind == LaunchSite::Kind::kSlurmAllocation && nodes && std::atoi(nodes) > 1;
+  if (several_nodes) {
+    // Rank 0 may start on another node, in this same working folder: clusters share it, where
+    // they share no /tmp.
+    char here[4096];
+    place.directory = ::getcwd(here, sizeof here) ? here : temporary_directory();
+    place.expectation.expected = false;
+    place.expectation.why_missing =
+        "its rank 0 may have run on another node, which does not share this folder " +
+        place.directory;
+  } else {
+    place.directory = temporary_directory();
+  }
+  if (!links_fibermpi(program)) {
+    place.expectation.expected = false;
+    place.expectation.why_missing =
+        "it is not linked with fibermpi, whose master reports it; mpirun's own status may hide a "
+        "failure under recovery";
+  }
+  return place;
+}
+
 }  // namespace
 
 int run_program(const RunRequest& request) {
@@ -126,7 +160,9 @@ int run_program(const RunRequest& request) {
       print_command({}, words);
       return 0;
     }
-    return fiber::detail::run_reporting_exit_status(words, temporary_directory(), program);
+    const ReportPlace place = report_place(site, program);
+    return fiber::detail::run_reporting_exit_status(words, place.directory, program,
+                                                    place.expectation);
   }
   std::vector<std::string> words = {mpi.mpirun};
   for (std::string& option : fiber::detail::mpirun_options(mpi.library.family, ::geteuid() == 0)) {
@@ -155,7 +191,9 @@ int run_program(const RunRequest& request) {
     return 0;
   }
   for (const auto& [name, value] : environment) ::setenv(name.c_str(), value.c_str(), 1);
-  return fiber::detail::run_reporting_exit_status(words, temporary_directory(), program);
+  const ReportPlace place = report_place(site, program);
+  return fiber::detail::run_reporting_exit_status(words, place.directory, program,
+                                                  place.expectation);
 }
 
 }  // namespace fibermpi

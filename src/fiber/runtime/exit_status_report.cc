@@ -10,11 +10,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <string>
 
 namespace fiber::detail {
 namespace {
 
 std::atomic<pid_t> g_launcher{0};
+std::atomic<bool> g_reported{false};
 
 // What a pod's end, a batch system's cancel or a user at a terminal sends, passed on to the
 // launcher and so to the program.
@@ -27,8 +29,22 @@ sigset_t forwarded_set() {
   return set;
 }
 
-void forward_signal(int signal) {
-  if (const pid_t launcher = g_launcher.load(); launcher > 0) ::kill(launcher, signal);
+void forward_signal(int signal, siginfo_t* info, void*) {
+  const int saved_errno = errno;
+  // A terminal's Ctrl-C goes to the whole foreground process group, the launcher included: passing
+  // it on again would make it a second one, on which mpirun aborts at once. Only signals another
+  // process sent to this one alone are passed on.
+  if (info == nullptr || info->si_code != SI_KERNEL) {
+    if (const pid_t launcher = g_launcher.load(); launcher > 0) ::kill(launcher, signal);
+  }
+  errno = saved_errno;
+}
+
+// The report's private folder: not a name another user could take first in a shared /tmp.
+std::string make_report_folder(const std::string& directory) {
+  std::string pattern = directory + "/fibermpi-exit-XXXXXX";
+  if (!::mkdtemp(pattern.data())) return {};
+  return pattern;
 }
 
 }  // namespace
@@ -36,6 +52,7 @@ void forward_signal(int signal) {
 void report_exit_status(int status) {
   const char* file = std::getenv(kExitStatusFileVariable);
   if (!file || !*file) return;
+  if (g_reported.exchange(true)) return;
   std::ofstream out(file);
   out << status << "\n";
   out.close();
@@ -45,12 +62,46 @@ void report_exit_status(int status) {
   }
 }
 
+bool is_program_master(const std::function<const char*(const char*)>& variable) {
+  const auto set = [&](const char* name) {
+    const char* value = variable(name);
+    return value && *value;
+  };
+  if (set("FIBER_WORKER") || set("FIBER_CONNECT")) return false;
+  if (const char* role = variable("FIBER_K8S_ROLE"); role && std::string(role) == "worker")
+    return false;
+  for (const char* rank : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}) {
+    const char* value = variable(rank);
+    if (value && *value) return std::string(value) == "0";
+  }
+  return true;
+}
+
 int run_reporting_exit_status(const std::vector<std::string>& command, const std::string& directory,
-                              const std::string& program) {
-  const std::string status_file =
-      directory + "/fibermpi-" + std::to_string(::getpid()) + ".exit-status";
-  ::unlink(status_file.c_str());
-  ::setenv(kExitStatusFileVariable, status_file.c_str(), 1);
+                              const std::string& program,
+                              const ExitReportExpectation& expectation) {
+  const std::string folder = make_report_folder(directory);
+  if (folder.empty()) {
+    std::fprintf(stderr,
+                 "fibermpi: cannot make a folder for the exit-status report in %s (%s); the "
+                 "launcher's status is returned instead\n",
+                 directory.c_str(), std::strerror(errno));
+  }
+  const std::string status_file = folder.empty() ? std::string() : folder + "/status";
+  if (status_file.empty()) {
+    ::unsetenv(kExitStatusFileVariable);
+  } else {
+    ::setenv(kExitStatusFileVariable, status_file.c_str(), 1);
+  }
+  // execvp looks on PATH; where it is unset, on the system's default path.
+  if (!std::getenv("PATH")) {
+    std::string default_path(::confstr(_CS_PATH, nullptr, 0), '\0');
+    if (!default_path.empty()) {
+      ::confstr(_CS_PATH, default_path.data(), default_path.size());
+      default_path.pop_back();
+      ::setenv("PATH", default_path.c_str(), 1);
+    }
+  }
   std::vector<std::string> words = command;
   std::vector<char*> argv;
   for (auto& word : words) argv.push_back(word.data());
@@ -72,34 +123,54 @@ int run_reporting_exit_status(const std::vector<std::string>& command, const std
     const int error = errno;
     ::sigprocmask(SIG_SETMASK, &previous, nullptr);
     std::fprintf(stderr, "fibermpi: cannot start %s: %s\n", argv[0], std::strerror(error));
+    if (!folder.empty()) ::rmdir(folder.c_str());
     return 127;
   }
   g_launcher.store(child);
   struct sigaction forward {};
-  forward.sa_handler = forward_signal;
+  forward.sa_sigaction = forward_signal;
+  forward.sa_flags = SA_SIGINFO | SA_RESTART;
   ::sigemptyset(&forward.sa_mask);
   struct sigaction saved[std::size(kForwardedSignals)];
-  for (size_t i = 0; i < std::size(kForwardedSignals); ++i)
-    ::sigaction(kForwardedSignals[i], &forward, &saved[i]);
+  bool installed[std::size(kForwardedSignals)] = {};
+  for (size_t i = 0; i < std::size(kForwardedSignals); ++i) {
+    ::sigaction(kForwardedSignals[i], nullptr, &saved[i]);
+    // A signal this process ignores (nohup) stays ignored, by it and by the launcher.
+    if (saved[i].sa_handler == SIG_IGN) continue;
+    ::sigaction(kForwardedSignals[i], &forward, nullptr);
+    installed[i] = true;
+  }
   ::sigprocmask(SIG_SETMASK, &previous, nullptr);
   int wait_status = 0;
   while (::waitpid(child, &wait_status, 0) < 0 && errno == EINTR) {
   }
   g_launcher.store(0);
   for (size_t i = 0; i < std::size(kForwardedSignals); ++i)
-    ::sigaction(kForwardedSignals[i], &saved[i], nullptr);
+    if (installed[i]) ::sigaction(kForwardedSignals[i], &saved[i], nullptr);
   ::unsetenv(kExitStatusFileVariable);
 
   int status = -1;
-  std::ifstream reported(status_file);
-  if (reported >> status) {
-    reported.close();
+  bool reported = false;
+  if (!status_file.empty()) {
+    std::ifstream report(status_file);
+    reported = static_cast<bool>(report >> status);
+    report.close();
     ::unlink(status_file.c_str());
-    return status & 0xff;
+    ::rmdir(folder.c_str());
   }
-  // No report: the program was killed, or the launcher could not start it.
+  if (reported) return status & 0xff;
+  // No report: the launcher's own failure, if it failed, says the most.
   if (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) != 0) return WEXITSTATUS(wait_status);
   if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
+  if (!expectation.expected || status_file.empty()) {
+    std::fprintf(
+        stderr,
+        "fibermpi: %s reported no exit status (%s); the launcher's status 0 is "
+        "returned\n",
+        program.c_str(),
+        status_file.empty() ? "no report folder could be made" : expectation.why_missing.c_str());
+    return 0;
+  }
   std::fprintf(stderr,
                "fibermpi: %s ended without reporting its exit status (it crashed or was killed: "
                "see above)\n",

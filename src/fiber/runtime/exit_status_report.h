@@ -5,6 +5,7 @@
 // launcher pod and by `fibermpi run`. Free of MPI. Internal.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -14,18 +15,35 @@ namespace fiber::detail {
 inline constexpr const char* kExitStatusFileVariable = "FIBER_EXIT_STATUS_FILE";
 
 /// In the program's master, as it exits: writes `status` to the file FIBER_EXIT_STATUS_FILE
-/// names. Does nothing where the variable is unset. Async-signal-unsafe; call from exit
-/// handlers.
+/// names. Does nothing where the variable is unset, and after a first report. Async-signal-
+/// unsafe; call from exit handlers.
 void report_exit_status(int status);
 
-/// Starts `command` (a launcher's command line; argv[0] is looked up on PATH) with
-/// FIBER_EXIT_STATUS_FILE set to a fresh file in `directory`, passes on to it the termination
-/// signals this process receives (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2), waits for
-/// it, and returns the program's exit status: the one its master reported; else, when the
-/// launcher failed (a non-zero status, a signal: 128 + its number) that one; else 1, with a line
-/// on stderr naming `program` as having ended without reporting (it crashed or was killed).
-/// 127 when the launcher cannot be started (said on stderr).
+/// True in the process whose exit status is the program's: rank 0 of the launcher's job, or a
+/// program started alone; never a worker fibermpi started (FIBER_WORKER), one joining a master
+/// (FIBER_CONNECT) or a FiberJob's worker pod.
+bool is_program_master(const std::function<const char*(const char*)>& variable);
+
+/// How a launcher run through run_reporting_exit_status is judged when no report arrives.
+struct ExitReportExpectation {
+  /// The program's master writes a report wherever it ends (a fibermpi program whose rank 0 can
+  /// reach the report's folder): none means it crashed or was killed, and 1 is returned.
+  bool expected = true;
+  /// Otherwise, why a report may be missing ("it is not a fibermpi program"): said on stderr
+  /// with the launcher's own status, which is returned.
+  std::string why_missing;
+};
+
+/// Starts `command` (a launcher's command line; argv[0] is looked up on PATH, or on the
+/// system's default path when PATH is unset) with FIBER_EXIT_STATUS_FILE naming a file in a
+/// fresh private folder (mode 0700) made in `directory`, passes on to it the termination
+/// signals this process is sent by another process (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1,
+/// SIGUSR2; a terminal's Ctrl-C reaches the launcher by itself; a signal ignored here stays
+/// ignored), waits for it, and returns the program's exit status: the one its master reported;
+/// else, when the launcher failed (a non-zero status, a signal: 128 + its number) that one; else
+/// as `expectation` says. 127 when the launcher cannot be started (said on stderr).
 int run_reporting_exit_status(const std::vector<std::string>& command, const std::string& directory,
-                              const std::string& program);
+                              const std::string& program,
+                              const ExitReportExpectation& expectation = {});
 
 }  // namespace fiber::detail

@@ -42,6 +42,17 @@ std::atomic<bool> g_running{false};
 // The status the program is exiting with, once exit() has been called.
 std::atomic<int> g_exit_status{-1};
 
+// A program run by `fibermpi run` or by a FiberJob's launcher pod reports its exit status even
+// when it ends before fiber::init (its --help, a bad argument): its master registers the report
+// as the program loads. Only the first report is written.
+[[maybe_unused]] const bool g_reports_from_the_start = [] {
+  const char* file = std::getenv(kExitStatusFileVariable);
+  if (!file || !*file || !is_program_master([](const char* name) { return std::getenv(name); }))
+    return false;
+  ::on_exit([](int status, void*) { report_exit_status(status); }, nullptr);
+  return true;
+}();
+
 void shutdown_at_exit(int status, void*) {
   g_exit_status.store(status);
   // A FiberJob's launcher pod or `fibermpi run`: the exit status they give is this one (Open
