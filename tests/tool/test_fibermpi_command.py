@@ -13,6 +13,7 @@ import pytest
 
 FIBERMPI = os.environ["FIBERMPI"]
 PROGRAM = os.environ["FIBER_TEST_POOL_JOB"]
+PLAIN_MPI = os.environ["FIBER_TEST_PLAIN_MPI"]
 MPI = os.environ["FIBER_TEST_MPI"]
 FAMILY = {"openmpi5": "Open MPI 5", "openmpi4": "Open MPI 4"}[MPI]
 
@@ -51,6 +52,14 @@ def test_a_program_ending_before_fiber_init_still_reports_its_status() -> None:
     done = fibermpi("run", "-n", "2", PROGRAM, "6", "--before-init")
     assert done.returncode == 6, done.stdout + done.stderr
     assert "without reporting" not in done.stderr
+
+
+def test_a_plain_mpi_program_gets_the_launchers_status_and_the_reason() -> None:
+    # No fibermpi master to report: the launcher's status, not a claimed crash.
+    done = fibermpi("run", "-n", "2", PLAIN_MPI)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "plain_mpi: a world of 2" in done.stdout
+    assert "reported no exit status (it is not linked with fibermpi" in done.stderr, done.stderr
 
 
 def test_run_without_ranks_runs_the_program_itself_which_spawns_its_workers() -> None:

@@ -18,6 +18,7 @@
 #include <fstream>
 #include <sstream>
 #include <string_view>
+#include <tuple>
 
 #include "fiber/errors.h"
 
@@ -166,15 +167,58 @@ std::vector<std::string> search_path() {
 
 }  // namespace
 
+namespace {
+
+// The place and size of the section `name` (".rodata") in the ELF file, when it has one.
+std::optional<std::pair<uint64_t, uint64_t>> elf_section(std::ifstream& file, const char* name) {
+  Elf64_Ehdr header{};
+  file.seekg(0);
+  file.read(reinterpret_cast<char*>(&header), sizeof header);
+  if (!file || std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 ||
+      header.e_ident[EI_CLASS] != ELFCLASS64 || header.e_shstrndx >= header.e_shnum)
+    return std::nullopt;
+  const auto section_header = [&](unsigned index) {
+    Elf64_Shdr section{};
+    file.seekg(static_cast<std::streamoff>(header.e_shoff + uint64_t{index} * header.e_shentsize));
+    file.read(reinterpret_cast<char*>(&section), sizeof section);
+    return section;
+  };
+  const Elf64_Shdr names = section_header(header.e_shstrndx);
+  if (!file || names.sh_size > (uint64_t{1} << 24)) return std::nullopt;
+  std::string table(names.sh_size, '\0');
+  file.seekg(static_cast<std::streamoff>(names.sh_offset));
+  file.read(table.data(), static_cast<std::streamsize>(table.size()));
+  for (unsigned index = 0; file && index < header.e_shnum; ++index) {
+    const Elf64_Shdr section = section_header(index);
+    if (section.sh_name < table.size() && std::strcmp(table.c_str() + section.sh_name, name) == 0)
+      return std::make_pair(static_cast<uint64_t>(section.sh_offset), section.sh_size);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 bool links_fibermpi(const std::string& program) {
-  // The marker mpi_bridge compiles into every program linked with fibermpi.
+  // The marker mpi_bridge compiles into every program linked with fibermpi: a constant string,
+  // so only the read-only data is read (a program with debug information is tens of MB), or the
+  // whole file when its sections cannot be read.
   constexpr std::string_view kMarker = "fibermpi-worker-abi-";
   std::ifstream file(program, std::ios::binary);
+  uint64_t begin = 0;
+  uint64_t left = UINT64_MAX;
+  if (const auto rodata = elf_section(file, ".rodata")) std::tie(begin, left) = *rodata;
+  file.clear();
+  file.seekg(static_cast<std::streamoff>(begin));
   std::string window;
   std::array<char, 1 << 16> buffer;
-  while (file.read(buffer.data(), buffer.size()) || file.gcount() > 0) {
+  while (left > 0) {
+    const auto wanted = static_cast<std::streamsize>(std::min<uint64_t>(buffer.size(), left));
+    file.read(buffer.data(), wanted);
+    const auto got = file.gcount();
+    if (got <= 0) break;
+    left -= static_cast<uint64_t>(got);
     // The tail of the previous block is kept, so a marker across two blocks is found too.
-    window.append(buffer.data(), static_cast<size_t>(file.gcount()));
+    window.append(buffer.data(), static_cast<size_t>(got));
     if (window.find(kMarker) != std::string::npos) return true;
     window.erase(0, window.size() - std::min(window.size(), kMarker.size()));
   }
