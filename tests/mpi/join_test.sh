@@ -14,8 +14,9 @@ source "$(dirname "$0")/name_server.sh"
 
 mode="$scenario"
 joiner_token=()
-# The warning for joining without a token is what the join scenario checks.
-[ "$scenario" = join ] && unset FIBER_QUIET
+# The warning for joining without a token is what the join scenario checks, and the lines
+# refusing a wrong token are what wrong-token checks: warnings, which FIBER_QUIET would hide.
+case "$scenario" in join | wrong-token) unset FIBER_QUIET ;; esac
 case "$scenario" in
   token | wrong-token)
     openssl rand -hex 32 > "$work/token"
