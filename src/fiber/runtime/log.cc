@@ -47,18 +47,6 @@ std::string host_name() {
   return name;
 }
 
-void write_all(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    const ssize_t written = ::write(fd, data, size);
-    if (written < 0) {
-      if (errno == EINTR) continue;
-      return;
-    }
-    data += written;
-    size -= static_cast<size_t>(written);
-  }
-}
-
 // The process's own file in the log directory, opened on its first line.
 int log_file_locked(Sink& state, const std::string& host) {
   if (state.file >= 0 || state.file_failed || state.directory.empty()) return state.file;
@@ -70,12 +58,24 @@ int log_file_locked(Sink& state, const std::string& host) {
     state.file_failed = true;
     const std::string line = "fibermpi: cannot write the log file " + path + ": " +
                              std::strerror(errno) + "; logging to stderr only\n";
-    write_all(STDERR_FILENO, line.data(), line.size());
+    write_fully(STDERR_FILENO, line.data(), line.size());
   }
   return state.file;
 }
 
 }  // namespace
+
+void write_fully(int fd, const char* data, size_t size) {
+  while (size > 0) {
+    const ssize_t written = ::write(fd, data, size);
+    if (written < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    data += written;
+    size -= static_cast<size_t>(written);
+  }
+}
 
 bool parse_log_level(const std::string& text, LogLevel* level) {
   static const std::pair<const char*, LogLevel> kLevels[] = {{"debug", LogLevel::kDebug},
@@ -158,9 +158,9 @@ void log_line(LogLevel level, const char* format, ...) {
   const std::string line = std::string("fibermpi ") + when + " " + host + " " + state.role + "[" +
                            std::to_string(::getpid()) + "] " + log_level_name(level) + ": " +
                            std::string(message, length) + "\n";
-  write_all(STDERR_FILENO, line.data(), line.size());
+  write_fully(STDERR_FILENO, line.data(), line.size());
   if (const int file = log_file_locked(state, host); file >= 0)
-    write_all(file, line.data(), line.size());
+    write_fully(file, line.data(), line.size());
 }
 
 }  // namespace fiber::detail

@@ -9,6 +9,7 @@
 // and processes never interleave. Free of MPI. Internal.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 namespace fiber::detail {
@@ -26,6 +27,9 @@ void configure_log(LogLevel level, const std::string& directory);
 /// Who this process is in the lines it writes: "master", "worker", "rank3". Before it is said,
 /// "fibermpi".
 void set_log_role(const std::string& role);
+
+/// Writes all of `size` bytes to `fd`, again after EINTR and short writes; gives up on an error.
+void write_fully(int fd, const char* data, size_t size);
 
 /// True when a line at `level` would be written (to skip building an expensive one).
 bool log_enabled(LogLevel level);

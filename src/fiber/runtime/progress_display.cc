@@ -11,6 +11,8 @@
 #include <mutex>
 #include <thread>
 
+#include "fiber/runtime/log.h"
+
 namespace fiber::detail {
 
 struct ProgressDisplay::State {
@@ -50,28 +52,15 @@ std::string duration_text(double seconds) {
   return text;
 }
 
-void write_all(int fd, const std::string& text) {
-  const char* data = text.data();
-  size_t size = text.size();
-  while (size > 0) {
-    const ssize_t written = ::write(fd, data, size);
-    if (written < 0) {
-      if (errno == EINTR) continue;
-      return;
-    }
-    data += written;
-    size -= static_cast<size_t>(written);
-  }
-}
-
 // Draws the line; the caller holds the state's mutex, so that lines never interleave.
 void draw_locked(ProgressDisplay::State& state, bool final, bool failed) {
   const auto elapsed = std::chrono::steady_clock::now() - state.started;
   // Back to the line's start, the line, and the rest of the old line cleared.
-  write_all(state.fd, "\r" +
-                          ProgressDisplay::line(state.done.load(), state.total, elapsed,
-                                                state.workers_seen, final, failed) +
-                          "\x1b[K" + (final ? "\n" : ""));
+  const std::string text = "\r" +
+                           ProgressDisplay::line(state.done.load(), state.total, elapsed,
+                                                 state.workers_seen, final, failed) +
+                           "\x1b[K" + (final ? "\n" : "");
+  write_fully(state.fd, text.data(), text.size());
 }
 
 }  // namespace
