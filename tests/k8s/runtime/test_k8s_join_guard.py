@@ -77,7 +77,14 @@ def test_another_jobs_pod_and_a_rogue_publish_are_refused_and_the_map_stays_exac
     name = "guard"
     job_yaml = fiberjob(name, "guard")
     cluster.kubectl("apply", "-f", "-", stdin=job_yaml)
-    wait_until("1 worker ready", lambda: "1 worker ready" in cluster.log(f"{name}-launcher"))
+    try:
+        # 90 s, like the other runtime tests: a loaded 2-core CI machine starts two pods slowly.
+        wait_until("1 worker ready", lambda: "1 worker ready" in cluster.log(f"{name}-launcher"), timeout_s=90)
+    except AssertionError as error:
+        pods = cluster.kubectl("get", "pods", "-o", "wide", check=False)
+        raise AssertionError(f"{error}\n--- pods:\n{pods}--- launcher:\n{cluster.log(f'{name}-launcher')}"
+                             f"--- worker-0:\n{cluster.log(f'{name}-worker-0')}"
+                             f"--- job status:\n{cluster.job(name).get('status')}") from None
     uri = cluster.job(name)["status"]["nameService"]["uri"]
 
     # A pod of another job (another token), the right binary: refused on both sides, it gives up.
