@@ -4,6 +4,9 @@
 #                         into the virtual environment .venv/ of the checkout (the default: its
 #                         MPI_Comm_spawn holds up, see README).
 #   -DFIBER_MPI=openmpi4  Debian's Open MPI 4.1 (libopenmpi-dev).
+#   -DFIBER_MPI=mpich     MPICH 5 from PyPI's `mpich` package, in a virtual environment of its own,
+#                         .venv-mpich/ (`scripts/setup --mpi mpich` installs it): both wheels
+#                         install an mpiexec and an mpi.h, so they cannot share one.
 #
 # Sets MPI_C_COMPILER, MPI_CXX_COMPILER and MPIEXEC_EXECUTABLE for FindMPI, and
 #   FIBER_MPI_PREFIX       the installation prefix of that MPI
@@ -12,8 +15,9 @@
 #   FIBER_MPI_TEST_ENV_MODS  ENVIRONMENT_MODIFICATION entries (variables a test must not inherit)
 # and writes ${PROJECT_BINARY_DIR}/env.sh, which puts this MPI's mpirun first on PATH.
 
-set(FIBER_MPI "openmpi5" CACHE STRING "MPI to build against: openmpi5 (PyPI, .venv) or openmpi4 (Debian)")
-set_property(CACHE FIBER_MPI PROPERTY STRINGS openmpi5 openmpi4)
+set(FIBER_MPI "openmpi5" CACHE STRING
+  "MPI to build against: openmpi5 (PyPI, .venv), openmpi4 (Debian) or mpich (PyPI, .venv-mpich)")
+set_property(CACHE FIBER_MPI PROPERTY STRINGS openmpi5 openmpi4 mpich)
 
 if(DEFINED FIBER_MPI_CONFIGURED AND NOT FIBER_MPI_CONFIGURED STREQUAL FIBER_MPI)
   message(FATAL_ERROR
@@ -76,8 +80,26 @@ elseif(FIBER_MPI STREQUAL "openmpi4")
   set(env_lines
     "unset OPAL_PREFIX"
     "export PATH=\"${FIBER_MPI_BIN_DIR}:$PATH\"")
+elseif(FIBER_MPI STREQUAL "mpich")
+  set(FIBER_MPI_PREFIX "${PROJECT_SOURCE_DIR}/.venv-mpich" CACHE PATH
+    "Prefix of MPICH (the virtual environment scripts/setup --mpi mpich installs PyPI's mpich into)")
+  set(FIBER_MPI_BIN_DIR "${FIBER_MPI_PREFIX}/bin")
+  if(NOT EXISTS "${FIBER_MPI_BIN_DIR}/mpicxx" OR NOT EXISTS "${FIBER_MPI_BIN_DIR}/mpichversion")
+    message(FATAL_ERROR
+      "FIBER_MPI=mpich needs MPICH in ${FIBER_MPI_PREFIX}: run scripts/setup --mpi mpich (it "
+      "installs PyPI's mpich there), or pass -DFIBER_MPI_PREFIX=<prefix of an MPICH installation>.")
+  endif()
+  set(MPI_C_COMPILER "${FIBER_MPI_BIN_DIR}/mpicc")
+  set(MPI_CXX_COMPILER "${FIBER_MPI_BIN_DIR}/mpicxx")
+  set(MPIEXEC_EXECUTABLE "${FIBER_MPI_BIN_DIR}/mpiexec")
+  # A launcher-less program's first spawn starts hydra's mpiexec, which it looks for on PATH.
+  set(FIBER_MPI_TEST_ENV "PATH=${FIBER_MPI_BIN_DIR}:$ENV{PATH}")
+  set(FIBER_MPI_TEST_ENV_MODS "OPAL_PREFIX=unset:")
+  set(env_lines
+    "unset OPAL_PREFIX"
+    "export PATH=\"${FIBER_MPI_BIN_DIR}:$PATH\"")
 else()
-  message(FATAL_ERROR "FIBER_MPI must be openmpi5 or openmpi4, got '${FIBER_MPI}'")
+  message(FATAL_ERROR "FIBER_MPI must be openmpi5, openmpi4 or mpich, got '${FIBER_MPI}'")
 endif()
 
 string(JOIN "\n" env_body ${env_lines})

@@ -18,6 +18,10 @@ include(${FIBER_CMAKE_DIR}/FiberLaunchCommand.cmake)
 if(FIBER_MPI STREQUAL "openmpi5")
   set(FIBER_MPIRUN ${MPIEXEC_EXECUTABLE} --with-ft ulfm --prtemca state_base_recoverable 1
                    --oversubscribe)
+elseif(FIBER_MPI STREQUAL "mpich")
+  # Hydra oversubscribes without being asked; -disable-auto-cleanup keeps the other ranks when one
+  # dies.
+  set(FIBER_MPIRUN ${MPIEXEC_EXECUTABLE} -disable-auto-cleanup)
 else()
   set(FIBER_MPIRUN ${MPIEXEC_EXECUTABLE} --enable-recovery --oversubscribe)
 endif()

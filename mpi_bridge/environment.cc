@@ -107,11 +107,8 @@ void Environment::join(const std::string& address) {
 }
 
 bool Environment::has_standalone_name_server() {
-#if defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5
-  return false;
-#else
-  return true;
-#endif
+  // Open MPI 5 has none; MPICH's hydra_nameserver is not wired into the joining modes.
+  return built_against_mpi() == detail::MpiFamily::kOpenMpi4;
 }
 
 std::string Environment::connect_address() {
@@ -138,7 +135,7 @@ MPI_Comm Environment::parent() {
 }
 
 bool Environment::recovery_disabled_under_launcher() {
-  if (!started_by_launcher()) return false;
+  if (!started_by_launcher() || *recovery_variable() == '\0') return false;
   const char* recovery = std::getenv(recovery_variable());
   return recovery == nullptr || std::strcmp(recovery, "1") != 0;
 }

@@ -1,6 +1,11 @@
 #include "mpi_bridge/failure_notice.h"
 
+// Open MPI's extensions (ULFM among them); MPICH has none, and its own ULFM needs an
+// MPIR_CVAR_ENABLE_FT that fails its MPI_Init here, so under MPICH a lost peer shows only by
+// its silence (heartbeats) and its broken link.
+#if __has_include(<mpi-ext.h>)
 #include <mpi-ext.h>
+#endif
 
 #include <numeric>
 

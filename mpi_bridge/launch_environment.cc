@@ -14,14 +14,14 @@
 namespace fiber::bridge {
 namespace {
 
-#if defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5
-constexpr bool kOpenMpi5 = true;
+#if defined(MPICH_VERSION)
+constexpr detail::MpiFamily kThisMpi = detail::MpiFamily::kMpich;
+#elif defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5
+constexpr detail::MpiFamily kThisMpi = detail::MpiFamily::kOpenMpi5;
 #else
-constexpr bool kOpenMpi5 = false;
+constexpr detail::MpiFamily kThisMpi = detail::MpiFamily::kOpenMpi4;
 #endif
-
-constexpr detail::MpiFamily kThisMpi =
-    kOpenMpi5 ? detail::MpiFamily::kOpenMpi5 : detail::MpiFamily::kOpenMpi4;
+constexpr bool kOpenMpi5 = kThisMpi == detail::MpiFamily::kOpenMpi5;
 
 bool on_path(const char* program) {
   const char* path = std::getenv("PATH");
@@ -62,6 +62,21 @@ bool started_by_launcher() {
 }
 
 bool running_as_root() { return ::geteuid() == 0; }
+
+std::vector<std::string> own_launcher_command() {
+  if (kThisMpi != detail::MpiFamily::kMpich) return {};
+  std::string mpiexec = "mpiexec";
+#ifdef FIBER_MPI_PREFIX_DIR
+  // The MPICH this program was built against, unless the user's PATH names another.
+  if (!on_path("mpiexec")) {
+    const std::string built_against = std::string(FIBER_MPI_PREFIX_DIR) + "/bin/mpiexec";
+    if (::access(built_against.c_str(), X_OK) == 0) mpiexec = built_against;
+  }
+#endif
+  return {mpiexec, "-disable-auto-cleanup", "-n", "1"};
+}
+
+detail::MpiFamily built_against_mpi() { return kThisMpi; }
 
 const char* recovery_variable() {
   static const std::string variable = detail::recovery_variable(kThisMpi);

@@ -10,10 +10,24 @@
 #include <utility>
 #include <vector>
 
+#include "fiber/runtime/launch_recipe.h"
+
 namespace fiber::bridge {
+
+/// The MPI this library was built against.
+detail::MpiFamily built_against_mpi();
 
 /// Started by mpirun or srun (a PMIx or PMI rank).
 bool started_by_launcher();
+
+/// The launcher command (before the program and its arguments) that a program started without a
+/// launcher runs itself under, or empty where it needs none. MPICH: its own mpiexec with
+/// -disable-auto-cleanup -n 1. A launcher-less MPICH process is its process manager's child in
+/// the caller's process group, which hydra signals whole (SIGKILL, or SIGUSR1 without
+/// auto-cleanup) whenever a process of the job ends without MPI_Finalize, as a killed worker
+/// does: the user's shell and pipeline with it. Under mpiexec every process has a session of
+/// its own.
+std::vector<std::string> own_launcher_command();
 
 /// This process runs as root (effective uid 0), as in most containers and CI machines.
 bool running_as_root();
@@ -48,7 +62,8 @@ void use_writable_temporary_directory();
 /// (the second part keeps the other workers of a spawn batch alive when one of them dies).
 const char* recovery_option();
 
-/// The variable a launcher sets when recovery is on (checked to warn when it is not).
+/// The variable a launcher sets when recovery is on (checked to warn when it is not); empty
+/// for MPICH, whose hydra sets none for -disable-auto-cleanup.
 const char* recovery_variable();
 
 /// mpirun's options for a fibermpi job of this MPI: recovery, oversubscription, and

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "fiber/function_ref.h"
+#include "fiber/runtime/spawned_environment.h"
 #include "mpi_bridge/environment.h"
 #include "mpi_bridge/error.h"
 #include "mpi_bridge/launch_environment.h"
@@ -85,10 +86,18 @@ Communicator spawn(const SpawnOptions& options, int count) {
   const std::string executable =
       options.executable.empty() ? detail::ModuleTable::executable_path() : options.executable;
   check_spawnable(executable);
-  std::vector<char*> argv;
-  for (const auto& arg : options.args) argv.push_back(const_cast<char*>(arg.c_str()));
-  argv.push_back(nullptr);
   const Info info = make_info(options);
+#if defined(MPICH_VERSION)
+  // Hydra ignores the "env" info key (make_info checked the entries): the child's command line
+  // carries them (fiber/runtime/spawned_environment.h).
+  std::vector<std::string> words = detail::environment_as_arguments(options.env);
+  words.insert(words.end(), options.args.begin(), options.args.end());
+#else
+  const std::vector<std::string>& words = options.args;
+#endif
+  std::vector<char*> argv;
+  for (const auto& arg : words) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
   MPI_Comm intercomm = MPI_COMM_NULL;
   std::vector<int> errors(static_cast<size_t>(count), MPI_SUCCESS);
   const int code = MPI_Comm_spawn(executable.c_str(), argv.data(), count, *info, 0, MPI_COMM_SELF,

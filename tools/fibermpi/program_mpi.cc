@@ -313,9 +313,12 @@ MpiLibrary probe_library(const std::string& path) {
   library.version_text = trimmed(first_line(text));
   if (!fiber::detail::family_from_library_version(text, library.family)) {
     throw UsageError(path + " is an MPI fibermpi does not know (" + library.version_text +
-                     "); it runs on Open MPI 4.1 and 5");
+                     "); it knows Open MPI 4.1 and 5, and MPICH");
   }
   library.version = version_number(text, library.family);
+  // MPICH has MPIX_Comm_agree too, but its fault tolerance (MPIR_CVAR_ENABLE_FT) fails in
+  // MPI_Init here and fibermpi does not use it.
+  if (library.family == MpiFamily::kMpich) library.has_ulfm = false;
   return library;
 }
 

@@ -143,9 +143,10 @@ int run_program(const RunRequest& request) {
   }
 
   const ProgramMpi mpi = find_program_mpi(program);
-  if (mpi.library.family == MpiFamily::kMpich) {
-    throw UsageError(program + " is built against " + mpi.library.version_text +
-                     ", which fibermpi does not run on yet (Open MPI 4.1 and 5 only)");
+  if (request.srun && mpi.library.family == MpiFamily::kMpich) {
+    throw UsageError("--srun: " + program + " is built against " + mpi.library.version_text +
+                     ", which fibermpi starts with its own mpiexec (hydra; inside an allocation "
+                     "it places the ranks with Slurm): run it without --srun");
   }
   if (request.srun) {
     if (mpi.library.family == MpiFamily::kOpenMpi5) {
@@ -174,7 +175,7 @@ int run_program(const RunRequest& request) {
   // node), or an allocation of more tasks than CPUs (--overcommit), has mpirun bind more ranks
   // here than there are processing units, which it refuses: the ranks then run unbound, as they
   // do when oversubscribing outside Slurm.
-  if (in_slurm) {
+  if (in_slurm && mpi.library.family != MpiFamily::kMpich) {
     const int here = read_topology().processing_units;
     if (site.slurm_cpus_on_node > here || (site.slurm_only_this_node && ranks > here))
       words.insert(words.end(), {"--bind-to", "none"});

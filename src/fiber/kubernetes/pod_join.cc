@@ -95,10 +95,10 @@ void end_when_launcher_closes(int turn, const std::string& what) {
 
 void prepare_pod_process(const KubernetesPod& pod, int argc, char** argv) {
   if (!bridge::Environment::has_standalone_name_server()) {
-    throw UsageError("fibermpi runs in a pod of " + pod.describe() +
-                     " but was built against Open MPI 5, which has no name server (ompi-server) "
-                     "for separately started jobs: build it with -DFIBER_MPI=openmpi4 for "
-                     "Kubernetes");
+    throw UsageError("fibermpi runs in a pod of " + pod.describe() + " but was built against " +
+                     std::string(detail::family_name(bridge::built_against_mpi())) +
+                     ", whose separately started jobs cannot meet through the job's name service "
+                     "(ompi-server): build it with -DFIBER_MPI=openmpi4 for Kubernetes");
   }
   // The pod's own MPI job: the program runs again under mpirun, which finds the job's name
   // service (the user's pod template names only the program).

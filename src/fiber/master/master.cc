@@ -11,12 +11,15 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <thread>
+#include <vector>
 
 #include "fiber/errors.h"
 #include "fiber/kubernetes/fiberjob_scaler.h"
 #include "fiber/runtime/log.h"
 #include "fiber/serialization.h"
 #include "mpi_bridge/environment.h"
+#include "mpi_bridge/launch_environment.h"
 #include "mpi_bridge/spawn.h"
 
 namespace fiber::detail {
@@ -214,6 +217,14 @@ void Master::bind_locked(Slot& slot) {
 
 void Master::unbind_locked(Slot& slot, bool still_running) {
   if (slot.spawned() && slot.local) binder_.release(slot.pid, still_running);
+}
+
+void Master::remember_spawned_pid_locked(int pid) {
+  if (local_spawned_pids_.size() >= 256) {
+    std::erase_if(local_spawned_pids_,
+                  [](int known) { return ::kill(known, 0) == -1 && errno == ESRCH; });
+  }
+  local_spawned_pids_.push_back(pid);
 }
 
 uint64_t Master::requester_of(const Slot* slot) const {
@@ -482,6 +493,17 @@ bool Master::shutdown() {
     if (slot->state == Slot::State::kIdle) shut_down_slot_locked(*slot, /*run_ends=*/true);
   held.unlock();
   engine_.drain(settings_.master_drain_limit);
+  // MPICH's mpiexec kills what its job spawned and is still running once the job's rank 0 has
+  // ended, and reports the job as failed: the workers told to leave get a moment to do so.
+  if (bridge::built_against_mpi() == MpiFamily::kMpich) {
+    held.lock();
+    const std::vector<int> leaving = local_spawned_pids_;
+    held.unlock();
+    const auto give_up = Clock::now() + std::chrono::seconds(2);
+    auto running = [](int pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno != ESRCH); };
+    while (Clock::now() < give_up && std::any_of(leaving.begin(), leaving.end(), running))
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   remove_run_directory();
   return mpi_quiet;
 }

@@ -196,6 +196,9 @@ class Master final : public MessageSink,
   /// (Config::bind); unbound again when that process ends or the worker is gone.
   void bind_locked(Slot& slot);
   /// `still_running`: the worker lives on in the reserve and floats again.
+  /// Notes a local spawned worker's pid for local_spawned_pids_ (dropping those gone first
+  /// once the list is long).
+  void remember_spawned_pid_locked(int pid);
   void unbind_locked(Slot& slot, bool still_running);
 
   Settings& settings_;
@@ -241,6 +244,9 @@ class Master final : public MessageSink,
   std::chrono::microseconds join_pause_{300'000};
   std::optional<Clock::time_point> join_turn_began_;
   std::vector<int> exiting_pids_;  ///< Local spawned workers told to exit or that said so.
+  /// MPICH: every local spawned worker that said hello and may still run (those seen gone are
+  /// dropped as more come); the master waits for them at its end (shutdown()).
+  std::vector<int> local_spawned_pids_;
   std::optional<Clock::time_point> static_rank_lost_at_;  ///< Last death of a static-world rank.
   bool worker_lost_ = false;                              ///< Any worker was declared dead.
   /// Workers of joined pods whose connection closed, and when (pod_connection_closed).

@@ -9,6 +9,7 @@
 #include "fiber/master/master.h"
 #include "fiber/runtime/log.h"
 #include "fiber/serialization.h"
+#include "mpi_bridge/launch_environment.h"
 
 namespace fiber::detail {
 
@@ -171,6 +172,8 @@ void Master::on_hello_locked(Link& link, int rank, const wire::Hello& hello) {
   created->local = hello.host == host_;
   // A static rank or joined worker here that its launcher bound keeps a core to itself.
   if (created->local && !link.spawned) binder_.hold_launcher_cores(hello.pid);
+  if (created->local && link.spawned && bridge::built_against_mpi() == MpiFamily::kMpich)
+    remember_spawned_pid_locked(hello.pid);
   created->last_heard = Clock::now();
   created->idle_since = created->last_heard;
   created->messages_received = 1;  // its hello

@@ -71,7 +71,7 @@ std::string recovery_option(MpiFamily family) {
     case MpiFamily::kOpenMpi5:
       return "--with-ft ulfm --prtemca state_base_recoverable 1";
     case MpiFamily::kMpich:
-      break;
+      return "-disable-auto-cleanup";
   }
   return {};
 }
@@ -114,7 +114,9 @@ std::vector<std::string> mpirun_options(MpiFamily family, bool as_root) {
                  "1",         "--oversubscribe"};
       break;
     case MpiFamily::kMpich:
-      return options;
+      // Hydra oversubscribes unasked and needs no root opt-in; without this, the death of one
+      // rank ends the job's others.
+      return {"-disable-auto-cleanup"};
   }
   if (as_root) options.emplace_back("--allow-run-as-root");
   return options;

@@ -16,7 +16,7 @@ namespace fiber::detail {
 enum class MpiFamily {
   kOpenMpi4,  ///< Open MPI 4.x: mpirun is orterun, recovery is --enable-recovery.
   kOpenMpi5,  ///< Open MPI 5.x: mpirun is a PRRTE launcher, fault tolerance is ULFM.
-  kMpich,     ///< MPICH (hydra's mpiexec): recognised, not supported by the runtime yet.
+  kMpich,     ///< MPICH (hydra's mpiexec): the static world and spawn; no joining jobs.
 };
 
 /// "Open MPI 4", "Open MPI 5", "MPICH".
@@ -30,7 +30,7 @@ bool family_from_library_version(std::string_view version_text, MpiFamily& famil
 /// OMPI_MCA_mpi_ft_enable for 5); empty for MPICH.
 std::string recovery_variable(MpiFamily family);
 
-/// The recovery options of that family's mpirun as one line, for messages.
+/// The recovery options of that family's mpirun (MPICH: mpiexec) as one line, for messages.
 std::string recovery_option(MpiFamily family);
 
 /// The variables a launcher-less process of `family` sets before MPI starts its own runtime:
@@ -44,7 +44,7 @@ std::vector<std::pair<std::string, std::string>> own_runtime_variables(MpiFamily
 std::vector<std::pair<std::string, std::string>> mpirun_variables(MpiFamily family);
 
 /// mpirun's options for a fibermpi job of `family`: recovery, oversubscription, and
-/// --allow-run-as-root when `as_root`.
+/// --allow-run-as-root when `as_root` (MPICH's mpiexec: -disable-auto-cleanup only).
 std::vector<std::string> mpirun_options(MpiFamily family, bool as_root);
 
 /// The root opt-in variables that family's runtime reads (OMPI_ALLOW_RUN_AS_ROOT and its

@@ -23,6 +23,7 @@
 #include "fiber/runtime/exit_status_report.h"
 #include "fiber/runtime/fault_injection.h"
 #include "fiber/runtime/log.h"
+#include "fiber/runtime/spawned_environment.h"
 #include "fiber/worker/master_link.h"
 #include "fiber/worker/nested_client.h"
 #include "fiber/worker/start_up_watchdog.h"
@@ -84,6 +85,26 @@ void exit_if_finalize_hangs(std::chrono::seconds limit, int status) {
 }
 
 // A job started to join a running master: --fiber-connect <address> works like FIBER_CONNECT.
+// Where this MPI needs a launcher even for one process (launch_environment.h says why): runs
+// the program again under it, passes on its exit status, and never returns.
+[[noreturn]] void run_under_own_launcher(const std::vector<std::string>& launcher, int argc,
+                                         char** argv) {
+  std::vector<std::string> words = launcher;
+  words.push_back(ModuleTable::executable_path());
+  for (int i = 1; i < argc; ++i) words.emplace_back(argv[i]);
+  // Its own report, where `fibermpi run` or a launcher pod waits for one, is the program's.
+  const char* outer = std::getenv(kExitStatusFileVariable);
+  const std::string outer_report = outer ? outer : "";
+  ::setenv("FIBER_UNDER_OWN_LAUNCHER", "1", 1);
+  const int status = run_reporting_exit_status(words, bridge::temporary_directory(), "the program");
+  if (!outer_report.empty()) {
+    ::setenv(kExitStatusFileVariable, outer_report.c_str(), 1);
+    report_exit_status(status);
+  }
+  std::fflush(nullptr);
+  std::_Exit(status);
+}
+
 void take_connect_option(int& argc, char**& argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -118,6 +139,9 @@ bool Runtime::exists() { return g_running.load(std::memory_order_acquire); }
 
 void Runtime::start(int& argc, char**& argv, const Config& config) {
   if (g_runtime) throw UsageError("fiber::init was called twice");
+  // A child of a spawner whose MPI cannot pass it an environment (MPICH) finds it on its command
+  // line; the settings below read it.
+  take_environment_arguments(argc, argv);
   auto* runtime = new Runtime();
   try {
     runtime->settings_ = Settings::from(config);
@@ -145,7 +169,19 @@ void Runtime::begin(int& argc, char**& argv, const Config&) {
   struct sigaction pipe_action {};
   if (::sigaction(SIGPIPE, nullptr, &pipe_action) == 0 && pipe_action.sa_handler == SIG_DFL)
     ::signal(SIGPIPE, SIG_IGN);
+  // MPICH's process manager (hydra) tells every process of a job that one of them ended without
+  // MPI_Finalize (a worker that was killed, or left) with SIGUSR1, whose default action ends the
+  // process: fibermpi learns of a lost worker by itself.
+  struct sigaction usr1_action {};
+  if (bridge::built_against_mpi() == MpiFamily::kMpich &&
+      ::sigaction(SIGUSR1, nullptr, &usr1_action) == 0 && usr1_action.sa_handler == SIG_DFL)
+    ::signal(SIGUSR1, SIG_IGN);
   if (std::getenv("FIBER_WORKER")) leave_if_start_up_stalls();
+  if (const auto launcher = bridge::own_launcher_command();
+      !launcher.empty() && !pod && !bridge::started_by_launcher() &&
+      !bridge::Environment::is_initialized() && !std::getenv("FIBER_UNDER_OWN_LAUNCHER")) {
+    run_under_own_launcher(launcher, argc, argv);
+  }
   bridge::Environment::initialize(&argc, &argv);
   if (pod && pod->role == KubernetesPod::Role::kWorker)
     find_launcher(*pod, settings_.pod_start_timeout);
