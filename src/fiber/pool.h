@@ -111,6 +111,9 @@ class Pool {
     /// - elsewhere memory and GPUs must fit one worker; CPUs are not limited: each spawned worker
     ///   on the master's host is bound to cpus_per_worker cores (Config::bind "core"), and runs
     ///   unbound once too few are free (oversubscription stays allowed).
+    /// Each worker on the master's machine is given gpus_per_worker of the GPUs the master may
+    /// use as its CUDA_VISIBLE_DEVICES (its own while enough are free, then the least shared),
+    /// set before the pool's code runs in it.
     /// A request that cannot fit throws fiber::UsageError naming what was asked and what there
     /// is, before any worker starts.
     int cpus_per_worker = 0;

@@ -6,14 +6,24 @@
 // exact; a worker of 1 EiB, and of a GPU where the machine has none, is refused with a
 // UsageError naming both sides, and so is a resize() beyond what fits.
 // allocation: a pool that fits the allocation runs; one of CPUS workers of 2 CPUs each is
-// refused, naming the allocation. Prints "resources_check: OK" when all of that holds.
+// refused, naming the allocation.
+//   resources_check gpus             with CUDA_VISIBLE_DEVICES=GPU-a,GPU-b,GPU-c,GPU-d
+// gpus: each worker of a pool asking for 2 GPUs sees 2 of its own as its CUDA_VISIBLE_DEVICES,
+// a third worker shares the least held, and a later pool asking for none sees the list it
+// started with again. Prints "resources_check: OK" when all of that holds.
 #include <sched.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <numeric>
+#include <set>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "fiber/fiber.h"
@@ -59,6 +69,80 @@ bool exact(fiber::Pool& pool, int tasks) {
     }
   }
   return true;
+}
+
+// The GPUs a task sees, and the worker it ran in.
+std::pair<int, std::string> visible_gpus_of_worker(int) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  return {static_cast<int>(::getpid()), visible ? visible : "(unset)"};
+}
+
+// What each worker of `pool` saw over 40 tasks: pid -> the distinct values.
+std::map<int, std::set<std::string>> gpus_seen(fiber::Pool& pool) {
+  std::vector<int> inputs(40);
+  std::map<int, std::set<std::string>> seen;
+  for (const auto& [pid, visible] : pool.map(visible_gpus_of_worker, inputs, 1))
+    seen[pid].insert(visible);
+  return seen;
+}
+
+std::string describe(const std::map<int, std::set<std::string>>& seen) {
+  std::string text;
+  for (const auto& [pid, values] : seen) {
+    text += " pid " + std::to_string(pid) + ":";
+    for (const auto& value : values) text += " [" + value + "]";
+  }
+  return text;
+}
+
+bool gpus_are_shared_out() {
+  bool ok = true;
+  {
+    fiber::Pool pool(asking(2, 0, 0, 2));
+    const auto seen = gpus_seen(pool);
+    std::set<std::string> values;
+    for (const auto& [pid, each] : seen) values.insert(each.begin(), each.end());
+    // Each worker keeps its pair for the pool's life, and the two pairs do not overlap.
+    if (seen.size() != 2 || values != std::set<std::string>{"GPU-a,GPU-b", "GPU-c,GPU-d"}) {
+      std::printf("resources_check: FAILED: 2 workers of 2 GPUs saw%s\n", describe(seen).c_str());
+      ok = false;
+    }
+  }
+  {
+    fiber::Pool pool(asking(3, 0, 0, 2));
+    const auto seen = gpus_seen(pool);
+    std::map<std::string, int> holders;
+    bool pairs = seen.size() == 3;
+    for (const auto& [pid, each] : seen) {
+      pairs = pairs && each.size() == 1 && each.begin()->size() == 11;  // "GPU-x,GPU-y"
+      for (const auto& value : each) {
+        ++holders[value.substr(0, 5)];
+        ++holders[value.substr(6)];
+      }
+    }
+    // 3 workers x 2 on 4 GPUs: every GPU is used, none by more than 2 workers.
+    bool balanced = holders.size() == 4;
+    for (const auto& [gpu, count] : holders) balanced = balanced && count <= 2;
+    if (!pairs || !balanced) {
+      std::printf("resources_check: FAILED: 3 workers of 2 GPUs on 4 saw%s\n",
+                  describe(seen).c_str());
+      ok = false;
+    }
+  }
+  {
+    // Workers of the reserve that held GPUs serve a pool asking for none with what they
+    // started with.
+    fiber::Pool pool(2);
+    for (const auto& [pid, each] : gpus_seen(pool)) {
+      if (each != std::set<std::string>{"GPU-a,GPU-b,GPU-c,GPU-d"}) {
+        std::printf("resources_check: FAILED: a worker of a pool asking for no GPU saw%s\n",
+                    describe({{pid, each}}).c_str());
+        ok = false;
+      }
+    }
+  }
+  return ok;
 }
 
 bool has_no_gpu() {
@@ -114,8 +198,10 @@ int main(int argc, char** argv) {
          ok;
     ok =
         refused(asking(1, cpus + 1), "'s largest node has " + std::to_string(cpus) + " CPUs") && ok;
+  } else if (mode == "gpus") {
+    ok = gpus_are_shared_out();
   } else {
-    std::printf("resources_check: usage: resources_check machine | allocation CPUS\n");
+    std::printf("resources_check: usage: resources_check machine | allocation CPUS | gpus\n");
     return 2;
   }
   std::printf("resources_check: %s\n", ok ? "OK" : "FAILED");

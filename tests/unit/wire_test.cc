@@ -70,13 +70,15 @@ TEST(Wire, ProcessMessages) {
   task.invoker = {11, 12};
   task.fn = {13, 14};
   task.args = bytes_of("args");
-  const auto run = round_trip(wire::Run{8, true, "Process-8", task});
+  const auto run = round_trip(wire::Run{8, true, "Process-8", task, "2,3"});
   EXPECT_EQ(run.process, 8u);
   EXPECT_TRUE(run.stay_after);
   EXPECT_EQ(run.name, "Process-8");
   EXPECT_EQ(run.task.invoker, task.invoker);
   EXPECT_EQ(run.task.fn, task.fn);
   EXPECT_EQ(run.task.args, task.args);
+  EXPECT_EQ(run.visible_gpus, "2,3");
+  EXPECT_EQ(round_trip(wire::Run{9, false, "PoolWorker-9", task, ""}).visible_gpus, "");
 
   EXPECT_EQ(round_trip(wire::Terminate{3}).process, 3u);
 

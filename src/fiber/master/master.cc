@@ -136,8 +136,13 @@ void Master::assign_idle_slots_locked() {
     // A spawned pool worker waits in the reserve afterwards; anything else run in a spawned
     // process ends it (a Process is the whole life of its process, as in Python).
     const bool stay_after = slot->spawned() && process->pool != 0;
+    // GPUs are shared out among the workers on this host; elsewhere they are not known here.
+    const std::string gpus =
+        process->gpus > 0 && slot->local ? gpus_.assign(slot->pid, process->gpus) : "";
+    if (!gpus.empty())
+      FIBER_LOG_INFO("worker pid %d on %s: GPUs %s", slot->pid, host_.c_str(), gpus.c_str());
     send_locked(slot->link->comm.get(), slot->rank,
-                wire::Run{process->id, stay_after, process->name, process->task}.encode());
+                wire::Run{process->id, stay_after, process->name, process->task, gpus}.encode());
     if (GroupCore* group = group_of_locked(*process)) group->on_member_placed_locked(*process);
     nested_process_placed_locked(*process);
     if (slot->spawned() && process->pool == 0) processes_started_ = true;
@@ -216,6 +221,7 @@ void Master::bind_locked(Slot& slot) {
 }
 
 void Master::unbind_locked(Slot& slot, bool still_running) {
+  if (slot.local) gpus_.release(slot.pid);
   if (slot.spawned() && slot.local) binder_.release(slot.pid, still_running);
 }
 

@@ -16,6 +16,7 @@
 
 #include "fiber/kubernetes/pod_provisioner.h"
 #include "fiber/master/core_binder.h"
+#include "fiber/master/gpu_assigner.h"
 #include "fiber/master/group_core.h"
 #include "fiber/master/join_acceptor.h"
 #include "fiber/master/liveness_monitor.h"
@@ -28,6 +29,7 @@
 #include "fiber/runtime/process_control.h"
 #include "fiber/runtime/progress_engine.h"
 #include "fiber/runtime/settings.h"
+#include "fiber/runtime/worker_resources.h"
 #include "fiber/wire/link_messages.h"
 #include "fiber/wire/nested_messages.h"
 #include "fiber/wire/process_messages.h"
@@ -209,6 +211,7 @@ class Master final : public MessageSink,
   std::string signal_dir_;  ///< The run's directory: doorbells and fatal-signal reports.
   ProcessTable table_;
   CoreBinder binder_{settings_.bind == "core"};
+  GpuAssigner gpus_{visible_gpus(process_environment())};
   LivenessMonitor liveness_;
   QueueService queues_;
   ManagerService manager_;

@@ -50,6 +50,7 @@ void PoolCore::launch_worker_locked() {
       "PoolWorker");
   process->pool = id_;
   process->cores = std::max(1, settings_.cpus_per_worker);
+  process->gpus = settings_.gpus_per_worker;
   // Daemonic: a pool left alive at exit is terminated rather than waited for forever.
   process->daemon = true;
   workers_[process->id].process = process;

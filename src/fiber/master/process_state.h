@@ -42,6 +42,9 @@ struct ProcessState {
   bool retire_worker_after = false;
   /// Cores its worker is bound to while it runs there (a pool's cpus_per_worker).
   int cores = 1;
+  /// GPUs its worker is given while it runs there, when on the master's host (a pool's
+  /// gpus_per_worker).
+  int gpus = 0;
 };
 
 /// "name (pid N)".

@@ -64,22 +64,7 @@ std::optional<uint64_t> cgroup_memory_limit() {
 }
 
 int nvidia_gpus(const EnvironmentLookup& environment) {
-  if (const auto visible = environment("CUDA_VISIBLE_DEVICES")) {
-    // The devices CUDA shows this process: a list of indices or UUIDs; "" or "-1" hides all.
-    if (visible->empty() || visible->starts_with("-1")) return 0;
-    return static_cast<int>(std::count(visible->begin(), visible->end(), ',')) + 1;
-  }
-  int count = 0;
-  if (DIR* devices = ::opendir("/dev")) {
-    while (const dirent* entry = ::readdir(devices)) {
-      const std::string name = entry->d_name;
-      if (name.size() > 6 && name.starts_with("nvidia") &&
-          std::all_of(name.begin() + 6, name.end(), [](char c) { return std::isdigit(c); }))
-        ++count;
-    }
-    ::closedir(devices);
-  }
-  return count;
+  return static_cast<int>(visible_gpus(environment).size());
 }
 
 [[noreturn]] void refuse(const WorkerRequest& request, const std::string& asked,
@@ -193,6 +178,33 @@ void check_machine(const WorkerRequest& request, const MachineFacts& machine) {
 }
 
 }  // namespace
+
+std::vector<std::string> visible_gpus(const EnvironmentLookup& environment) {
+  std::vector<std::string> devices;
+  if (const auto visible = environment("CUDA_VISIBLE_DEVICES")) {
+    // The devices CUDA shows this process: a list of indices or UUIDs; "" or "-1" hides all.
+    if (visible->empty() || visible->starts_with("-1")) return devices;
+    for (size_t begin = 0; begin <= visible->size();) {
+      const size_t end = std::min(visible->find(',', begin), visible->size());
+      devices.push_back(visible->substr(begin, end - begin));
+      begin = end + 1;
+    }
+    return devices;
+  }
+  std::vector<int> indices;
+  if (DIR* folder = ::opendir("/dev")) {
+    while (const dirent* entry = ::readdir(folder)) {
+      const std::string name = entry->d_name;
+      if (name.size() > 6 && name.starts_with("nvidia") &&
+          std::all_of(name.begin() + 6, name.end(), [](char c) { return std::isdigit(c); }))
+        indices.push_back(std::stoi(name.substr(6)));
+    }
+    ::closedir(folder);
+  }
+  std::sort(indices.begin(), indices.end());
+  for (const int index : indices) devices.push_back(std::to_string(index));
+  return devices;
+}
 
 MachineFacts read_machine() {
   MachineFacts machine;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "fiber/runtime/config_file.h"
 
@@ -27,6 +28,11 @@ struct MachineFacts {
   uint64_t memory = 0;  ///< Bytes: physical memory, or the cgroup's limit when lower.
   int gpus = 0;
 };
+
+/// The NVIDIA GPUs this process may use, as CUDA names them: the entries of
+/// CUDA_VISIBLE_DEVICES when it is set (indices or UUIDs; none when it is "" or starts with
+/// "-1"), else the indices of /dev/nvidiaN, in order.
+std::vector<std::string> visible_gpus(const EnvironmentLookup& environment);
 
 /// This machine, read now: cores that hwloc shows this process's cgroup allows, memory, and
 /// NVIDIA GPUs (CUDA_VISIBLE_DEVICES when set, else /dev/nvidiaN).

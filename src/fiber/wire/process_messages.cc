@@ -15,6 +15,7 @@ Outgoing Run::encode() const {
   out.flags = stay_after ? kStayAfterRun : 0;
   serial::save(out.body, name);
   save_task(out.body, task);
+  serial::save(out.body, visible_gpus);
   return out;
 }
 
@@ -26,6 +27,7 @@ Run Run::decode(const bridge::Received& in) {
   serial::Reader reader(in.payload);
   run.name = serial::read<std::string>(reader);
   run.task = load_task(reader);
+  run.visible_gpus = serial::read<std::string>(reader);
   return run;
 }
 

@@ -17,6 +17,9 @@ struct Run {
   bool stay_after = false;
   std::string name;
   TaskSpec task;
+  /// The GPUs the master gave this worker for the process, as its CUDA_VISIBLE_DEVICES; empty:
+  /// the worker's own value.
+  std::string visible_gpus;
 
   Outgoing encode() const;
   static Run decode(const bridge::Received& in);

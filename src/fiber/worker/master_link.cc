@@ -307,6 +307,7 @@ Assignment MasterLink::next_assignment() {
   assignment.stay_after = run.stay_after;
   assignment.name = std::move(run.name);
   assignment.task = std::move(run.task);
+  assignment.visible_gpus = std::move(run.visible_gpus);
   return assignment;
 }
 

@@ -46,6 +46,7 @@ struct Assignment {
   uint64_t process_id = 0;
   std::string name;
   TaskSpec task;
+  std::string visible_gpus;  ///< wire::Run::visible_gpus.
 };
 
 class MasterLink final : public MessageSink, public QueueAccess, public ManagerAccess {

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "fiber/errors.h"
@@ -59,11 +61,23 @@ std::pair<int, std::string> execute(const Assignment& assignment) {
   }
   install_fatal_signal_reports(link.run_directory(), link.joined());
   ::on_exit(report_exit_from_task, nullptr);
+  // The GPUs this process started with, for the processes the master gives none.
+  const char* started_with = std::getenv("CUDA_VISIBLE_DEVICES");
+  const std::optional<std::string> own_gpus =
+      started_with ? std::optional<std::string>(started_with) : std::nullopt;
   for (;;) {
     Assignment assignment = link.next_assignment();
     if (assignment.shutdown) {
       link.say_goodbye();
       runtime.finish_worker(0, assignment.run_ends);
+    }
+    // Before any of the process's code runs: CUDA reads it once, when it starts in a process.
+    if (!assignment.visible_gpus.empty()) {
+      ::setenv("CUDA_VISIBLE_DEVICES", assignment.visible_gpus.c_str(), 1);
+    } else if (own_gpus) {
+      ::setenv("CUDA_VISIBLE_DEVICES", own_gpus->c_str(), 1);
+    } else {
+      ::unsetenv("CUDA_VISIBLE_DEVICES");
     }
     runtime.set_current(assignment.process_id, assignment.name);
     set_running_process(assignment.process_id);
