@@ -19,11 +19,19 @@ if(FIBER_MPI STREQUAL "openmpi5")
   set(FIBER_MPIRUN ${MPIEXEC_EXECUTABLE} --with-ft ulfm --prtemca state_base_recoverable 1
                    --oversubscribe)
 elseif(FIBER_MPI STREQUAL "mpich")
-  # Hydra oversubscribes without being asked; -disable-auto-cleanup keeps the other ranks when one
-  # dies.
-  set(FIBER_MPIRUN ${MPIEXEC_EXECUTABLE} -disable-auto-cleanup)
+  # Hydra oversubscribes without being asked; it has no recovery fibermpi can use
+  # (launch_recipe.cc says why).
+  set(FIBER_MPIRUN ${MPIEXEC_EXECUTABLE})
 else()
   set(FIBER_MPIRUN ${MPIEXEC_EXECUTABLE} --enable-recovery --oversubscribe)
+endif()
+
+# mpirun as a user runs it with no recovery option: oversubscription only (hydra's mpiexec
+# oversubscribes unasked and knows no --oversubscribe).
+if(FIBER_MPI STREQUAL "mpich")
+  set(FIBER_MPIRUN_PLAIN ${MPIEXEC_EXECUTABLE})
+else()
+  set(FIBER_MPIRUN_PLAIN ${MPIEXEC_EXECUTABLE} --oversubscribe)
 endif()
 
 # fiber_set_test_environment(test...) gives tests the environment of this build's MPI.

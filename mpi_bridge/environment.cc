@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -17,6 +19,14 @@ namespace {
 
 bool g_owns_mpi = false;
 LaunchMode g_mode = LaunchMode::kSingleton;
+// The status leave() ends the process with, once it has begun to; -1 before.
+std::atomic<int> g_leaving_with{-1};
+
+// Registered before MPI_Init, so it runs after the exit handlers MPI registers there: ends a
+// process that leave() began to end before any of the program's own ran.
+void end_after_mpi_exit_handlers() {
+  if (const int code = g_leaving_with.load(); code >= 0) std::_Exit(code);
+}
 
 const char* thread_level_name(int level) {
   switch (level) {
@@ -45,6 +55,9 @@ void Environment::initialize(int* argc, char*** argv) {
     // A launcher-less program's MPI starts its runtime (at the first spawn) with this
     // environment; the user's own settings win.
     if (!started_by_launcher()) prepare_own_runtime();
+    for (const auto& [name, value] : detail::process_variables(built_against_mpi()))
+      ::setenv(name.c_str(), value.c_str(), 0);
+    if (built_against_mpi() == detail::MpiFamily::kMpich) std::atexit(end_after_mpi_exit_handlers);
     FIBER_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
     g_owns_mpi = true;
   } else {
@@ -72,6 +85,12 @@ void Environment::initialize(int* argc, char*** argv) {
 
 void Environment::finalize(bool always) {
   if ((g_owns_mpi || always) && is_initialized() && !is_finalized()) MPI_Finalize();
+}
+
+void Environment::leave(int code) {
+  if (built_against_mpi() != detail::MpiFamily::kMpich || !g_owns_mpi) std::_Exit(code);
+  g_leaving_with.store(std::max(code, 0));
+  std::exit(code);
 }
 
 bool Environment::is_initialized() {

@@ -29,6 +29,11 @@ class Environment {
   /// Finalises MPI if initialize() initialised it (or `always`: a worker process, whose program
   /// never gets past fiber::init to finalise it itself) and nobody finalised it yet.
   static void finalize(bool always = false);
+  /// Ends this process with `code` after the caller's MPI_Finalize, skipping the program's
+  /// destructors and exit handlers (as a Python multiprocessing child does): std::_Exit, except
+  /// under MPICH, which tells its process manager of the end from an exit handler of its own
+  /// (without it, hydra takes the process for killed and signals the whole job).
+  [[noreturn]] static void leave(int code);
   static bool is_initialized();
   static bool is_finalized();
   /// True when this module called MPI_Init (and so owns MPI_Finalize).

@@ -65,15 +65,14 @@ bool running_as_root() { return ::geteuid() == 0; }
 
 std::vector<std::string> own_launcher_command() {
   if (kThisMpi != detail::MpiFamily::kMpich) return {};
+  // The MPICH this program was built against: the mpiexec first on PATH may be another MPI's
+  // (Debian's alternatives name Open MPI's).
   std::string mpiexec = "mpiexec";
 #ifdef FIBER_MPI_PREFIX_DIR
-  // The MPICH this program was built against, unless the user's PATH names another.
-  if (!on_path("mpiexec")) {
-    const std::string built_against = std::string(FIBER_MPI_PREFIX_DIR) + "/bin/mpiexec";
-    if (::access(built_against.c_str(), X_OK) == 0) mpiexec = built_against;
-  }
+  const std::string built_against = std::string(FIBER_MPI_PREFIX_DIR) + "/bin/mpiexec";
+  if (::access(built_against.c_str(), X_OK) == 0) mpiexec = built_against;
 #endif
-  return {mpiexec, "-disable-auto-cleanup", "-n", "1"};
+  return {mpiexec, "-n", "1"};
 }
 
 detail::MpiFamily built_against_mpi() { return kThisMpi; }

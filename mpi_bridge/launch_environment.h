@@ -21,12 +21,11 @@ detail::MpiFamily built_against_mpi();
 bool started_by_launcher();
 
 /// The launcher command (before the program and its arguments) that a program started without a
-/// launcher runs itself under, or empty where it needs none. MPICH: its own mpiexec with
-/// -disable-auto-cleanup -n 1. A launcher-less MPICH process is its process manager's child in
-/// the caller's process group, which hydra signals whole (SIGKILL, or SIGUSR1 without
-/// auto-cleanup) whenever a process of the job ends without MPI_Finalize, as a killed worker
-/// does: the user's shell and pipeline with it. Under mpiexec every process has a session of
-/// its own.
+/// launcher runs itself under, or empty where it needs none. MPICH: its own mpiexec -n 1. A
+/// launcher-less MPICH process is its process manager's child in the caller's process group,
+/// which hydra signals whole (SIGKILL) when a process of the job ends without finalising, as a
+/// killed worker does: the user's shell and pipeline with it. Under mpiexec every process has a
+/// session of its own.
 std::vector<std::string> own_launcher_command();
 
 /// This process runs as root (effective uid 0), as in most containers and CI machines.
@@ -63,7 +62,7 @@ void use_writable_temporary_directory();
 const char* recovery_option();
 
 /// The variable a launcher sets when recovery is on (checked to warn when it is not); empty
-/// for MPICH, whose hydra sets none for -disable-auto-cleanup.
+/// for MPICH, which has no recovery fibermpi can use.
 const char* recovery_variable();
 
 /// mpirun's options for a fibermpi job of this MPI: recovery, oversubscription, and

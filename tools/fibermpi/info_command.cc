@@ -113,9 +113,10 @@ void print_text(const json& report) {
     std::printf("             library %s\n", mpi["library"].get<std::string>().c_str());
     if (mpi.contains("mpirun"))
       std::printf("             mpirun  %s\n", mpi["mpirun"].get<std::string>().c_str());
+    const std::string recovery = mpi["recovery_option"].get<std::string>();
     std::printf("             ULFM %s; fibermpi's recovery under mpirun: %s\n",
                 mpi["ulfm"].get<bool>() ? "yes" : "no",
-                mpi["recovery_option"].get<std::string>().c_str());
+                recovery.empty() ? "none (a killed process ends the job)" : recovery.c_str());
   }
   std::printf("\nlaunch site  %s\n", report["launch"]["site"].get<std::string>().c_str());
   const json& config = report["config"];

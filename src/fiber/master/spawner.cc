@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "fiber/runtime/log.h"
+#include "mpi_bridge/launch_environment.h"
 #include "mpi_bridge/spawn.h"
 
 namespace fiber::detail {
@@ -61,8 +62,12 @@ void Spawner::loop() {
     if (host_.stopping_locked()) return;
     const int wanted = host_.spawn_wanted_locked();
     if (wanted == 0) continue;
-    const int count = std::clamp(std::max(wanted, settings_.min_spawn_batch), 1,
-                                 std::max(1, settings_.max_spawn_batch));
+    // MPICH's MPI_Finalize is a barrier over a spawn batch: workers that leave one by one need
+    // batches of one.
+    const int largest = bridge::built_against_mpi() == MpiFamily::kMpich
+                            ? 1
+                            : std::max(1, settings_.max_spawn_batch);
+    const int count = std::clamp(std::max(wanted, settings_.min_spawn_batch), 1, largest);
     const SpawnOptions options = host_.spawn_options_locked();
     try {
       host_.spawn_starting_locked(count, typical_pause_);

@@ -71,7 +71,7 @@ std::string recovery_option(MpiFamily family) {
     case MpiFamily::kOpenMpi5:
       return "--with-ft ulfm --prtemca state_base_recoverable 1";
     case MpiFamily::kMpich:
-      return "-disable-auto-cleanup";
+      break;
   }
   return {};
 }
@@ -97,6 +97,11 @@ std::vector<std::pair<std::string, std::string>> own_runtime_variables(MpiFamily
   return variables;
 }
 
+std::vector<std::pair<std::string, std::string>> process_variables(MpiFamily family) {
+  if (family == MpiFamily::kMpich) return {{"MPIR_CVAR_CH4_NETMOD", "ofi"}, {"FI_PROVIDER", "tcp"}};
+  return {};
+}
+
 std::vector<std::pair<std::string, std::string>> mpirun_variables(MpiFamily family) {
   if (family == MpiFamily::kOpenMpi5) return {{kPmixSensorVariable, kPmixSensorsOff}};
   return {};
@@ -114,9 +119,11 @@ std::vector<std::string> mpirun_options(MpiFamily family, bool as_root) {
                  "1",         "--oversubscribe"};
       break;
     case MpiFamily::kMpich:
-      // Hydra oversubscribes unasked and needs no root opt-in; without this, the death of one
-      // rank ends the job's others.
-      return {"-disable-auto-cleanup"};
+      // Hydra oversubscribes unasked and needs no root opt-in. Its -disable-auto-cleanup, which
+      // would keep a job whose process was killed, signals every process of the job (SIGUSR1)
+      // at each end of one, and its mpiexec dies of a write error once a spawned process's
+      // proxy has gone: a job ends with its first killed process instead.
+      return options;
   }
   if (as_root) options.emplace_back("--allow-run-as-root");
   return options;

@@ -16,7 +16,8 @@ namespace fiber::detail {
 enum class MpiFamily {
   kOpenMpi4,  ///< Open MPI 4.x: mpirun is orterun, recovery is --enable-recovery.
   kOpenMpi5,  ///< Open MPI 5.x: mpirun is a PRRTE launcher, fault tolerance is ULFM.
-  kMpich,     ///< MPICH (hydra's mpiexec): the static world and spawn; no joining jobs.
+  kMpich,     ///< MPICH (hydra's mpiexec): the static world and spawn; no joining jobs, no
+              ///< recovery from a killed process.
 };
 
 /// "Open MPI 4", "Open MPI 5", "MPICH".
@@ -30,7 +31,8 @@ bool family_from_library_version(std::string_view version_text, MpiFamily& famil
 /// OMPI_MCA_mpi_ft_enable for 5); empty for MPICH.
 std::string recovery_variable(MpiFamily family);
 
-/// The recovery options of that family's mpirun (MPICH: mpiexec) as one line, for messages.
+/// The recovery options of that family's mpirun as one line, for messages; empty for MPICH,
+/// which has none that fibermpi can use.
 std::string recovery_option(MpiFamily family);
 
 /// The variables a launcher-less process of `family` sets before MPI starts its own runtime:
@@ -39,12 +41,17 @@ std::string recovery_option(MpiFamily family);
 std::vector<std::pair<std::string, std::string>> own_runtime_variables(MpiFamily family,
                                                                        bool as_root);
 
+/// The variables every process of `family` needs before MPI_Init, each unless the user set it:
+/// MPICH's ofi netmod over TCP (with its default, UCX, MPI_Open_port fails with "no space for
+/// port_name tag", and Groups and joining jobs need ports).
+std::vector<std::pair<std::string, std::string>> process_variables(MpiFamily family);
+
 /// The variables an mpirun of `family` and the processes it starts need (Open MPI 5: the PMIx
 /// process sensors off, see launch_recipe.cc).
 std::vector<std::pair<std::string, std::string>> mpirun_variables(MpiFamily family);
 
 /// mpirun's options for a fibermpi job of `family`: recovery, oversubscription, and
-/// --allow-run-as-root when `as_root` (MPICH's mpiexec: -disable-auto-cleanup only).
+/// --allow-run-as-root when `as_root` (none for MPICH's mpiexec).
 std::vector<std::string> mpirun_options(MpiFamily family, bool as_root);
 
 /// The root opt-in variables that family's runtime reads (OMPI_ALLOW_RUN_AS_ROOT and its

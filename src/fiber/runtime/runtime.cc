@@ -84,7 +84,6 @@ void exit_if_finalize_hangs(std::chrono::seconds limit, int status) {
   }).detach();
 }
 
-// A job started to join a running master: --fiber-connect <address> works like FIBER_CONNECT.
 // Where this MPI needs a launcher even for one process (launch_environment.h says why): runs
 // the program again under it, passes on its exit status, and never returns.
 [[noreturn]] void run_under_own_launcher(const std::vector<std::string>& launcher, int argc,
@@ -105,6 +104,7 @@ void exit_if_finalize_hangs(std::chrono::seconds limit, int status) {
   std::_Exit(status);
 }
 
+// A job started to join a running master: --fiber-connect <address> works like FIBER_CONNECT.
 void take_connect_option(int& argc, char**& argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -169,9 +169,10 @@ void Runtime::begin(int& argc, char**& argv, const Config&) {
   struct sigaction pipe_action {};
   if (::sigaction(SIGPIPE, nullptr, &pipe_action) == 0 && pipe_action.sa_handler == SIG_DFL)
     ::signal(SIGPIPE, SIG_IGN);
-  // MPICH's process manager (hydra) tells every process of a job that one of them ended without
-  // MPI_Finalize (a worker that was killed, or left) with SIGUSR1, whose default action ends the
-  // process: fibermpi learns of a lost worker by itself.
+  // MPICH's process manager tells every process of a job that one of them ended without
+  // MPI_Finalize (a killed worker) with SIGUSR1. MPICH takes it with a handler of its own while
+  // MPI runs, and puts back the one it found when MPI_Finalize begins: not the default, which
+  // would end a process that is finalising.
   struct sigaction usr1_action {};
   if (bridge::built_against_mpi() == MpiFamily::kMpich &&
       ::sigaction(SIGUSR1, nullptr, &usr1_action) == 0 && usr1_action.sa_handler == SIG_DFL)
@@ -406,7 +407,7 @@ void Runtime::finish_worker(int code, bool with_the_job) {
   if (!alone) finalize(quiet, true, code);
   // Like a multiprocessing child: flush what the task printed, skip the program's destructors.
   std::fflush(nullptr);
-  std::_Exit(code);
+  bridge::Environment::leave(code);
 }
 
 void Runtime::finalize(bool mpi_quiet, bool worker_lost, int status) {

@@ -6,6 +6,8 @@
 
 #include <cstdio>
 
+#include "mpi_bridge/launch_environment.h"
+
 namespace fiber::detail {
 namespace {
 
@@ -69,6 +71,9 @@ void install_fatal_signal_reports(const std::string& directory, bool joined) {
   sigemptyset(&action.sa_mask);
   for (int signal : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGHUP, SIGQUIT,
                      SIGUSR1, SIGUSR2, SIGALRM}) {
+    // MPICH's process manager tells every process of a job that one of them ended without
+    // MPI_Finalize (a killed worker) with SIGUSR1, which MPICH's own handler takes: no death.
+    if (signal == SIGUSR1 && bridge::built_against_mpi() == MpiFamily::kMpich) continue;
     ::sigaction(signal, &action, nullptr);
   }
 }
