@@ -62,6 +62,13 @@ void Environment::initialize(int* argc, char*** argv) {
     g_owns_mpi = true;
   } else {
     if (is_finalized()) throw Error("fiber::init: MPI was already finalized");
+    // Such a process cannot run itself again under mpiexec (launch_environment.h): MPICH's
+    // process manager would kill its caller's whole process group at a worker's loss.
+    if (built_against_mpi() == detail::MpiFamily::kMpich && !started_by_launcher()) {
+      throw UsageError(
+          "fiber::init: this program initialised MPICH itself without a launcher; start it with "
+          "mpiexec (mpiexec -n 1 ./prog), or let fiber::init initialise MPI");
+    }
     FIBER_MPI_CHECK(MPI_Query_thread(&provided));
   }
   if (provided < MPI_THREAD_MULTIPLE) {
