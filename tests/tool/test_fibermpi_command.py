@@ -4,10 +4,16 @@ FIBER_TEST_MPI come from CTest (tests/tool/CMakeLists.txt)."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import pathlib
+import pty
+import select
+import signal
 import subprocess
+import termios
+import time
 
 import pytest
 
@@ -111,6 +117,76 @@ def test_under_a_launcher_the_program_runs_as_it_is_and_n_is_refused() -> None:
     refused = fibermpi("run", "-n", "2", PROGRAM, OMPI_COMM_WORLD_SIZE="2")
     assert refused.returncode == 2
     assert "already under an MPI launcher" in refused.stderr and "run without -n" in refused.stderr
+
+
+def running_copies_of(program: str) -> list[int]:
+    """Processes running `program` (zombies left to a non-reaping init are not running)."""
+    found = []
+    for entry in pathlib.Path("/proc").iterdir():
+        try:
+            words = (entry / "cmdline").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if words and words[0].decode(errors="replace") == program and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def wait_until_gone(program: str, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while running_copies_of(program) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not running_copies_of(program), f"still running: {running_copies_of(program)}"
+
+
+def start_long_run(**popen: object) -> tuple[subprocess.Popen[bytes], int]:
+    """`fibermpi run -n 3` of a pool job that would run for hours, its output on a new pty;
+    returns once the pool has started."""
+    controller, terminal = pty.openpty()
+
+    def own_session_on_the_terminal() -> None:
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    run = subprocess.Popen([FIBERMPI, "run", "-n", "3", PROGRAM, "0", "--task-ms", "500",
+                            "--tasks", "100000"], stdin=terminal, stdout=terminal,
+                           stderr=terminal, env=clean_environment(),
+                           preexec_fn=own_session_on_the_terminal, **popen)
+    os.close(terminal)
+    said = b""
+    deadline = time.monotonic() + 120
+    while b"pool of" not in said:
+        assert run.poll() is None, said.decode(errors="replace")
+        assert time.monotonic() < deadline, said.decode(errors="replace")
+        if select.select([controller], [], [], 0.5)[0]:
+            said += os.read(controller, 4096)
+    return run, controller
+
+
+def test_ctrl_c_at_a_terminal_ends_the_run_with_a_shells_status() -> None:
+    # The kernel sends SIGINT to the whole foreground group, the launcher included: the command
+    # passes none on (mpirun would take a second one as an abort), and says 128 + SIGINT.
+    run, controller = start_long_run()
+    try:
+        os.write(controller, b"\x03")
+        assert run.wait(timeout=60) == 128 + signal.SIGINT
+    finally:
+        run.kill()
+        os.close(controller)
+    wait_until_gone(PROGRAM)
+
+
+def test_a_signal_sent_to_the_command_ends_the_program_with_a_shells_status() -> None:
+    # What scancel or a pod's end does: SIGTERM to the command alone, passed on to the launcher.
+    run, controller = start_long_run()
+    try:
+        run.send_signal(signal.SIGTERM)
+        assert run.wait(timeout=60) == 128 + signal.SIGTERM
+    finally:
+        run.kill()
+        os.close(controller)
+    wait_until_gone(PROGRAM)
 
 
 @pytest.mark.parametrize("args, message", [

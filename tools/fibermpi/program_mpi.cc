@@ -21,6 +21,7 @@
 #include <tuple>
 
 #include "fiber/errors.h"
+#include "fiber/runtime/command_search_path.h"
 
 namespace fibermpi {
 namespace {
@@ -148,17 +149,7 @@ std::string version_number(const std::string& text, MpiFamily family) {
 
 std::vector<std::string> search_path() {
   std::vector<std::string> folders;
-  const char* path = std::getenv("PATH");
-  std::string default_path;
-  if (!path) {
-    // Unset: the system's default, as execvp uses then.
-    default_path.assign(::confstr(_CS_PATH, nullptr, 0), '\0');
-    if (!default_path.empty()) {
-      ::confstr(_CS_PATH, default_path.data(), default_path.size());
-      default_path.pop_back();
-    }
-  }
-  std::stringstream parts(path ? std::string(path) : default_path);
+  std::stringstream parts(fiber::detail::command_search_path());
   for (std::string folder; std::getline(parts, folder, ':');) {
     if (!folder.empty()) folders.push_back(folder);
   }
@@ -349,9 +340,9 @@ ProgramMpi mpi_of_library(const std::string& libmpi, const std::string& user) {
     // A relocated Open MPI 5 (PyPI's wheel) finds its help texts and prte through OPAL_PREFIX.
     if (found.library.family == MpiFamily::kOpenMpi5 && !std::getenv("OPAL_PREFIX"))
       environment.emplace_back("OPAL_PREFIX", prefix.string());
-    const char* path = std::getenv("PATH");
-    environment.emplace_back(
-        "PATH", mpirun.parent_path().string() + (path && *path ? std::string(":") + path : ""));
+    const std::string path = fiber::detail::command_search_path();
+    environment.emplace_back("PATH",
+                             mpirun.parent_path().string() + (path.empty() ? "" : ":" + path));
     return environment;
   };
   auto matches = [&](const fs::path& mpirun) {

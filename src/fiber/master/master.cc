@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -17,24 +16,20 @@
 #include "fiber/errors.h"
 #include "fiber/kubernetes/fiberjob_scaler.h"
 #include "fiber/runtime/log.h"
+#include "fiber/runtime/process_presence.h"
 #include "fiber/serialization.h"
 #include "mpi_bridge/environment.h"
 #include "mpi_bridge/launch_environment.h"
 #include "mpi_bridge/spawn.h"
 
 namespace fiber::detail {
-namespace {
-
-bool pid_gone(int pid) { return pid > 0 && ::kill(pid, 0) == -1 && errno == ESRCH; }
-
-}  // namespace
 
 Master::Master(Settings& settings, ProgressEngine& engine, std::unique_ptr<Link> static_world)
     : settings_(settings),
       engine_(engine),
       host_(bridge::Environment::hostname()),
       table_(settings),
-      liveness_(settings, pid_gone),
+      liveness_(settings, [](int pid) { return process_gone(pid); }),
       queues_(engine,
               [this](MPI_Comm comm, int rank, const wire::Reply& reply) {
                 send_locked(comm, rank, reply.encode());
@@ -227,8 +222,7 @@ void Master::unbind_locked(Slot& slot, bool still_running) {
 
 void Master::remember_spawned_pid_locked(int pid) {
   if (local_spawned_pids_.size() >= 256) {
-    std::erase_if(local_spawned_pids_,
-                  [](int known) { return ::kill(known, 0) == -1 && errno == ESRCH; });
+    std::erase_if(local_spawned_pids_, [](int known) { return process_gone(known); });
   }
   local_spawned_pids_.push_back(pid);
 }
@@ -506,8 +500,7 @@ bool Master::shutdown() {
     const std::vector<int> leaving = local_spawned_pids_;
     held.unlock();
     const auto give_up = Clock::now() + std::chrono::seconds(2);
-    auto running = [](int pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno != ESRCH); };
-    while (Clock::now() < give_up && std::any_of(leaving.begin(), leaving.end(), running))
+    while (Clock::now() < give_up && std::any_of(leaving.begin(), leaving.end(), process_present))
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   remove_run_directory();

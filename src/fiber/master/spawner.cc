@@ -1,22 +1,14 @@
 #include "fiber/master/spawner.h"
 
-#include <signal.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 
 #include "fiber/runtime/log.h"
+#include "fiber/runtime/process_presence.h"
 #include "mpi_bridge/launch_environment.h"
 #include "mpi_bridge/spawn.h"
 
 namespace fiber::detail {
-namespace {
-
-bool pid_gone(int pid) { return pid > 0 && ::kill(pid, 0) == -1 && errno == ESRCH; }
-
-}  // namespace
-
 Spawner::Spawner(const Settings& settings, ProgressEngine& engine, SpawnerHost& host)
     : settings_(settings), engine_(engine), host_(host) {}
 
@@ -34,7 +26,7 @@ void Spawner::wait_for_exiting(std::unique_lock<std::mutex>& lock) {
   lock.unlock();
   bool stop = false;
   while (!stop && Clock::now() < give_up &&
-         std::any_of(exiting.begin(), exiting.end(), [](int pid) { return !pid_gone(pid); })) {
+         std::any_of(exiting.begin(), exiting.end(), process_present)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
     lock.lock();
     stop = host_.stopping_locked();

@@ -1,4 +1,5 @@
 #include "fiber/runtime/exit_status_report.h"
+#include "fiber/runtime/command_search_path.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -17,6 +18,8 @@ namespace {
 
 std::atomic<pid_t> g_launcher{0};
 std::atomic<bool> g_reported{false};
+// The last of kForwardedSignals that reached this process while the launcher ran, however sent.
+std::atomic<int> g_signal_received{0};
 
 // What a pod's end, a batch system's cancel or a user at a terminal sends, passed on to the
 // launcher and so to the program.
@@ -31,10 +34,13 @@ sigset_t forwarded_set() {
 
 void forward_signal(int signal, siginfo_t* info, void*) {
   const int saved_errno = errno;
+  g_signal_received.store(signal);
   // A terminal's Ctrl-C goes to the whole foreground process group, the launcher included: passing
-  // it on again would make it a second one, on which mpirun aborts at once. Only signals another
-  // process sent to this one alone are passed on.
-  if (info == nullptr || info->si_code != SI_KERNEL) {
+  // it on again would make it a second one, on which mpirun aborts at once. Only signals a process
+  // sent (kill, sigqueue, tkill: the codes that say so) are passed on; the kernel's own (a
+  // terminal's keys or hang-up) reached the launcher already.
+  if (info != nullptr &&
+      (info->si_code == SI_USER || info->si_code == SI_QUEUE || info->si_code == SI_TKILL)) {
     if (const pid_t launcher = g_launcher.load(); launcher > 0) ::kill(launcher, signal);
   }
   errno = saved_errno;
@@ -95,12 +101,8 @@ int run_reporting_exit_status(const std::vector<std::string>& command, const std
   }
   // execvp looks on PATH; where it is unset, on the system's default path.
   if (!std::getenv("PATH")) {
-    std::string default_path(::confstr(_CS_PATH, nullptr, 0), '\0');
-    if (!default_path.empty()) {
-      ::confstr(_CS_PATH, default_path.data(), default_path.size());
-      default_path.pop_back();
+    if (const std::string default_path = command_search_path(); !default_path.empty())
       ::setenv("PATH", default_path.c_str(), 1);
-    }
   }
   std::vector<std::string> words = command;
   std::vector<char*> argv;
@@ -126,6 +128,7 @@ int run_reporting_exit_status(const std::vector<std::string>& command, const std
     if (!folder.empty()) ::rmdir(folder.c_str());
     return 127;
   }
+  g_signal_received.store(0);
   g_launcher.store(child);
   struct sigaction forward {};
   forward.sa_sigaction = forward_signal;
@@ -159,6 +162,9 @@ int run_reporting_exit_status(const std::vector<std::string>& command, const std
     ::rmdir(folder.c_str());
   }
   if (reported) return status & 0xff;
+  // Interrupted (a Ctrl-C, scancel, a pod's end) before the program could say: what a shell says
+  // of a command a signal ended, whatever the launcher made of it.
+  if (const int signal = g_signal_received.load(); signal != 0) return 128 + signal;
   // No report: the launcher's own failure, if it failed, says the most.
   if (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) != 0) return WEXITSTATUS(wait_status);
   if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);

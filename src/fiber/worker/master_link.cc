@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
@@ -15,6 +14,7 @@
 #include "fiber/kubernetes/kubernetes_pod.h"
 #include "fiber/runtime/fault_injection.h"
 #include "fiber/runtime/log.h"
+#include "fiber/runtime/process_presence.h"
 #include "fiber/serialization.h"
 #include "fiber/wire/link_messages.h"
 #include "fiber/wire/manager_messages.h"
@@ -284,7 +284,7 @@ void MasterLink::check_master_alive() {
     if (!master_local_) return;
     pid = master_pid_;
   }
-  if (pid > 0 && ::kill(pid, 0) == -1 && errno == ESRCH) {
+  if (process_gone(pid)) {
     // Nobody is left to report to; MPI cannot be finalised with a dead peer.
     FIBER_LOG_WARNING("the master (pid %d) is gone, exiting", pid);
     std::_Exit(1);

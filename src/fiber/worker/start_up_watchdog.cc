@@ -1,11 +1,10 @@
 #include "fiber/worker/start_up_watchdog.h"
 #include "fiber/runtime/log.h"
+#include "fiber/runtime/process_presence.h"
 
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -28,7 +27,7 @@ void leave_if_start_up_stalls() {
     const auto started = std::chrono::steady_clock::now();
     while (!g_welcomed.load(std::memory_order_acquire)) {
       std::string why;
-      if (master_here && master_pid > 0 && ::kill(master_pid, 0) == -1 && errno == ESRCH) {
+      if (master_here && process_gone(master_pid)) {
         why = "its master (pid " + std::to_string(master_pid) + ") is gone";
       } else if (std::chrono::steady_clock::now() - started > 2 * limit) {
         why =

@@ -1,0 +1,11 @@
+#include "fiber/runtime/process_presence.h"
+
+#include <signal.h>
+
+#include <cerrno>
+
+namespace fiber::detail {
+
+bool process_gone(pid_t pid) { return pid > 0 && ::kill(pid, 0) == -1 && errno == ESRCH; }
+
+}  // namespace fiber::detail
