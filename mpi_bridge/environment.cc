@@ -137,6 +137,16 @@ bool Environment::has_standalone_name_server() {
   return built_against_mpi() == detail::MpiFamily::kOpenMpi4;
 }
 
+std::string Environment::joining_limitation() {
+  if (built_against_mpi() != detail::MpiFamily::kMpich) return {};
+  // MPICH's MPI_Comm_accept waits for a connecting job in a loop that keeps the library's
+  // global lock (measured on the 5.0.2 wheel: the master's other threads block in MPI_Isend and
+  // MPI_Improbe until a job connects), and the master always has an accept waiting.
+  return "jobs started apart cannot join a master on MPICH: its MPI_Comm_accept holds MPICH's "
+         "global lock while it waits for a job to connect, which stops every other MPI call of "
+         "the master; build with -DFIBER_MPI=openmpi4 for joining jobs";
+}
+
 std::string Environment::connect_address() {
   const char* address = std::getenv("FIBER_CONNECT");
   return address ? address : "";

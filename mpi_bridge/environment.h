@@ -50,6 +50,9 @@ class Environment {
   /// True when this MPI lets separately started jobs meet through a name server started on its
   /// own (Open MPI 4.1's ompi-server; Open MPI 5 has none).
   static bool has_standalone_name_server();
+  /// Why jobs started apart cannot join a master (fiber::listen, FIBER_CONNECT) on the MPI this
+  /// build uses; empty where they can.
+  static std::string joining_limitation();
   /// The rendezvous address this job was started to join (FIBER_CONNECT), or empty.
   static std::string connect_address();
   static int world_rank();

@@ -139,7 +139,9 @@ void init(int& argc, char**& argv, Config config = {});
 /// address. Start such a job with FIBER_CONNECT=<address> (or --fiber-connect <address>): every
 /// rank becomes a worker; running pools grow onto it, and losing it loses no task. Under Open
 /// MPI 4.1 the master and the joining jobs must all be started by mpirun with the same
-/// --ompi-server file:<uri> (run `ompi-server -r <uri>` first).
+/// --ompi-server file:<uri> (run `ompi-server -r <uri>` first). On MPICH it throws
+/// fiber::UsageError, and so does init() in a job started with FIBER_CONNECT: MPICH's
+/// MPI_Comm_accept holds its global lock while it waits, which would stall the master.
 ///
 /// Who may join: with FIBER_JOIN_TOKEN_FILE naming a file that holds a secret token (16 to 4096
 /// bytes, e.g. `openssl rand -hex 32`) in the master and in the joining jobs, a job joins only

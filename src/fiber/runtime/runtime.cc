@@ -163,6 +163,10 @@ void Runtime::begin(int& argc, char**& argv, const Config&) {
   // Read before anything starts, so that a bad token file is the first error.
   join_token_ = JoinToken::from_environment();
   const auto pod = KubernetesPod::from_environment();
+  if (!pod && std::getenv("FIBER_CONNECT")) {
+    if (const std::string why = bridge::Environment::joining_limitation(); !why.empty())
+      throw UsageError("FIBER_CONNECT: " + why);
+  }
   if (pod) prepare_pod_process(*pod, argc, argv);
   // Open MPI's TCP transport writes to sockets of peers that may have died; the default SIGPIPE
   // would kill this process with them. Ignored unless the program installed its own handler.
@@ -291,6 +295,8 @@ void Runtime::start_worker(std::unique_ptr<Link> link, bool spawned, bool joined
 
 std::string Runtime::listen() {
   Master& master = this->master("only the master process can open a rendezvous (fiber::listen)");
+  if (const std::string why = bridge::Environment::joining_limitation(); !why.empty())
+    throw UsageError("fiber::listen: " + why);
   if (!join_token_) {
     const std::string port = master.listen();
     static std::atomic<bool> warned{false};
