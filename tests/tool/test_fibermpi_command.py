@@ -111,6 +111,43 @@ def test_inside_a_slurm_allocation_ranks_default_to_its_tasks_and_stay_within_it
     assert "SLURM_NTASKS='many' is not a whole number of at least 1" in malformed.stderr
 
 
+HOSTFILE_VARIABLE = {"openmpi4": "OMPI_MCA_orte_default_hostfile",
+                     "openmpi5": "PRTE_MCA_prte_default_hostfile"}[MPI]
+
+
+def test_ranks_that_may_run_on_other_hosts_are_given_the_status_report_variable(
+        tmp_path: pathlib.Path) -> None:
+    # Open MPI's mpirun passes remote ranks only the variables -x names; rank 0 may be remote.
+    cluster = tmp_path / "cluster"
+    cluster.write_text("# two machines\nlocalhost slots=2\nnode-b slots=4\n")
+    shown = fibermpi("run", "-n", "4", "--dry-run", PROGRAM, **{HOSTFILE_VARIABLE: str(cluster)})
+    assert f"-x FIBER_EXIT_STATUS_FILE -n 4 {PROGRAM}" in shown.stdout, shown.stdout + shown.stderr
+    said = fibermpi("info", "--json", **{HOSTFILE_VARIABLE: str(cluster)})
+    assert json.loads(said.stdout)["launch"]["other_hosts"] == (
+        f"the hostfile {cluster} of {HOSTFILE_VARIABLE}, which names node-b")
+    unreadable = fibermpi("run", "-n", "2", "--dry-run", PROGRAM,
+                          **{HOSTFILE_VARIABLE: str(tmp_path / "missing")})
+    assert "-x FIBER_EXIT_STATUS_FILE" in unreadable.stdout
+    host_list = fibermpi("run", "-n", "2", "--dry-run", PROGRAM,
+                         OMPI_MCA_orte_default_dash_host="localhost:2,node-c:2")
+    assert "-x FIBER_EXIT_STATUS_FILE" in host_list.stdout
+    nodes = {"SLURM_JOB_ID": "41", "SLURM_NTASKS": "8", "SLURM_JOB_NODELIST": "node[1-2]",
+             "SLURM_JOB_NUM_NODES": "2"}
+    assert "-x FIBER_EXIT_STATUS_FILE -n 8" in fibermpi("run", "--dry-run", PROGRAM, **nodes).stdout
+
+
+def test_a_hostfile_of_this_machine_alone_runs_as_before(tmp_path: pathlib.Path) -> None:
+    by_name = tmp_path / "by-name"
+    by_name.write_text(f"{os.uname().nodename} slots=4\n")
+    shown = fibermpi("run", "-n", "3", "--dry-run", PROGRAM, **{HOSTFILE_VARIABLE: str(by_name)})
+    assert "-x " not in shown.stdout, shown.stdout
+    here = tmp_path / "here"
+    here.write_text("localhost slots=4  # this machine\n")
+    done = fibermpi("run", "-n", "3", PROGRAM, "4", **{HOSTFILE_VARIABLE: str(here)})
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert "100 results exact, exiting with 4" in done.stdout
+
+
 def test_under_a_launcher_the_program_runs_as_it_is_and_n_is_refused() -> None:
     shown = fibermpi("run", "--dry-run", PROGRAM, "1", OMPI_COMM_WORLD_SIZE="2")
     assert shown.stdout.strip() == f"{PROGRAM} 1"

@@ -119,6 +119,10 @@ void print_text(const json& report) {
                 recovery.empty() ? "none (a killed process ends the job)" : recovery.c_str());
   }
   std::printf("\nlaunch site  %s\n", report["launch"]["site"].get<std::string>().c_str());
+  if (report["launch"].contains("other_hosts")) {
+    std::printf("             ranks may run on other hosts: %s\n",
+                report["launch"]["other_hosts"].get<std::string>().c_str());
+  }
   const json& config = report["config"];
   std::printf("\nconfiguration (file: %s)\n", config.value("file", std::string()).empty()
                                                   ? "none"
@@ -157,6 +161,7 @@ int print_info(const InfoRequest& request) {
     report["launch"]["slurm_job"] = site.slurm_job;
     report["launch"]["slurm_tasks"] = site.slurm_tasks;
   }
+  if (!site.other_hosts.empty()) report["launch"]["other_hosts"] = site.other_hosts;
   report["config"] = describe_config();
   if (request.json) {
     std::printf("%s\n", report.dump(2).c_str());

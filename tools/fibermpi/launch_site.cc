@@ -3,6 +3,10 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <vector>
 
 #include "fiber/errors.h"
 
@@ -23,6 +27,63 @@ std::string host_name() {
   char name[256] = {};
   ::gethostname(name, sizeof name - 1);
   return name;
+}
+
+bool is_this_host(const std::string& name) {
+  const std::string host = host_name();
+  return name == "localhost" || name == "127.0.0.1" || name == "::1" || name == host ||
+         name == host.substr(0, host.find('.'));
+}
+
+// The first host in `hosts` that is not this one, "" if none.
+std::string first_other_host(const std::vector<std::string>& hosts) {
+  for (const std::string& host : hosts)
+    if (!host.empty() && !is_this_host(host)) return host;
+  return {};
+}
+
+// An Open MPI hostfile names one host per line, first word, options after it ("node-b
+// slots=4"); '#' starts a comment. Empty optional: it cannot be read.
+std::optional<std::vector<std::string>> hostfile_hosts(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) return std::nullopt;
+  std::vector<std::string> hosts;
+  for (std::string line; std::getline(file, line);) {
+    line = line.substr(0, line.find('#'));
+    std::istringstream words(line);
+    if (std::string host; words >> host) hosts.push_back(host);
+  }
+  return hosts;
+}
+
+// A host list ("node-a,node-b:4"): each entry's host, its slot count left off.
+std::vector<std::string> host_list_hosts(const std::string& list) {
+  std::vector<std::string> hosts;
+  std::istringstream entries(list);
+  for (std::string entry; std::getline(entries, entry, ',');)
+    hosts.push_back(entry.substr(0, entry.find(':')));
+  return hosts;
+}
+
+// What of mpirun's own settings may put ranks elsewhere: the hostfile and host-list variables
+// of Open MPI 4.1 (orte) and 5 (prte, also read with the OMPI_MCA_ prefix).
+std::string other_hosts_of_mpirun(const fiber::detail::EnvironmentLookup& environment) {
+  for (const char* name : {"OMPI_MCA_orte_default_hostfile", "PRTE_MCA_prte_default_hostfile",
+                           "OMPI_MCA_prte_default_hostfile"}) {
+    const std::string path = environment(name).value_or("");
+    if (path.empty() || path == "none") continue;
+    const auto hosts = hostfile_hosts(path);
+    if (!hosts) return "the hostfile " + path + " of " + name + ", which cannot be read here";
+    if (const std::string other = first_other_host(*hosts); !other.empty())
+      return "the hostfile " + path + " of " + name + ", which names " + other;
+  }
+  for (const char* name : {"OMPI_MCA_orte_default_dash_host", "PRTE_MCA_prte_default_dash_host",
+                           "OMPI_MCA_prte_default_dash_host"}) {
+    const std::string list = environment(name).value_or("");
+    if (const std::string other = first_other_host(host_list_hosts(list)); !other.empty())
+      return "the hosts of " + std::string(name) + ", which name " + other;
+  }
+  return {};
 }
 
 }  // namespace
@@ -74,9 +135,19 @@ LaunchSite detect_launch_site(const fiber::detail::EnvironmentLookup& environmen
     }
   }
   site.slurm_job = value("SLURM_JOB_ID");
-  if (site.slurm_job.empty()) return site;
+  if (site.slurm_job.empty()) {
+    site.other_hosts = other_hosts_of_mpirun(environment);
+    return site;
+  }
   site.kind = LaunchSite::Kind::kSlurmAllocation;
   site.slurm_nodes = value("SLURM_JOB_NODELIST");
+  for (const char* name : {"SLURM_JOB_NUM_NODES", "SLURM_NNODES"}) {
+    const std::string nodes = value(name);
+    if (nodes.empty()) continue;
+    if (task_count(name, nodes) > 1)
+      site.other_hosts = "Slurm allocation " + site.slurm_job + " of " + nodes + " nodes";
+    break;
+  }
   if (value("SLURM_JOB_NUM_NODES") == "1") {
     const std::string host = host_name();
     site.slurm_only_this_node = site.slurm_nodes == "localhost" || site.slurm_nodes == host ||

@@ -22,6 +22,11 @@ struct LaunchSite {
   /// The CPUs the allocation has on this node: SLURM_CPUS_ON_NODE (batch scripts, steps), else
   /// SLURM_JOB_CPUS_PER_NODE's count when the allocation is only this node; 0 when unknown.
   int slurm_cpus_on_node = 0;
+  /// What may put ranks on hosts other than this one, in words ("Slurm allocation 12 of 3
+  /// nodes", "the hostfile /h of OMPI_MCA_orte_default_hostfile, which names node-b"); empty when
+  /// every rank runs here. Read from Slurm's node count and from the hostfile and host-list
+  /// variables of Open MPI 4.1 and 5 (a hostfile that cannot be read may name any host).
+  std::string other_hosts;
   /// A FiberJob pod: "launcher" or "worker", and the job's name.
   std::string pod_role;
   std::string fiberjob;

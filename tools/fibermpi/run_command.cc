@@ -74,19 +74,14 @@ struct ReportPlace {
 
 ReportPlace report_place(const LaunchSite& site, const std::string& program) {
   ReportPlace place;
-  const char* nodes = std::getenv("SLURM_JOB_NUM_NODES");
-  if (!nodes || !*nodes) nodes = std::getenv("SLURM_NNODES");
-  const bool several_nodes =
-      site.kind == LaunchSite::Kind::kSlurmAllocation && nodes && std::atoi(nodes) > 1;
-  if (several_nodes) {
-    // Rank 0 may start on another node, in this same working folder: clusters share it, where
+  if (!site.other_hosts.empty()) {
+    // Rank 0 may start on another host, in this same working folder: clusters share it, where
     // they share no /tmp.
     char here[4096];
     place.directory = ::getcwd(here, sizeof here) ? here : temporary_directory();
     place.expectation.expected = false;
-    place.expectation.why_missing =
-        "its rank 0 may have run on another node, which does not share this folder " +
-        place.directory;
+    place.expectation.why_missing = "its rank 0 may have run on another host (" + site.other_hosts +
+                                    "), which does not share this folder " + place.directory;
   } else {
     place.directory = temporary_directory();
   }
@@ -180,6 +175,10 @@ int run_program(const RunRequest& request) {
     if (site.slurm_cpus_on_node > here || (site.slurm_only_this_node && ranks > here))
       words.insert(words.end(), {"--bind-to", "none"});
   }
+  // Open MPI's mpirun gives ranks on other hosts only the variables it is told to (and its
+  // own); hydra passes on the whole environment.
+  if (!site.other_hosts.empty() && mpi.library.family != MpiFamily::kMpich)
+    words.insert(words.end(), {"-x", fiber::detail::kExitStatusFileVariable});
   words.insert(words.end(), {"-n", std::to_string(ranks)});
   words.insert(words.end(), program_words.begin(), program_words.end());
 
