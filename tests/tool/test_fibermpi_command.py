@@ -138,7 +138,8 @@ def test_ranks_that_may_run_on_other_hosts_are_given_the_status_report_variable(
 
 def test_a_hostfile_of_this_machine_alone_runs_as_before(tmp_path: pathlib.Path) -> None:
     by_name = tmp_path / "by-name"
-    by_name.write_text(f"{os.uname().nodename} slots=4\n")
+    # Its name, a user's login at it, a host left out ('^'), a slot count after a colon.
+    by_name.write_text(f"{os.uname().nodename} slots=4\nroot@localhost\n^node-x\nlocalhost:2\n")
     shown = fibermpi("run", "-n", "3", "--dry-run", PROGRAM, **{HOSTFILE_VARIABLE: str(by_name)})
     assert "-x " not in shown.stdout, shown.stdout
     here = tmp_path / "here"
@@ -156,30 +157,38 @@ def test_under_a_launcher_the_program_runs_as_it_is_and_n_is_refused() -> None:
     assert "already under an MPI launcher" in refused.stderr and "run without -n" in refused.stderr
 
 
-def running_copies_of(program: str) -> list[int]:
-    """Processes running `program` (zombies left to a non-reaping init are not running)."""
+def processes_of_session(session: int) -> list[int]:
+    """Running processes of a session (zombies left to a non-reaping init are not running)."""
     found = []
     for entry in pathlib.Path("/proc").iterdir():
         try:
-            words = (entry / "cmdline").read_bytes().split(b"\0")
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        if words and words[0].decode(errors="replace") == program and state != "Z":
+        # After the name: state, ppid, pgrp, session.
+        if int(fields[3]) == session and fields[0] != "Z":
             found.append(int(entry.name))
     return found
 
 
-def wait_until_gone(program: str, timeout: float = 20) -> None:
+def wait_until_session_ends(session: int, timeout: float = 20) -> None:
     deadline = time.monotonic() + timeout
-    while running_copies_of(program) and time.monotonic() < deadline:
+    while processes_of_session(session) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not running_copies_of(program), f"still running: {running_copies_of(program)}"
+    assert not processes_of_session(session), f"still running: {processes_of_session(session)}"
 
 
-def start_long_run(**popen: object) -> tuple[subprocess.Popen[bytes], int]:
-    """`fibermpi run -n 3` of a pool job that would run for hours, its output on a new pty;
-    returns once the pool has started."""
+def end_session(session: int) -> None:
+    for pid in processes_of_session(session):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def start_long_run() -> tuple[subprocess.Popen[bytes], int]:
+    """`fibermpi run -n 3` of a pool job that would run for hours, in a session of its own (the
+    command's pid names it) on a new pseudo-terminal; returns once the pool has started."""
     controller, terminal = pty.openpty()
 
     def own_session_on_the_terminal() -> None:
@@ -189,7 +198,7 @@ def start_long_run(**popen: object) -> tuple[subprocess.Popen[bytes], int]:
     run = subprocess.Popen([FIBERMPI, "run", "-n", "3", PROGRAM, "0", "--task-ms", "500",
                             "--tasks", "100000"], stdin=terminal, stdout=terminal,
                            stderr=terminal, env=clean_environment(),
-                           preexec_fn=own_session_on_the_terminal, **popen)
+                           preexec_fn=own_session_on_the_terminal)
     os.close(terminal)
     said = b""
     deadline = time.monotonic() + 120
@@ -197,33 +206,38 @@ def start_long_run(**popen: object) -> tuple[subprocess.Popen[bytes], int]:
         assert run.poll() is None, said.decode(errors="replace")
         assert time.monotonic() < deadline, said.decode(errors="replace")
         if select.select([controller], [], [], 0.5)[0]:
-            said += os.read(controller, 4096)
+            try:
+                said += os.read(controller, 4096)
+            except OSError:  # the terminal's last process ended meanwhile
+                pass
     return run, controller
 
 
 def test_ctrl_c_at_a_terminal_ends_the_run_with_a_shells_status() -> None:
-    # The kernel sends SIGINT to the whole foreground group, the launcher included: the command
-    # passes none on (mpirun would take a second one as an abort), and says 128 + SIGINT.
+    # The kernel sends SIGINT to the whole foreground group, the launcher included; the program
+    # could not report, so the command says what a shell says: 128 + SIGINT. Every process of the
+    # run ends (checked before the terminal goes, whose hang-up would end them anyway).
     run, controller = start_long_run()
     try:
         os.write(controller, b"\x03")
         assert run.wait(timeout=60) == 128 + signal.SIGINT
+        wait_until_session_ends(run.pid)
     finally:
-        run.kill()
+        end_session(run.pid)
         os.close(controller)
-    wait_until_gone(PROGRAM)
 
 
 def test_a_signal_sent_to_the_command_ends_the_program_with_a_shells_status() -> None:
-    # What scancel or a pod's end does: SIGTERM to the command alone, passed on to the launcher.
+    # What scancel or a pod's end does: SIGTERM to the command alone, passed on to the launcher,
+    # which ends the program's ranks.
     run, controller = start_long_run()
     try:
         run.send_signal(signal.SIGTERM)
         assert run.wait(timeout=60) == 128 + signal.SIGTERM
+        wait_until_session_ends(run.pid)
     finally:
-        run.kill()
+        end_session(run.pid)
         os.close(controller)
-    wait_until_gone(PROGRAM)
 
 
 @pytest.mark.parametrize("args, message", [

@@ -42,8 +42,9 @@ std::string first_other_host(const std::vector<std::string>& hosts) {
   return {};
 }
 
-// An Open MPI hostfile names one host per line, first word, options after it ("node-b
-// slots=4"); '#' starts a comment. Empty optional: it cannot be read.
+// A hostfile names one host per line, first word, options after it ("node-b slots=4", "node-b:4",
+// "user@node-b"); '#' starts a comment; a line of Open MPI's starting with '^' excludes a host.
+// Empty optional: it cannot be read.
 std::optional<std::vector<std::string>> hostfile_hosts(const std::string& path) {
   std::ifstream file(path);
   if (!file) return std::nullopt;
@@ -51,7 +52,10 @@ std::optional<std::vector<std::string>> hostfile_hosts(const std::string& path) 
   for (std::string line; std::getline(file, line);) {
     line = line.substr(0, line.find('#'));
     std::istringstream words(line);
-    if (std::string host; words >> host) hosts.push_back(host);
+    std::string host;
+    if (!(words >> host) || host.front() == '^') continue;
+    host = host.substr(host.find('@') + 1);
+    hosts.push_back(host.substr(0, host.find(':')));
   }
   return hosts;
 }
@@ -65,11 +69,14 @@ std::vector<std::string> host_list_hosts(const std::string& list) {
   return hosts;
 }
 
-// What of mpirun's own settings may put ranks elsewhere: the hostfile and host-list variables
-// of Open MPI 4.1 (orte) and 5 (prte, also read with the OMPI_MCA_ prefix).
+// What of a launcher's own settings may put ranks elsewhere: the hostfile and host-list
+// variables of Open MPI 4.1 (orte) and 5 (prte, also read with the OMPI_MCA_ prefix), MPICH's
+// hydra, and the host lists PBS, Grid Engine and LSF give the launchers that read them. For
+// whichever MPI the program uses: a setting of another MPI's only moves the report.
 std::string other_hosts_of_mpirun(const fiber::detail::EnvironmentLookup& environment) {
-  for (const char* name : {"OMPI_MCA_orte_default_hostfile", "PRTE_MCA_prte_default_hostfile",
-                           "OMPI_MCA_prte_default_hostfile"}) {
+  for (const char* name :
+       {"OMPI_MCA_orte_default_hostfile", "PRTE_MCA_prte_default_hostfile",
+        "OMPI_MCA_prte_default_hostfile", "HYDRA_HOST_FILE", "PBS_NODEFILE", "PE_HOSTFILE"}) {
     const std::string path = environment(name).value_or("");
     if (path.empty() || path == "none") continue;
     const auto hosts = hostfile_hosts(path);
@@ -83,6 +90,9 @@ std::string other_hosts_of_mpirun(const fiber::detail::EnvironmentLookup& enviro
     if (const std::string other = first_other_host(host_list_hosts(list)); !other.empty())
       return "the hosts of " + std::string(name) + ", which name " + other;
   }
+  std::istringstream lsf_hosts(environment("LSB_HOSTS").value_or(""));
+  for (std::string host; lsf_hosts >> host;)
+    if (!is_this_host(host)) return "the hosts of LSB_HOSTS, which name " + host;
   return {};
 }
 
@@ -148,11 +158,8 @@ LaunchSite detect_launch_site(const fiber::detail::EnvironmentLookup& environmen
       site.other_hosts = "Slurm allocation " + site.slurm_job + " of " + nodes + " nodes";
     break;
   }
-  if (value("SLURM_JOB_NUM_NODES") == "1") {
-    const std::string host = host_name();
-    site.slurm_only_this_node = site.slurm_nodes == "localhost" || site.slurm_nodes == host ||
-                                site.slurm_nodes == host.substr(0, host.find('.'));
-  }
+  if (value("SLURM_JOB_NUM_NODES") == "1")
+    site.slurm_only_this_node = is_this_host(site.slurm_nodes);
   if (const std::string cpus = value("SLURM_CPUS_ON_NODE"); !cpus.empty()) {
     site.slurm_cpus_on_node = task_count("SLURM_CPUS_ON_NODE", cpus);
   } else if (const std::string per_node = value("SLURM_JOB_CPUS_PER_NODE");

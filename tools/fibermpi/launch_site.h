@@ -24,8 +24,9 @@ struct LaunchSite {
   int slurm_cpus_on_node = 0;
   /// What may put ranks on hosts other than this one, in words ("Slurm allocation 12 of 3
   /// nodes", "the hostfile /h of OMPI_MCA_orte_default_hostfile, which names node-b"); empty when
-  /// every rank runs here. Read from Slurm's node count and from the hostfile and host-list
-  /// variables of Open MPI 4.1 and 5 (a hostfile that cannot be read may name any host).
+  /// every rank runs here. Read from Slurm's node count, the hostfile and host-list variables of
+  /// Open MPI 4.1 and 5 and of MPICH's hydra, and PBS's, Grid Engine's and LSF's host lists (a
+  /// hostfile that cannot be read may name any host). MCA parameter files are not read.
   std::string other_hosts;
   /// A FiberJob pod: "launcher" or "worker", and the job's name.
   std::string pod_role;

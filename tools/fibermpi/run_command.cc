@@ -69,21 +69,30 @@ std::string temporary_directory() {
 // missing report means.
 struct ReportPlace {
   std::string directory;
+  /// In the working folder, for ranks on other hosts to reach (who must be given the variable).
+  bool shared = false;
   fiber::detail::ExitReportExpectation expectation;
 };
 
 ReportPlace report_place(const LaunchSite& site, const std::string& program) {
   ReportPlace place;
+  place.directory = temporary_directory();
   if (!site.other_hosts.empty()) {
     // Rank 0 may start on another host, in this same working folder: clusters share it, where
     // they share no /tmp.
-    char here[4096];
-    place.directory = ::getcwd(here, sizeof here) ? here : temporary_directory();
     place.expectation.expected = false;
-    place.expectation.why_missing = "its rank 0 may have run on another host (" + site.other_hosts +
-                                    "), which does not share this folder " + place.directory;
-  } else {
-    place.directory = temporary_directory();
+    char here[4096];
+    if (::getcwd(here, sizeof here) && ::access(here, W_OK | X_OK) == 0) {
+      place.directory = here;
+      place.shared = true;
+      place.expectation.why_missing = "its rank 0 may have run on another host (" +
+                                      site.other_hosts + "), which does not share this folder " +
+                                      place.directory;
+    } else {
+      place.expectation.why_missing = "its rank 0 may have run on another host (" +
+                                      site.other_hosts +
+                                      "), and the working folder cannot hold the report";
+    }
   }
   if (!links_fibermpi(program)) {
     place.expectation.expected = false;
@@ -177,7 +186,8 @@ int run_program(const RunRequest& request) {
   }
   // Open MPI's mpirun gives ranks on other hosts only the variables it is told to (and its
   // own); hydra passes on the whole environment.
-  if (!site.other_hosts.empty() && mpi.library.family != MpiFamily::kMpich)
+  const ReportPlace place = report_place(site, program);
+  if (place.shared && mpi.library.family != MpiFamily::kMpich)
     words.insert(words.end(), {"-x", fiber::detail::kExitStatusFileVariable});
   words.insert(words.end(), {"-n", std::to_string(ranks)});
   words.insert(words.end(), program_words.begin(), program_words.end());
@@ -191,7 +201,6 @@ int run_program(const RunRequest& request) {
     return 0;
   }
   for (const auto& [name, value] : environment) ::setenv(name.c_str(), value.c_str(), 1);
-  const ReportPlace place = report_place(site, program);
   return fiber::detail::run_reporting_exit_status(words, place.directory, program,
                                                   place.expectation);
 }

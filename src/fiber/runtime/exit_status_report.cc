@@ -18,8 +18,10 @@ namespace {
 
 std::atomic<pid_t> g_launcher{0};
 std::atomic<bool> g_reported{false};
-// The last of kForwardedSignals that reached this process while the launcher ran, however sent.
-std::atomic<int> g_signal_received{0};
+// The last signal that asks a program to end (SIGTERM, SIGINT, SIGHUP, SIGQUIT) and reached this
+// process while the launcher ran, however sent; SIGUSR1/2 are notices (a checkpoint's), not ends.
+std::atomic<int> g_end_signal_received{0};
+static_assert(std::atomic<int>::is_always_lock_free, "set in a signal handler");
 
 // What a pod's end, a batch system's cancel or a user at a terminal sends, passed on to the
 // launcher and so to the program.
@@ -34,7 +36,7 @@ sigset_t forwarded_set() {
 
 void forward_signal(int signal, siginfo_t* info, void*) {
   const int saved_errno = errno;
-  g_signal_received.store(signal);
+  if (signal != SIGUSR1 && signal != SIGUSR2) g_end_signal_received.store(signal);
   // A terminal's Ctrl-C goes to the whole foreground process group, the launcher included: passing
   // it on again would make it a second one, on which mpirun aborts at once. Only signals a process
   // sent (kill, sigqueue, tkill: the codes that say so) are passed on; the kernel's own (a
@@ -128,7 +130,7 @@ int run_reporting_exit_status(const std::vector<std::string>& command, const std
     if (!folder.empty()) ::rmdir(folder.c_str());
     return 127;
   }
-  g_signal_received.store(0);
+  g_end_signal_received.store(0);
   g_launcher.store(child);
   struct sigaction forward {};
   forward.sa_sigaction = forward_signal;
@@ -162,13 +164,18 @@ int run_reporting_exit_status(const std::vector<std::string>& command, const std
     ::rmdir(folder.c_str());
   }
   if (reported) return status & 0xff;
-  // Interrupted (a Ctrl-C, scancel, a pod's end) before the program could say: what a shell says
-  // of a command a signal ended, whatever the launcher made of it.
-  if (const int signal = g_signal_received.load(); signal != 0) return 128 + signal;
+  // Ended by a signal (a Ctrl-C, scancel, a pod's end) before the program could say: what a shell
+  // says of a command a signal ended, whatever the launcher made of it. Not where the launcher
+  // ended well and no report was due (a joined job that left on SIGTERM).
+  const int end_signal = g_end_signal_received.load();
+  const bool launcher_failed =
+      WIFSIGNALED(wait_status) || (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) != 0);
+  const bool report_due = expectation.expected && !status_file.empty();
+  if (end_signal != 0 && (launcher_failed || report_due)) return 128 + end_signal;
   // No report: the launcher's own failure, if it failed, says the most.
   if (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) != 0) return WEXITSTATUS(wait_status);
   if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
-  if (!expectation.expected || status_file.empty()) {
+  if (!report_due) {
     std::fprintf(
         stderr,
         "fibermpi: %s reported no exit status (%s); the launcher's status 0 is "

@@ -40,10 +40,11 @@ struct ExitReportExpectation {
 /// signals this process is sent by another process (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1,
 /// SIGUSR2; a terminal's Ctrl-C reaches the launcher by itself; a signal ignored here stays
 /// ignored), waits for it, and returns the program's exit status: the one its master reported;
-/// else, when one of those signals reached this process meanwhile (however sent), 128 + its
-/// number, as a shell says of a command a signal ended; else, when the launcher failed (a
-/// non-zero status, a signal: 128 + its number) that one; else as `expectation` says. 127 when the
-/// launcher cannot be started (said on stderr).
+/// else, when SIGTERM, SIGINT, SIGHUP or SIGQUIT reached this process meanwhile (however sent)
+/// and the launcher failed or a report was due, 128 + its number, as a shell says of a command a
+/// signal ended; else, when the launcher failed (a non-zero status, a signal: 128 + its number)
+/// that one; else as `expectation` says. 127 when the launcher cannot be started (said on
+/// stderr).
 int run_reporting_exit_status(const std::vector<std::string>& command, const std::string& directory,
                               const std::string& program,
                               const ExitReportExpectation& expectation = {});

@@ -163,7 +163,7 @@ void Runtime::begin(int& argc, char**& argv, const Config&) {
   // Read before anything starts, so that a bad token file is the first error.
   join_token_ = JoinToken::from_environment();
   const auto pod = KubernetesPod::from_environment();
-  if (!pod && std::getenv("FIBER_CONNECT")) {
+  if (!pod && !bridge::Environment::connect_address().empty()) {
     if (const std::string why = bridge::Environment::joining_limitation(); !why.empty())
       throw UsageError("FIBER_CONNECT: " + why);
   }
