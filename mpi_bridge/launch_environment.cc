@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "fiber/runtime/command_search_path.h"
 #include "fiber/runtime/launch_recipe.h"
 #include "fiber/runtime/log.h"
 
@@ -24,9 +25,8 @@ constexpr detail::MpiFamily kThisMpi = detail::MpiFamily::kOpenMpi4;
 constexpr bool kOpenMpi5 = kThisMpi == detail::MpiFamily::kOpenMpi5;
 
 bool on_path(const char* program) {
-  const char* path = std::getenv("PATH");
-  if (!path) return false;
-  const std::string rest = path;
+  const std::string rest = detail::command_search_path();
+  if (rest.empty()) return false;
   for (size_t begin = 0; begin <= rest.size();) {
     const size_t end = std::min(rest.find(':', begin), rest.size());
     const std::string dir = rest.substr(begin, end - begin);
@@ -47,8 +47,8 @@ void point_at_built_against_mpi() {
   if (!std::filesystem::is_directory(prefix + "/bin", ignored)) return;
   ::setenv("OPAL_PREFIX", prefix.c_str(), 0);
   if (!on_path("prte")) {
-    const char* path = std::getenv("PATH");
-    const std::string value = prefix + "/bin" + (path && *path ? std::string(":") + path : "");
+    const std::string path = detail::command_search_path();
+    const std::string value = prefix + "/bin" + (path.empty() ? "" : ":" + path);
     ::setenv("PATH", value.c_str(), 1);
   }
 #endif
