@@ -25,14 +25,8 @@ constexpr detail::MpiFamily kThisMpi = detail::MpiFamily::kOpenMpi4;
 constexpr bool kOpenMpi5 = kThisMpi == detail::MpiFamily::kOpenMpi5;
 
 bool on_path(const char* program) {
-  const std::string rest = detail::command_search_path();
-  if (rest.empty()) return false;
-  for (size_t begin = 0; begin <= rest.size();) {
-    const size_t end = std::min(rest.find(':', begin), rest.size());
-    const std::string dir = rest.substr(begin, end - begin);
-    if (!dir.empty() && ::access((dir + "/" + program).c_str(), X_OK) == 0) return true;
-    begin = end + 1;
-  }
+  for (const std::string& folder : detail::command_search_folders())
+    if (::access((folder + "/" + program).c_str(), X_OK) == 0) return true;
   return false;
 }
 
@@ -47,9 +41,7 @@ void point_at_built_against_mpi() {
   if (!std::filesystem::is_directory(prefix + "/bin", ignored)) return;
   ::setenv("OPAL_PREFIX", prefix.c_str(), 0);
   if (!on_path("prte")) {
-    const std::string path = detail::command_search_path();
-    const std::string value = prefix + "/bin" + (path.empty() ? "" : ":" + path);
-    ::setenv("PATH", value.c_str(), 1);
+    ::setenv("PATH", detail::command_search_path_after(prefix + "/bin").c_str(), 1);
   }
 #endif
 }

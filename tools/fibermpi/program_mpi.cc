@@ -147,15 +147,6 @@ std::string version_number(const std::string& text, MpiFamily family) {
   return text.substr(begin, text.find_first_of(", \n", begin) - begin);
 }
 
-std::vector<std::string> search_path() {
-  std::vector<std::string> folders;
-  std::stringstream parts(fiber::detail::command_search_path());
-  for (std::string folder; std::getline(parts, folder, ':');) {
-    if (!folder.empty()) folders.push_back(folder);
-  }
-  return folders;
-}
-
 }  // namespace
 
 namespace {
@@ -224,7 +215,7 @@ std::string find_program(const std::string& name) {
       throw UsageError("PROGRAM " + name + " is not an executable file");
     return fs::absolute(name).lexically_normal().string();
   }
-  for (const std::string& folder : search_path()) {
+  for (const std::string& folder : fiber::detail::command_search_folders()) {
     const fs::path candidate = fs::path(folder) / name;
     if (fs::is_regular_file(candidate, error) && ::access(candidate.c_str(), X_OK) == 0)
       return fs::absolute(candidate).lexically_normal().string();
@@ -340,9 +331,8 @@ ProgramMpi mpi_of_library(const std::string& libmpi, const std::string& user) {
     // A relocated Open MPI 5 (PyPI's wheel) finds its help texts and prte through OPAL_PREFIX.
     if (found.library.family == MpiFamily::kOpenMpi5 && !std::getenv("OPAL_PREFIX"))
       environment.emplace_back("OPAL_PREFIX", prefix.string());
-    const std::string path = fiber::detail::command_search_path();
-    environment.emplace_back("PATH",
-                             mpirun.parent_path().string() + (path.empty() ? "" : ":" + path));
+    environment.emplace_back(
+        "PATH", fiber::detail::command_search_path_after(mpirun.parent_path().string()));
     return environment;
   };
   auto matches = [&](const fs::path& mpirun) {

@@ -29,7 +29,7 @@ Master::Master(Settings& settings, ProgressEngine& engine, std::unique_ptr<Link>
       engine_(engine),
       host_(bridge::Environment::hostname()),
       table_(settings),
-      liveness_(settings, [](int pid) { return process_gone(pid); }),
+      liveness_(settings, process_gone),
       queues_(engine,
               [this](MPI_Comm comm, int rank, const wire::Reply& reply) {
                 send_locked(comm, rank, reply.encode());

@@ -173,8 +173,8 @@ int run_reporting_exit_status(const std::vector<std::string>& command, const std
   const bool report_due = expectation.expected && !status_file.empty();
   if (end_signal != 0 && (launcher_failed || report_due)) return 128 + end_signal;
   // No report: the launcher's own failure, if it failed, says the most.
-  if (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) != 0) return WEXITSTATUS(wait_status);
-  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
+  if (launcher_failed)
+    return WIFSIGNALED(wait_status) ? 128 + WTERMSIG(wait_status) : WEXITSTATUS(wait_status);
   if (!report_due) {
     std::fprintf(
         stderr,
