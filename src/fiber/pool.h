@@ -139,7 +139,10 @@ class Pool {
 
   /// Number of worker processes.
   int size() const;
-  /// Waits until every worker is ready to take tasks (started and initialised).
+  /// Waits until every worker is ready to take tasks (started and initialised). Where no more
+  /// processes can start (a spawn stuck in the MPI runtime, logged as an error), it returns once
+  /// no worker is still starting, and the pool runs with the ready workers it has; throws Error
+  /// when it has none.
   void wait_ready();
   /// Grows or shrinks the running pool to `processes` workers. Growing starts workers (static
   /// ranks first); shrinking retires workers still starting, then idle ones, then the least

@@ -1,16 +1,50 @@
 // A spawn that never completes (the children do not reach MPI_Init in time) fails the waiting
 // processes with a clear SpawnError instead of hanging; once the spawn does complete, spawning
-// works again.
+// works again. A pool made while no process can be spawned runs on the static rank it has (under
+// mpirun -n 2), or fails with the reason where it has none (a singleton).
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <numeric>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "fiber/fiber.h"
 #include "test_support.h"
 
 void return_normally() {}
+
+int triple(int x) { return 3 * x; }
+
+namespace {
+
+void wait_for(fiber::Event go) { go.wait(); }
+
+/// Leaves the spawner stuck: a Process whose spawn does not complete in time. Under mpirun -n 2
+/// another Process holds the static rank meanwhile, so that the first one is spawned.
+void get_the_spawner_stuck(bool static_rank) {
+  const char* slow = std::getenv("FIBER_SLOW_BINARY");
+  ASSERT_NE(slow, nullptr);
+  fiber::set_executable(slow);
+  fiber::Manager manager;
+  const fiber::Event go = manager.event();
+  fiber::Process holder(wait_for, go);
+  fiber::Process spawned(return_normally);
+  holder.start();
+  spawned.start();
+  EXPECT_THROW(spawned.join(), fiber::SpawnError);
+  go.set();
+  if (static_rank) {
+    holder.join();
+    EXPECT_EQ(holder.exitcode(), 0);
+  } else {
+    EXPECT_THROW(holder.join(), fiber::SpawnError);
+  }
+}
+
+}  // namespace
 
 TEST(SpawnWatchdog, StuckSpawnFailsWithAClearError) {
   const char* slow = std::getenv("FIBER_SLOW_BINARY");
@@ -33,4 +67,37 @@ TEST(SpawnWatchdog, StuckSpawnFailsWithAClearError) {
   fiber::Process q(return_normally);
   q.start();
   EXPECT_THROW(q.join(), fiber::SpawnError);
+}
+
+TEST(SpawnWatchdog, PoolMadeWhileSpawnsAreStuckRunsOnTheStaticRankItHas) {
+  const bool static_rank = fiber::testing::launch_mode() == "mpirun2";
+  const auto stuck_since = std::chrono::steady_clock::now();
+  get_the_spawner_stuck(static_rank);
+  // Every spawn is refused at once now, far faster than the static rank placed first can say it
+  // is ready: the refusals must not break the pool before it has.
+  const auto start = std::chrono::steady_clock::now();
+  fiber::Pool pool(3);
+  std::vector<int> inputs(200);
+  std::iota(inputs.begin(), inputs.end(), 0);
+  if (!static_rank) {
+    try {
+      pool.wait_ready();
+      FAIL() << "expected the pool to fail: no worker can start";
+    } catch (const fiber::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("has not completed after 2 s"), std::string::npos)
+          << e.what();
+    }
+    EXPECT_THROW(pool.map(triple, inputs), fiber::Error);
+    return;
+  }
+  pool.wait_ready();  // returns with the one worker there is, well before the spawn ends (6 s)
+  EXPECT_LT(fiber::testing::seconds_since(start), 3.5);
+  EXPECT_EQ(pool.worker_pids().size(), 1u);
+  const auto tripled = pool.map(triple, inputs);
+  ASSERT_EQ(tripled.size(), inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) EXPECT_EQ(tripled[i], 3 * inputs[i]) << i;
+  // The slow children reach MPI_Init after FIBER_SLOW_START_S; the run ends after they have (and
+  // have been told to leave): PRRTE can fail the launcher when a job ends while children it
+  // spawned are still starting (its child-exit handler no longer finds their job).
+  std::this_thread::sleep_until(stuck_since + std::chrono::milliseconds(7500));
 }

@@ -40,6 +40,16 @@ class FakeHost : public PoolHost {
     return process;
   }
   void start_process_locked(const std::shared_ptr<ProcessState>& process) override {
+    if (places == 0 && refuse_to) {
+      // As the master does once its spawner is stuck: the start fails before this returns.
+      ++refused;
+      process->status = ProcessStatus::kEnded;
+      process->start_error = std::make_exception_ptr(
+          SpawnError(process->name + " could not start: the spawner is stuck"));
+      refuse_to->on_worker_ended(process);
+      return;
+    }
+    if (places > 0) --places;
     process->status = ProcessStatus::kRunning;
     process->pid = 1000 + static_cast<int>(process->id);
     started.push_back(process);
@@ -69,6 +79,11 @@ class FakeHost : public PoolHost {
     return tasks;
   }
 
+  /// Starts that still get a process; once 0, every start is refused at once (to refuse_to).
+  /// Negative: no limit.
+  int places = -1;
+  PoolCore* refuse_to = nullptr;
+  int refused = 0;
   std::vector<std::shared_ptr<ProcessState>> started;
   std::vector<uint64_t> terminated;
   std::vector<Sent> sent;
@@ -238,6 +253,52 @@ TEST_F(PoolSchedulingTest, APoisonTaskFailsWithWorkerLostAfterMaxTaskRetries) {
   } catch (const WorkerLost& e) {
     EXPECT_NE(std::string(e.what()).find("lost 2 times"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("killed by signal 11"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(PoolSchedulingTest, StartsRefusedAtOnceDoNotBreakAPoolWhoseWorkerIsStillStarting) {
+  // One worker placed (a static rank saying hello), every other start refused before it
+  // returns (the spawner is stuck): the refusals must not break the pool before the placed
+  // worker has had time to say it is ready.
+  PoolSettings settings;
+  settings.processes = 4;
+  PoolCore pool(host_, 5, settings);
+  host_.places = 1;
+  host_.refuse_to = &pool;
+  pool.start_workers_locked();
+  ASSERT_EQ(host_.started.size(), 1u);
+  EXPECT_GE(host_.refused, 3);
+  EXPECT_LT(host_.refused, 100) << "refused starts must stop being retried";
+  EXPECT_EQ(pool.broken_locked(), "");
+  EXPECT_EQ(pool.starting_workers_locked(), 1);
+  EXPECT_FALSE(pool.short_for_good_locked()) << "a placed worker may still become ready";
+
+  // Ready: the pool tries again to reach its size, is refused a bounded number of times, and
+  // runs with the one worker it has.
+  const int refused_before = host_.refused;
+  pool.on_worker_ready(*host_.started[0], wire::PoolReady{});
+  EXPECT_GT(host_.refused, refused_before);
+  EXPECT_LT(host_.refused, refused_before + 100);
+  EXPECT_TRUE(pool.short_for_good_locked());
+  EXPECT_EQ(pool.ready_workers_locked(), 1);
+  auto job = submit(pool, 3);
+  EXPECT_FALSE(host_.tasks_sent_to(host_.started[0]->id).empty());
+
+  // The last worker dies and nothing can replace it: the pool is broken, the job fails with the
+  // reason, and nothing hangs.
+  end(pool, host_.started[0], -9);
+  ASSERT_TRUE(job->ready());
+  EXPECT_NE(pool.broken_locked().find("no worker is left (the last, PoolWorker-1 (pid 1001), was "
+                                      "killed by signal 9) and none could replace it"),
+            std::string::npos)
+      << pool.broken_locked();
+  EXPECT_NE(pool.broken_locked().find("could not start: the spawner is stuck"), std::string::npos)
+      << pool.broken_locked();
+  try {
+    std::rethrow_exception(job->first_error);
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the Pool cannot run tasks"), std::string::npos)
+        << e.what();
   }
 }
 

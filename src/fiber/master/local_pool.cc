@@ -13,8 +13,8 @@ int LocalPool::size() {
 void LocalPool::wait_ready() {
   PoolCore& core = *core_;
   engine_.wait_until([&core] {
-    return core.ready_workers_locked() >= core.size() || !core.broken_locked().empty() ||
-           !core.running_locked();
+    return core.ready_workers_locked() >= core.size() || core.short_for_good_locked() ||
+           !core.broken_locked().empty() || !core.running_locked();
   });
   auto lock = engine_.lock();
   if (!core.broken_locked().empty())

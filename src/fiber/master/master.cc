@@ -469,13 +469,12 @@ bool Master::shutdown() {
     if (!signal_dir_.empty()) std::filesystem::remove_all(signal_dir_, ignored);
   };
   if (pods_) pods_->stop();
-  bool mpi_quiet = spawner_.stop();
-  if (!mpi_quiet) {
-    // The spawner is inside an MPI_Comm_spawn that will not return.
-    remove_run_directory();
-    return false;
-  }
-  mpi_quiet = acceptor_.stop();
+  // False: the spawner is inside an MPI_Comm_spawn that will not return. The rest of MPI still
+  // works (the watchdog let traffic go on), so the workers are still told to leave: a static rank
+  // left waiting would take the master's exit for a death and fail the run. Only MPI_Finalize is
+  // skipped.
+  const bool spawner_quiet = spawner_.stop();
+  bool mpi_quiet = acceptor_.stop() && spawner_quiet;
   held.lock();
   // Workers still starting up get their shutdown once they have said hello.
   engine_.await(

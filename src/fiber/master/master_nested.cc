@@ -218,7 +218,7 @@ void Master::answer_nested_waits_locked() {
       done = true;
       error = std::make_exception_ptr(UsageError("wait_ready() on a closed or terminated Pool"));
     } else {
-      done = core.ready_workers_locked() >= core.size();
+      done = core.ready_workers_locked() >= core.size() || core.short_for_good_locked();
     }
     if (!done) {
       ++it;

@@ -105,6 +105,17 @@ std::vector<int> PoolCore::pids_locked() const {
   return pids;
 }
 
+int PoolCore::starting_workers_locked() const {
+  return static_cast<int>(std::count_if(workers_.begin(), workers_.end(), [](const auto& entry) {
+    const Worker& worker = entry.second;
+    return !worker.ready && !worker.retired && worker.process->status == ProcessStatus::kRunning;
+  }));
+}
+
+bool PoolCore::short_for_good_locked() const {
+  return replacements_stopped_ && starting_workers_locked() == 0 && ready_workers_locked() > 0;
+}
+
 int PoolCore::ready_workers_locked() const {
   return static_cast<int>(std::count_if(workers_.begin(), workers_.end(), [](const auto& entry) {
     return entry.second.ready && !entry.second.leaving;
@@ -153,6 +164,7 @@ void PoolCore::on_worker_ready(const ProcessState& process, const wire::PoolRead
   it->second.joined = host_.on_joined_job_locked(process);
   it->second.idle_since = host_.now();
   failed_starts_ = 0;
+  const bool replacements_were_stopped = replacements_stopped_;
   replacements_stopped_ = false;
   if (state_ == State::kTerminated) {
     it->second.leaving = true;
@@ -164,6 +176,13 @@ void PoolCore::on_worker_ready(const ProcessState& process, const wire::PoolRead
     it->second.leaving = true;
     host_.send_to_process_locked(process, wire::PoolStop{id_}.encode());
     return;
+  }
+  // A worker that started shows that starting may work again: the pool tries once more to reach
+  // its size. Starts refused at once stop the replacements again after a bounded number.
+  const bool needed = state_ == State::kRunning || !backlog_.empty() || !in_flight_.empty();
+  if (replacements_were_stopped && needed && broken_.empty()) {
+    while (!replacements_stopped_ && broken_.empty() && members_locked() < settings_.processes)
+      launch_worker_locked();
   }
   dispatch_locked();
 }
@@ -266,31 +285,41 @@ void PoolCore::on_worker_ended(const std::shared_ptr<ProcessState>& process) {
     worker.retired = true;
   }
   if (state_ == State::kTerminated || !broken_.empty()) return;
+  const bool needed = state_ == State::kRunning || !backlog_.empty() || !in_flight_.empty();
   if (failed_starts_ >= kStartFailuresPerWorker * std::max(1, settings_.processes)) {
-    std::string why =
-        "workers keep ending before they are ready (last: " + describe_worker(*process) + " " +
-        describe_end(*process) + ")";
-    if (process->start_error) {
-      try {
-        std::rethrow_exception(process->start_error);
-      } catch (const std::exception& e) {
-        why += ": " + std::string(e.what());
+    if (!replacements_stopped_) {
+      replacements_stopped_why_ = "workers keep ending before they are ready (last: " +
+                                  describe_worker(*process) + " " + describe_end(*process) + ")";
+      if (process->start_error) {
+        try {
+          std::rethrow_exception(process->start_error);
+        } catch (const std::exception& e) {
+          replacements_stopped_why_ += ": " + std::string(e.what());
+        }
       }
     }
-    if (ready_workers_locked() > 0) {
-      // The workers still alive carry on; the pool only stops trying to replace the lost ones.
+    if (ready_workers_locked() > 0 || starting_workers_locked() > 0) {
+      // The workers still alive carry on, and those placed and starting (a static rank saying
+      // hello) may yet: the pool only stops trying to replace the lost ones. Starts refused at
+      // once (a spawner that is stuck) pile up faster than a placed worker can say it is ready.
       if (!replacements_stopped_)
-        FIBER_LOG_WARNING("no more replacement workers for this Pool: %s", why.c_str());
+        FIBER_LOG_WARNING("no more replacement workers for this Pool: %s",
+                          replacements_stopped_why_.c_str());
       replacements_stopped_ = true;
       dispatch_locked();
       return;
     }
-    broken_ = why;
+    // A closed pool whose work is done lost nothing: its last worker left as asked.
+    if (!needed) return;
+    broken_ = replacements_stopped_ ? "no worker is left (the last, " + describe_worker(*process) +
+                                          ", " + describe_end(*process) +
+                                          ") and none could replace it: " +
+                                          replacements_stopped_why_
+                                    : replacements_stopped_why_;
     FIBER_LOG_ERROR("%s", broken_.c_str());
     fail_all_locked(std::make_exception_ptr(Error("the Pool cannot run tasks: " + broken_)));
     return;
   }
-  const bool needed = state_ == State::kRunning || !backlog_.empty() || !in_flight_.empty();
   // A worker the pool retired (close, resize) left as asked; any other end (maxtasksperchild, a
   // crash, a kill) is replaced while there is or may be work and the pool is below its size.
   if (needed && !worker.retired && !replacements_stopped_ && members_locked() < settings_.processes)
