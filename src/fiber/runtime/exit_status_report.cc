@@ -107,6 +107,16 @@ int run_reporting_exit_status(const std::vector<std::string>& command, const std
       ::setenv("PATH", default_path.c_str(), 1);
   }
   std::vector<std::string> words = command;
+  if (status_file.empty()) {
+    // Nothing to pass on: Open MPI's "-x" of an unset variable is an error or a warning.
+    for (size_t i = 0; i + 1 < words.size(); ++i) {
+      if (words[i] == "-x" && words[i + 1] == kExitStatusFileVariable) {
+        words.erase(words.begin() + static_cast<std::ptrdiff_t>(i),
+                    words.begin() + static_cast<std::ptrdiff_t>(i) + 2);
+        break;
+      }
+    }
+  }
   std::vector<char*> argv;
   for (auto& word : words) argv.push_back(word.data());
   argv.push_back(nullptr);
