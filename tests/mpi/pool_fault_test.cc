@@ -64,12 +64,18 @@ class Killer {
   Killer(fiber::Pool& pool, int kills, std::chrono::milliseconds period)
       : thread_([this, &pool, kills, period] {
           std::mt19937 rng(12345);
+          std::set<int> killed;  // the pool may list them until it notices
           while (done_ < kills && !stop_) {
             std::this_thread::sleep_for(period);
-            const auto pids = pool.worker_pids();
+            std::vector<int> pids;
+            for (int pid : pool.worker_pids())
+              if (!killed.count(pid)) pids.push_back(pid);
             if (pids.size() < 2) continue;
             const int pid = pids[rng() % pids.size()];
-            if (::kill(pid, SIGKILL) == 0) ++done_;
+            if (::kill(pid, SIGKILL) == 0) {
+              killed.insert(pid);
+              ++done_;
+            }
           }
         }) {}
   ~Killer() {

@@ -302,6 +302,34 @@ TEST_F(PoolSchedulingTest, StartsRefusedAtOnceDoNotBreakAPoolWhoseWorkerIsStillS
   }
 }
 
+TEST_F(PoolSchedulingTest, AnAutoscalingPoolWhoseStartsAreRefusedStopsGrowingAndBreaksWhenEmpty) {
+  // Growth for a backlog must stop with the replacements: each refused start comes back through
+  // dispatch, which would grow again, without end.
+  PoolSettings settings;
+  settings.processes = 1;
+  settings.min_processes = 1;
+  settings.max_processes = 4;
+  PoolCore pool(host_, 6, settings);
+  host_.places = 1;
+  host_.refuse_to = &pool;
+  pool.start_workers_locked();
+  pool.on_worker_ready(*host_.started[0], wire::PoolReady{});
+  auto job = submit(pool, 50);
+  EXPECT_GT(host_.refused, 0);
+  EXPECT_LT(host_.refused, 100);
+  EXPECT_EQ(pool.broken_locked(), "");
+  EXPECT_FALSE(host_.tasks_sent_to(host_.started[0]->id).empty());
+  // A larger size is a new attempt; refused again, and the pool stays usable.
+  pool.resize_locked(3);
+  EXPECT_EQ(pool.broken_locked(), "");
+  EXPECT_EQ(pool.ready_workers_locked(), 1);
+  // The last worker dies: broken, whatever the size grew to, and the job fails.
+  end(pool, host_.started[0], -9);
+  EXPECT_NE(pool.broken_locked().find("none could replace it"), std::string::npos)
+      << pool.broken_locked();
+  EXPECT_TRUE(job->ready());
+}
+
 TEST_F(PoolSchedulingTest, LateResultOfAWorkerDeclaredLostCountsNotAtAll) {
   auto pool = make_pool(2);
   ready_all(*pool);

@@ -68,6 +68,9 @@ void PoolCore::resize_locked(int processes) {
                      std::to_string(processes));
   if (state_ != State::kRunning) throw UsageError("Pool::resize on a closed or terminated pool");
   settings_.processes = processes;
+  // A new size is a new attempt to reach it.
+  failed_starts_ = 0;
+  replacements_stopped_ = false;
   int surplus = members_locked() - processes;
   for (int i = members_locked(); i < processes; ++i) launch_worker_locked();
   if (surplus <= 0) return;
@@ -108,7 +111,9 @@ std::vector<int> PoolCore::pids_locked() const {
 int PoolCore::starting_workers_locked() const {
   return static_cast<int>(std::count_if(workers_.begin(), workers_.end(), [](const auto& entry) {
     const Worker& worker = entry.second;
-    return !worker.ready && !worker.retired && worker.process->status == ProcessStatus::kRunning;
+    return !worker.ready && !worker.retired &&
+           (worker.process->status == ProcessStatus::kRunning ||
+            worker.process->status == ProcessStatus::kPending);
   }));
 }
 
@@ -286,10 +291,14 @@ void PoolCore::on_worker_ended(const std::shared_ptr<ProcessState>& process) {
   }
   if (state_ == State::kTerminated || !broken_.empty()) return;
   const bool needed = state_ == State::kRunning || !backlog_.empty() || !in_flight_.empty();
-  if (failed_starts_ >= kStartFailuresPerWorker * std::max(1, settings_.processes)) {
+  // Once replacements stopped, the last worker's end breaks the pool whatever the count (the size
+  // may have grown since, by adopting a joined worker).
+  if (failed_starts_ >= kStartFailuresPerWorker * std::max(1, settings_.processes) ||
+      replacements_stopped_) {
     if (!replacements_stopped_) {
-      replacements_stopped_why_ = "workers keep ending before they are ready (last: " +
-                                  describe_worker(*process) + " " + describe_end(*process) + ")";
+      replacements_stopped_why_ =
+          "workers keep ending before they are ready (last: " + describe_worker(*process) + " " +
+          describe_end(*process) + ")";
       if (process->start_error) {
         try {
           std::rethrow_exception(process->start_error);
@@ -311,11 +320,11 @@ void PoolCore::on_worker_ended(const std::shared_ptr<ProcessState>& process) {
     }
     // A closed pool whose work is done lost nothing: its last worker left as asked.
     if (!needed) return;
-    broken_ = replacements_stopped_ ? "no worker is left (the last, " + describe_worker(*process) +
-                                          ", " + describe_end(*process) +
-                                          ") and none could replace it: " +
-                                          replacements_stopped_why_
-                                    : replacements_stopped_why_;
+    broken_ = replacements_stopped_
+                  ? "no worker is left (the last, " + describe_worker(*process) + ", " +
+                        describe_end(*process) +
+                        ") and none could replace it: " + replacements_stopped_why_
+                  : replacements_stopped_why_;
     FIBER_LOG_ERROR("%s", broken_.c_str());
     fail_all_locked(std::make_exception_ptr(Error("the Pool cannot run tasks: " + broken_)));
     return;

@@ -53,7 +53,7 @@ class PoolCore {
   bool running_locked() const { return state_ == State::kRunning; }
   bool terminated_locked() const { return state_ == State::kTerminated; }
   int ready_workers_locked() const;
-  /// Workers placed in a process that has not said it is ready yet (not those waiting to start).
+  /// Workers placed in a process, or waiting for one, that have not said they are ready yet.
   int starting_workers_locked() const;
   /// Replacements stopped failing (no new process can start) and no placed worker is still
   /// starting: the pool runs below its size with the ready workers it has, for good.
@@ -148,7 +148,7 @@ class PoolCore {
   std::map<uint64_t, Worker> workers_;      ///< By process id.
   int failed_starts_ = 0;                   ///< Workers in a row that ended before becoming ready.
   bool replacements_stopped_ = false;       ///< Starting workers keeps failing; live ones carry on.
-  std::string replacements_stopped_why_;     ///< The failed starts that stopped them.
+  std::string replacements_stopped_why_;    ///< The failed starts that stopped them.
   double mean_compute_us_ = 0;              ///< Moving average of a chunk's run time in a worker...
   uint64_t compute_samples_ = 0;            ///< ...over this many results.
   std::vector<uint64_t> workers_to_flush_;  ///< Workers with assigned, unsent chunks.

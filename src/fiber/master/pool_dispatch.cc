@@ -71,7 +71,10 @@ void PoolCore::cover_pause_locked(std::chrono::microseconds pause) {
 void PoolCore::pause_over_locked() { pause_depth_ = 0; }
 
 void PoolCore::grow_for_backlog_locked() {
-  if (!autoscaling() || state_ == State::kTerminated || !broken_.empty()) return;
+  // Stopped replacements (starts keep failing) stop growth too: a start refused at once would
+  // otherwise come back here through dispatch_locked and start another, without end.
+  if (!autoscaling() || state_ == State::kTerminated || !broken_.empty() || replacements_stopped_)
+    return;
   // Workers still starting will take the first waiting chunks; start more only beyond that.
   const auto starting = std::count_if(workers_.begin(), workers_.end(), [](const auto& entry) {
     return !entry.second.ready && !entry.second.retired;
