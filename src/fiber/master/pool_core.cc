@@ -117,6 +117,10 @@ int PoolCore::starting_workers_locked() const {
   }));
 }
 
+bool PoolCore::work_may_come_locked() const {
+  return state_ == State::kRunning || !backlog_.empty() || !in_flight_.empty();
+}
+
 bool PoolCore::short_for_good_locked() const {
   return replacements_stopped_ && starting_workers_locked() == 0 && ready_workers_locked() > 0;
 }
@@ -184,8 +188,7 @@ void PoolCore::on_worker_ready(const ProcessState& process, const wire::PoolRead
   }
   // A worker that started shows that starting may work again: the pool tries once more to reach
   // its size. Starts refused at once stop the replacements again after a bounded number.
-  const bool needed = state_ == State::kRunning || !backlog_.empty() || !in_flight_.empty();
-  if (replacements_were_stopped && needed && broken_.empty()) {
+  if (replacements_were_stopped && work_may_come_locked() && broken_.empty()) {
     while (!replacements_stopped_ && broken_.empty() && members_locked() < settings_.processes)
       launch_worker_locked();
   }
@@ -290,7 +293,7 @@ void PoolCore::on_worker_ended(const std::shared_ptr<ProcessState>& process) {
     worker.retired = true;
   }
   if (state_ == State::kTerminated || !broken_.empty()) return;
-  const bool needed = state_ == State::kRunning || !backlog_.empty() || !in_flight_.empty();
+  const bool needed = work_may_come_locked();
   // Once replacements stopped, the last worker's end breaks the pool whatever the count (the size
   // may have grown since, by adopting a joined worker).
   if (failed_starts_ >= kStartFailuresPerWorker * std::max(1, settings_.processes) ||

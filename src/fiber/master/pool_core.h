@@ -119,6 +119,8 @@ class PoolCore {
   };
 
   void launch_worker_locked();
+  /// The pool runs, or still holds work: workers that end are worth replacing.
+  bool work_may_come_locked() const;
   bool autoscaling() const { return settings_.max_processes > 0; }
   void grow_for_backlog_locked();
   void dispatch_locked();

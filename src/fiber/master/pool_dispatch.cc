@@ -76,10 +76,7 @@ void PoolCore::grow_for_backlog_locked() {
   if (!autoscaling() || state_ == State::kTerminated || !broken_.empty() || replacements_stopped_)
     return;
   // Workers still starting will take the first waiting chunks; start more only beyond that.
-  const auto starting = std::count_if(workers_.begin(), workers_.end(), [](const auto& entry) {
-    return !entry.second.ready && !entry.second.retired;
-  });
-  const int waiting = static_cast<int>(backlog_.size()) - static_cast<int>(starting);
+  const int waiting = static_cast<int>(backlog_.size()) - starting_workers_locked();
   const int room = settings_.max_processes - members_locked();
   for (int i = 0; i < std::min(waiting, room); ++i) launch_worker_locked();
   settings_.processes = std::max(settings_.processes, members_locked());
