@@ -122,7 +122,9 @@ bool finalize_waits_for_the_job() {
 }
 
 std::string root_refusal_hint() {
-  if (!running_as_root()) return {};
+  // Under a launcher its runtime, already running as root and so allowed to, does the spawn: one
+  // that fails there failed for another reason, which the hint would hide.
+  if (!running_as_root() || started_by_launcher()) return {};
   std::string missing;
   for (const std::string& name : detail::root_variables(kThisMpi)) {
     const char* value = std::getenv(name.c_str());

@@ -75,7 +75,8 @@ std::vector<std::string> mpirun_options();
 bool finalize_waits_for_the_job();
 
 /// One line saying why Open MPI refused to start its runtime and how to fix it, when this
-/// process runs as root without the full opt-in; empty otherwise.
+/// process runs as root without the full opt-in and no launcher started it (a launcher's runtime
+/// runs already); empty otherwise.
 std::string root_refusal_hint();
 
 }  // namespace fiber::bridge
