@@ -162,7 +162,8 @@ def test_a_spawn_refused_under_mpirun_names_its_cause_not_root() -> None:
     first = next(i for i, word in enumerate(words) if "=" not in word)
     settings = dict(word.split("=", 1) for word in words[:first])
     command = [word for word in words[first:] if word != "--oversubscribe"]
-    command[command.index("-n"):command.index("-n")] = ["--host", "localhost:1"]
+    ranks_option = command.index("-n")
+    command[ranks_option:ranks_option] = ["--host", "localhost:1"]
     environment = clean_environment(FIBER_SPAWN_OVERSUBSCRIBE="false", **settings)
     environment["PATH"] = environment["PATH"].replace("$PATH", clean_environment()["PATH"])
     done = subprocess.run(command, capture_output=True, text=True, timeout=240, env=environment)
