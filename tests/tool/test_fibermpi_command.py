@@ -82,7 +82,7 @@ def test_dry_run_shows_the_mpirun_of_the_programs_own_mpi() -> None:
     line = shown.stdout.strip()
     assert line.endswith(f"-n 4 {PROGRAM} 'a b'"), line
     if MPI == "openmpi5":
-        assert "--with-ft ulfm --prtemca state_base_recoverable 1 --oversubscribe" in line
+        assert "--with-ft ulfm --prtemca state_base_recoverable 1 --pmixmca gds hash --oversubscribe" in line
         assert "PMIX_MCA_psensor=" in line
     else:
         assert "/usr/bin/mpirun --enable-recovery --oversubscribe" in line

@@ -125,6 +125,7 @@ class Master final : public MessageSink,
   int spawn_wanted_locked() const override;
   std::vector<int> take_exiting_pids_locked() override;
   bool worker_lost_locked() const override { return worker_lost_; }
+  bool spans_hosts_locked() const override { return spans_hosts_; }
   SpawnOptions spawn_options_locked() const override { return settings_.spawn; }
   void spawn_starting_locked(int count, std::chrono::microseconds pause) override;
   void traffic_resumed_locked() override;
@@ -201,6 +202,9 @@ class Master final : public MessageSink,
   /// Notes a local spawned worker's pid for local_spawned_pids_ (dropping those gone first
   /// once the list is long).
   void remember_spawned_pid_locked(int pid);
+  /// The first static rank or spawned worker on another host (`host`): spawns go one process
+  /// at a time from now on, and a launcher whose PMIx keeps job data in shared memory is named.
+  void note_other_host_locked(const std::string& host);
   void unbind_locked(Slot& slot, bool still_running);
 
   Settings& settings_;
@@ -238,6 +242,9 @@ class Master final : public MessageSink,
 
   bool stopping_ = false;
   bool shut_down_ = false;
+  /// A static rank or spawned worker said hello from another host (joined jobs and pods are
+  /// not counted: their launcher is not this one).
+  bool spans_hosts_ = false;
   /// Hellos expected from workers being started (spawns in flight, static ranks starting up).
   int slots_expected_ = 0;
   /// A Process had to be spawned: keep never-used workers started ahead from now on.

@@ -170,6 +170,7 @@ void Master::on_hello_locked(Link& link, int rank, const wire::Hello& hello) {
   created->host = hello.host;
   created->pod = link.connected ? hello.pod : std::string();
   created->local = hello.host == host_;
+  if (!created->local && !link.connected && !spans_hosts_) note_other_host_locked(hello.host);
   // A static rank or joined worker here that its launcher bound keeps a core to itself.
   if (created->local && !link.spawned) binder_.hold_launcher_cores(hello.pid);
   if (created->local && link.spawned && bridge::built_against_mpi() == MpiFamily::kMpich)

@@ -54,11 +54,16 @@ void Spawner::loop() {
     if (host_.stopping_locked()) return;
     const int wanted = host_.spawn_wanted_locked();
     if (wanted == 0) continue;
-    // MPICH's MPI_Finalize is a barrier over a spawn batch: workers that leave one by one need
-    // batches of one.
-    const int largest = bridge::built_against_mpi() == MpiFamily::kMpich
-                            ? 1
-                            : std::max(1, settings_.max_spawn_batch);
+    // Batches of one: MPICH's MPI_Finalize is a barrier over a spawn batch, and workers leave
+    // one by one. Where the launcher's allocation spans hosts, Open MPI 5.0 places a later
+    // batch from the host after its last one, so it often straddles two hosts, and such a
+    // batch failed MPI_Init with "PML add procs failed" (its processes' addresses "Not found"),
+    // which ends the job; a first batch across hosts, and batches of one, did not (measured on
+    // 5.0.11 with two hosts).
+    const int largest =
+        bridge::built_against_mpi() == MpiFamily::kMpich || host_.spans_hosts_locked()
+            ? 1
+            : std::max(1, settings_.max_spawn_batch);
     const int count = std::clamp(std::max(wanted, settings_.min_spawn_batch), 1, largest);
     const SpawnOptions options = host_.spawn_options_locked();
     try {

@@ -30,6 +30,9 @@ class SpawnerHost {
   virtual std::vector<int> take_exiting_pids_locked() = 0;
   /// A worker died in this run (exiting children may then hang in finalize for a while).
   virtual bool worker_lost_locked() const = 0;
+  /// A static rank or spawned worker runs on another host: the launcher's allocation spans
+  /// several hosts.
+  virtual bool spans_hosts_locked() const = 0;
   virtual SpawnOptions spawn_options_locked() const = 0;
   /// `count` workers are about to be spawned; the master's traffic stops for about `pause`.
   virtual void spawn_starting_locked(int count, std::chrono::microseconds pause) = 0;

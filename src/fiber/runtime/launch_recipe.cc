@@ -115,8 +115,10 @@ std::vector<std::string> mpirun_options(MpiFamily family, bool as_root) {
       break;
     case MpiFamily::kOpenMpi5:
       // The second part keeps the other workers of a spawn batch alive when one of them dies.
-      options = {"--with-ft", "ulfm",           "--prtemca", "state_base_recoverable",
-                 "1",         "--oversubscribe"};
+      // PMIx's "hash" store: with its default (shared memory), the daemon on another host
+      // crashed on spawns there in about half the runs (fiber/master/master.cc).
+      options = {"--with-ft", "ulfm", "--prtemca", "state_base_recoverable", "1",
+                 "--pmixmca", "gds",  "hash",      "--oversubscribe"};
       break;
     case MpiFamily::kMpich:
       // Hydra oversubscribes unasked and needs no root opt-in. Its -disable-auto-cleanup, which
