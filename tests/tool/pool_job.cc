@@ -60,8 +60,8 @@ std::string host_after(int ms) {
 }
 
 int square(Work work) {
-  const bool chosen = work.kill_host.empty() ? work.x == 7
-                                             : work.x >= 5 && this_host() == work.kill_host;
+  const bool chosen =
+      work.kill_host.empty() ? work.x == 7 : work.x >= 5 && this_host() == work.kill_host;
   if (!work.kill_marker.empty() && chosen && first_to_die(work.kill_marker)) ::raise(SIGKILL);
   if (work.task_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(work.task_ms));
   return work.x * work.x;
