@@ -199,3 +199,19 @@ function(fiber_add_checked_test)
   endif()
   fiber_set_test_environment(${ARG_NAME})
 endfunction()
+
+# fiber_add_pytest(NAME name FILE test_file.py [TIMEOUT s] [LABELS l...] [ENVIRONMENT VAR=value...])
+# registers a pytest file, run by the checkout's .venv in this folder's build directory, skips
+# reported (-rs), no bytecode or cache written into the source tree.
+function(fiber_add_pytest)
+  cmake_parse_arguments(ARG "" "NAME;FILE;TIMEOUT" "LABELS;ENVIRONMENT" ${ARGN})
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  add_test(NAME ${ARG_NAME}
+           COMMAND ${PROJECT_SOURCE_DIR}/.venv/bin/python -m pytest -q -rs -p no:cacheprovider
+                   ${ARG_FILE}
+           WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  set_tests_properties(${ARG_NAME} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
+    ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1;${ARG_ENVIRONMENT}")
+endfunction()
