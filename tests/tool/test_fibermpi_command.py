@@ -22,7 +22,7 @@ FIBERMPI = os.environ["FIBERMPI"]
 PROGRAM = os.environ["FIBER_TEST_POOL_JOB"]
 PLAIN_MPI = os.environ["FIBER_TEST_PLAIN_MPI"]
 MPI = os.environ["FIBER_TEST_MPI"]
-FAMILY = {"openmpi5": "Open MPI 5", "openmpi4": "Open MPI 4"}[MPI]
+FAMILY = {"openmpi5": "Open MPI 5", "openmpi4": "Open MPI 4", "mpich": "MPICH"}[MPI]
 
 
 def clean_environment(**extra: str) -> dict[str, str]:
@@ -84,9 +84,12 @@ def test_dry_run_shows_the_mpirun_of_the_programs_own_mpi() -> None:
     if MPI == "openmpi5":
         assert "--with-ft ulfm --prtemca state_base_recoverable 1 --pmixmca gds hash --oversubscribe" in line
         assert "PMIX_MCA_psensor=" in line
-    else:
+    elif MPI == "openmpi4":
         assert "/usr/bin/mpirun --enable-recovery --oversubscribe" in line
-    if os.geteuid() == 0:
+    else:
+        # Hydra oversubscribes unasked and needs no root opt-in.
+        assert f"/.venv-mpich/bin/mpiexec -n 4 {PROGRAM}" in line, line
+    if os.geteuid() == 0 and MPI != "mpich":
         assert "--allow-run-as-root" in line
 
 
@@ -102,30 +105,41 @@ def test_inside_a_slurm_allocation_ranks_default_to_its_tasks_and_stay_within_it
     # A node that offers Slurm more CPUs than it has: the ranks run unbound rather than refused.
     assert "--bind-to" not in shown.stdout
     overcommitted = fibermpi("run", "--dry-run", PROGRAM, SLURM_CPUS_ON_NODE="4096", **allocation)
-    assert "--bind-to none -n 3" in overcommitted.stdout, overcommitted.stdout + overcommitted.stderr
     # All on this host, more ranks than it has processing units (salloc sets no SLURM_CPUS_ON_NODE).
     here = {**allocation, "SLURM_JOB_NODELIST": "localhost", "SLURM_JOB_NUM_NODES": "1",
             "SLURM_NTASKS": "4096", "SLURM_JOB_CPUS_PER_NODE": "4096"}
-    assert "--bind-to none -n 4096" in fibermpi("run", "--dry-run", PROGRAM, **here).stdout
+    crowded = fibermpi("run", "--dry-run", PROGRAM, **here)
+    if MPI == "mpich":
+        # Hydra binds nothing unless asked (-bind-to none is its default).
+        assert "bind-to" not in overcommitted.stdout + crowded.stdout
+        assert f"-n 3 {PROGRAM}" in overcommitted.stdout and f"-n 4096 {PROGRAM}" in crowded.stdout
+    else:
+        assert "--bind-to none -n 3" in overcommitted.stdout, overcommitted.stdout + overcommitted.stderr
+        assert "--bind-to none -n 4096" in crowded.stdout, crowded.stdout
     malformed = fibermpi("run", "--dry-run", PROGRAM, SLURM_JOB_ID="41", SLURM_NTASKS="many")
     assert malformed.returncode == 2
     assert "SLURM_NTASKS='many' is not a whole number of at least 1" in malformed.stderr
 
 
 HOSTFILE_VARIABLE = {"openmpi4": "OMPI_MCA_orte_default_hostfile",
-                     "openmpi5": "PRTE_MCA_prte_default_hostfile"}[MPI]
+                     "openmpi5": "PRTE_MCA_prte_default_hostfile", "mpich": "HYDRA_HOST_FILE"}[MPI]
+# How a hostfile line gives a host's slots, and what names the status file for remote ranks.
+SLOTS = ":" if MPI == "mpich" else " slots="
+PASS_ON_STATUS_FILE = "" if MPI == "mpich" else "-x FIBER_EXIT_STATUS_FILE "
 
 
 def test_ranks_that_may_run_on_other_hosts_are_given_the_status_report_variable(
         tmp_path: pathlib.Path) -> None:
     # Open MPI's mpirun passes remote ranks only the variables -x names; rank 0 may be remote.
     cluster = tmp_path / "cluster"
-    cluster.write_text("# two machines\nlocalhost slots=2\nnode-b slots=4\n")
+    cluster.write_text(f"# two machines\nlocalhost{SLOTS}2\nnode-b{SLOTS}4\n")
     shown = fibermpi("run", "-n", "4", "--dry-run", PROGRAM, **{HOSTFILE_VARIABLE: str(cluster)})
-    assert f"-x FIBER_EXIT_STATUS_FILE -n 4 {PROGRAM}" in shown.stdout, shown.stdout + shown.stderr
+    assert f"{PASS_ON_STATUS_FILE}-n 4 {PROGRAM}" in shown.stdout, shown.stdout + shown.stderr
     said = fibermpi("info", "--json", **{HOSTFILE_VARIABLE: str(cluster)})
     assert json.loads(said.stdout)["launch"]["other_hosts"] == (
         f"the hostfile {cluster} of {HOSTFILE_VARIABLE}, which names node-b")
+    if MPI == "mpich":
+        return  # Hydra passes remote processes the whole environment: nothing to name.
     unreadable = fibermpi("run", "-n", "2", "--dry-run", PROGRAM,
                           **{HOSTFILE_VARIABLE: str(tmp_path / "missing")})
     assert "-x FIBER_EXIT_STATUS_FILE" in unreadable.stdout
@@ -139,12 +153,18 @@ def test_ranks_that_may_run_on_other_hosts_are_given_the_status_report_variable(
 
 def test_a_hostfile_of_this_machine_alone_runs_as_before(tmp_path: pathlib.Path) -> None:
     by_name = tmp_path / "by-name"
-    # Its name, a user's login at it, a host left out ('^'), a slot count after a colon.
-    by_name.write_text(f"{os.uname().nodename} slots=4\nroot@localhost\n^node-x\nlocalhost:2\n")
+    if MPI == "mpich":
+        by_name.write_text(f"{os.uname().nodename}:4\nlocalhost:2\n")
+    else:
+        # Its name, a user's login at it, a host left out ('^'), a slot count after a colon.
+        by_name.write_text(f"{os.uname().nodename} slots=4\nroot@localhost\n^node-x\nlocalhost:2\n")
     shown = fibermpi("run", "-n", "3", "--dry-run", PROGRAM, **{HOSTFILE_VARIABLE: str(by_name)})
     assert "-x " not in shown.stdout, shown.stdout
+    said = fibermpi("info", "--json", **{HOSTFILE_VARIABLE: str(by_name)})
+    assert "other_hosts" not in json.loads(said.stdout)["launch"], said.stdout
     here = tmp_path / "here"
-    here.write_text("localhost slots=4  # this machine\n")
+    # Hydra takes no comment after a host.
+    here.write_text("localhost:4\n" if MPI == "mpich" else "localhost slots=4  # this machine\n")
     done = fibermpi("run", "-n", "3", PROGRAM, "4", **{HOSTFILE_VARIABLE: str(here)})
     assert done.returncode == 4, done.stdout + done.stderr
     assert "100 results exact, exiting with 4" in done.stdout
@@ -152,6 +172,8 @@ def test_a_hostfile_of_this_machine_alone_runs_as_before(tmp_path: pathlib.Path)
 
 @pytest.mark.skipif(MPI == "openmpi4", reason="Open MPI 4.1's mpirun leaves a spawn it refuses "
                     "for want of slots hanging (measured: no end within 240 s)")
+@pytest.mark.skipif(MPI == "mpich", reason="hydra oversubscribes unasked: it refuses no spawn "
+                    "for want of slots")
 def test_a_spawn_refused_under_mpirun_names_its_cause_not_root() -> None:
     # The command's own mpirun line, less --oversubscribe, on one slot (the master's), with the
     # workers' oversubscription off: mpirun's runtime, which runs as root already, refuses every
