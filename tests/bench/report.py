@@ -127,11 +127,11 @@ def master_cpu_table(rows):
     if not measured:
         return
     print()
-    print("The master's CPU per task (no-op tasks, chunksize 1; 10 ms tasks / this = workers one master feeds)")
+    print("The master's CPU per task (no-op tasks; 10 ms tasks / this = workers one master feeds)")
     for row in measured:
         per_task = row["master_cpu_us_per_task"]
-        print(f"  {row['impl']}, {row['workers']} workers: {per_task} us per task "
-              f"(~{10000 / per_task:.0f} workers of 10 ms tasks)")
+        print(f"  {row['impl']}, {row['workers']} workers, chunksize {row.get('chunksize', 1)}: "
+              f"{per_task} us per task (~{10000 / per_task:.0f} workers of 10 ms tasks)")
 
 
 SHARED_IMPLS = ("fibermpi static", "fibermpi spawned", "python")

@@ -222,8 +222,8 @@ void PoolCore::on_result(const ProcessState& process, wire::PoolResult result_me
   }
   complete_chunk(*task.job, task.chunk, std::move(result));
 
-  // The worker that just finished is the one with room: refill it first.
-  if (worker != workers_.end() && !backlog_.empty() && can_take(worker->second)) {
+  // The worker that just finished is the one with room: refill it first (in one message).
+  while (worker != workers_.end() && !backlog_.empty() && can_take(worker->second)) {
     Task next = std::move(backlog_.front());
     backlog_.pop_front();
     assign_task(worker->second, std::move(next));

@@ -42,7 +42,13 @@ int PoolCore::tasks_in_flight_limit() const {
 bool PoolCore::can_take(const Worker& worker) const {
   if (!worker.ready || worker.leaving) return false;
   const int usual = tasks_in_flight_limit();
-  if (worker.in_flight < usual) return true;
+  if (worker.in_flight < usual) {
+    // A worker with a deep queue is refilled once a quarter of it has room, and then to the
+    // full depth in one message (it still holds three quarters of its queued work meanwhile):
+    // each message to a worker over TCP costs the master a system call of several
+    // microseconds, and one per task was most of its CPU per task.
+    return worker.in_flight + std::max(1, usual / 4) <= usual || !worker.unsent.empty();
+  }
   // Covering a pause: deeper, but never more than kMaxCoverBytes of arguments per worker.
   return worker.in_flight < pause_depth_ && worker.bytes_in_flight < kMaxCoverBytes;
 }
