@@ -87,6 +87,56 @@ def pool_table(rows):
             print(f"latency p50 {mode}: fibermpi {ours['p50_us']} us vs raw MPI ping-pong {raw['p50_us']} us = {ratio(ours['p50_us'], raw['p50_us'])}")
 
 
+PEER_IMPLS = ("fibermpi spawned", "python mp", "fiber", "ray", "dask", "ipyparallel")
+
+
+def find_exact(rows, bench, impl, **match):
+    for row in rows:
+        if row["bench"] == bench and row.get("impl") == impl and "error" not in row and all(
+                row.get(k) == v for k, v in match.items()):
+            return row
+    return None
+
+
+def peers_table(rows):
+    """fibermpi beside the peers of .venv-peers/, each used as its users write it; a peer that
+    failed is named with its error, not left out."""
+    if not any(row.get("impl") in PEER_IMPLS[2:] for row in rows):
+        return
+    print()
+    print("The peers, side by side (2 workers; overhead: 5 workers; ratios: the peer / fibermpi spawned)")
+    print(f"{'':<38}" + "".join(f"{name:>18}" for name in PEER_IMPLS))
+    for label, bench, field, match in POOL_LINES:
+        values = []
+        for impl in PEER_IMPLS:
+            row = find_exact(rows, bench, impl, **match)
+            values.append(row.get(field) if row else None)
+        print(f"{label:<38}" + "".join(f"{fmt(v):>18}" for v in values))
+        print(f"{'  ratio':<38}" + "".join(f"{ratio(v, values[0]):>18}" for v in values))
+    for row in rows:
+        if row.get("impl") in PEER_IMPLS and "error" in row:
+            print(f"  {row['impl']} {row['bench']}: {row['error']}")
+        elif row.get("impl") in PEER_IMPLS and row.get("closes_hung"):
+            print(f"  {row['impl']} start-up of {row['workers']}: close() and join() hung "
+                  f"{row['closes_hung']} time(s)")
+    for row in rows:
+        if row["bench"] == "peers" and "error" in row:
+            print(f"  peers: {row['error']}")
+    es = [row for row in rows if row["bench"] == "es_iteration"]
+    if es:
+        ours = find_exact(rows, "es_iteration", "fibermpi spawned")
+        print()
+        print(f"An ES iteration, population {es[0]['population']}, {es[0]['workers']} workers "
+              "(one CartPole-v1 episode per member; fibermpi: es_estool_port in C++, the peers: "
+              "the same ES in Python with Gymnasium)")
+        for row in es:
+            if "error" in row:
+                print(f"  {row['impl']:<18} failed: {row['error']}")
+            else:
+                print(f"  {row['impl']:<18} {row['median_s']:>9.4f} s  "
+                      f"{ratio(row['median_s'], ours['median_s'] if ours else None):>9} of fibermpi's")
+
+
 def resilience_table(rows):
     detection, churn = find(rows, "detection", "fibermpi"), find(rows, "churn", "fibermpi")
     join = find(rows, "join", "fibermpi")
@@ -229,6 +279,7 @@ def main():
     resilience_table(rows)
     spawn_table(rows)
     master_cpu_table(rows)
+    peers_table(rows)
     shared_state_table(rows)
     failures(rows)
     plot(rows, out)

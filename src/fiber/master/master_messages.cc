@@ -60,7 +60,8 @@ void Master::route_locked(Link& link, bridge::Received& message) {
   }
   if (slot) {
     if (!check_sequence_locked(*slot, message)) return;
-    slot->last_heard = Clock::now();
+    // When the progress engine received it; a heartbeat's own time is read now, for its delay.
+    slot->last_heard = kind == Kind::kHeartbeat ? Clock::now() : link.last_heard;
     if (kind == Kind::kHeartbeat) {
       const auto beat = wire::Heartbeat::decode(message);
       if (auto verdict =

@@ -25,6 +25,7 @@
 #include "fiber/runtime/callback_runner.h"
 #include "fiber/runtime/pool_settings.h"
 #include "fiber/wire/pool_messages.h"
+#include "fiber/wire/task_message.h"
 
 namespace fiber::detail {
 
@@ -154,7 +155,16 @@ class PoolCore {
   double mean_compute_us_ = 0;              ///< Moving average of a chunk's run time in a worker...
   uint64_t compute_samples_ = 0;            ///< ...over this many results.
   std::vector<uint64_t> workers_to_flush_;  ///< Workers with assigned, unsent chunks.
-  int pause_depth_ = 0;                     ///< Chunks per worker while a traffic pause is covered.
+  /// Scratch space of flush_sends_locked.
+  struct FlushScratch {
+    TaskMessageBuilder message;
+    std::vector<uint64_t> batch;
+    std::vector<uint64_t> unsent;
+    std::vector<uint64_t> workers;
+  };
+  FlushScratch flush_scratch_;
+  bool flushing_ = false;  ///< Inside flush_sends_locked.
+  int pause_depth_ = 0;    ///< Chunks per worker while a traffic pause is covered.
 
   CallbackRunner callbacks_;
 };

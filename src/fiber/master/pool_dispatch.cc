@@ -2,6 +2,7 @@
 // work queued per worker, deeper queues to cover a pause of the master's traffic, and several
 // chunks per message.
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "fiber/errors.h"
@@ -161,13 +162,31 @@ void PoolCore::flush_sends_locked() {
   // a worker that dies holds one of Open MPI's shared-memory fragments for good (a few hundred
   // lost ones stall every later shared-memory send of the master). Messages stay below the
   // eager limits so they travel without the master's help (it may be busy spawning).
-  TaskMessageBuilder message;
-  std::vector<uint64_t> batch;
-  for (const uint64_t worker_id : std::exchange(workers_to_flush_, {})) {
+  // The scratch space keeps its capacity from one flush to the next (no allocation per flush),
+  // unless a failure handler below flushes again meanwhile.
+  std::optional<FlushScratch> own;
+  const bool nested = flushing_;
+  FlushScratch& scratch = nested ? own.emplace() : flush_scratch_;
+  struct Flushing {
+    bool& flag;
+    bool nested;
+    ~Flushing() {
+      if (!nested) flag = false;
+    }
+  } flushing{flushing_, nested};
+  flushing_ = true;
+  TaskMessageBuilder& message = scratch.message;
+  std::vector<uint64_t>& batch = scratch.batch;
+  std::vector<uint64_t>& unsent = scratch.unsent;
+  std::vector<uint64_t>& workers = scratch.workers;
+  workers.clear();
+  workers.swap(workers_to_flush_);
+  for (const uint64_t worker_id : workers) {
     auto found = workers_.find(worker_id);
     if (found == workers_.end()) continue;
     Worker& worker = found->second;
-    std::vector<uint64_t> unsent = std::exchange(worker.unsent, {});
+    unsent.swap(worker.unsent);
+    worker.unsent.clear();
     size_t next = 0;
     while (next < unsent.size()) {
       message.clear();
@@ -197,7 +216,9 @@ void PoolCore::flush_sends_locked() {
                            std::string("could not send tasks to the worker: ") + e.what());
       }
     }
+    unsent.clear();
   }
+  workers.clear();
 }
 
 void PoolCore::fail_unsent_locked(Worker& worker, const std::vector<uint64_t>& tasks,
