@@ -106,31 +106,14 @@ def _chunks(inputs, chunksize):
     return [inputs[i:i + chunksize] for i in range(0, len(inputs), chunksize)]
 
 
-class FiberAdapter:
-    """Uber's Fiber 0.2.1 (PyPI), its local backend: a multiprocessing-like Pool."""
+class FiberAdapter(MultiprocessingAdapter):
+    """Uber's Fiber 0.2.1 (PyPI), its local backend: its Pool is multiprocessing's API."""
     name = "fiber"
 
     def __init__(self, n):
         import fiber
         self.pool = fiber.Pool(n)
         self.n = n
-
-    def wait_ready(self):
-        self.pool.map(noop, range(self.n), 1)
-
-    def submit(self, fn, arg):
-        return self.pool.apply_async(fn, (arg,))
-
-    @staticmethod
-    def result(handle):
-        return handle.get()
-
-    def map(self, fn, inputs, chunksize):
-        return self.pool.map(fn, inputs, chunksize)
-
-    def close(self):
-        self.pool.close()
-        self.pool.join()
 
 
 class RayAdapter:
