@@ -36,6 +36,17 @@ void when_ready(const std::shared_ptr<Job>& job, std::function<void()> callback)
   callback();
 }
 
+void resume_stream(const std::shared_ptr<Job>& job) {
+  auto& runtime = Runtime::instance();
+  auto lock = runtime.lock();
+  if (!job->resume) return;
+  // Taken out first: the pool may set it again while it reads more.
+  auto resume = std::move(job->resume);
+  job->resume = nullptr;
+  resume();
+  runtime.engine().notify_locked();
+}
+
 void throw_timeout(std::chrono::nanoseconds timeout) {
   throw TimeoutError("no result within " +
                      std::to_string(std::chrono::duration<double>(timeout).count()) + " s");
@@ -210,12 +221,16 @@ void Pool::resize(int processes) {
 
 std::vector<int> Pool::worker_pids() const { return require(client_).worker_pids(); }
 
-void Pool::submit_job(const std::shared_ptr<detail::Job>& job, std::vector<detail::Bytes> chunks) {
+void Pool::submit_job(const std::shared_ptr<detail::Job>& job, std::optional<size_t> total) {
   detail::PoolClient& client = require(client_);
-  size_t total = 0;
-  for (const uint32_t size : job->chunk_sizes) total += size;
-  if (progress_ && total >= 2) show_progress(job, total);
-  client.submit(job, std::move(chunks));
+  if (progress_ && total && *total >= 2) show_progress(job, *total);
+  client.submit(job);
+}
+
+void Pool::stop_inputs(const std::shared_ptr<detail::Job>& job) {
+  if (!detail::Runtime::exists()) return;
+  auto lock = detail::Runtime::instance().lock();
+  job->end_inputs(nullptr);
 }
 
 void Pool::show_progress(const std::shared_ptr<detail::Job>& job, size_t total) {
@@ -238,9 +253,9 @@ void Pool::show_progress(const std::shared_ptr<detail::Job>& job, size_t total) 
   }
   // Counted as each chunk arrives (under the runtime's lock: an atomic add), ended with the job.
   detail::Job* const counted = job.get();
-  job->on_chunk = [counted, display, previous = std::move(job->on_chunk)](size_t chunk) {
-    if (previous) previous(chunk);
-    display->add(counted->chunk_sizes[chunk]);
+  job->on_chunk = [counted, display, previous = std::move(job->on_chunk)](uint32_t items) {
+    if (previous) previous(items);
+    display->add(items);
     if (counted->ready()) display->finish(counted->first_error != nullptr);
   };
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <ranges>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -19,6 +21,7 @@
 #include "fiber/async_result.h"
 #include "fiber/detail/job.h"
 #include "fiber/detail/task_chunk.h"
+#include "fiber/errors.h"
 #include "fiber/invoke.h"
 
 namespace fiber {
@@ -26,6 +29,20 @@ namespace fiber {
 namespace detail {
 class PoolClient;
 struct PoolSettings;
+
+/// A range that never ends: its end cannot be reached (std::views::iota(0)), or it transforms or
+/// filters one that never ends.
+template <class R>
+struct Unbounded
+    : std::bool_constant<std::same_as<std::ranges::sentinel_t<R>, std::unreachable_sentinel_t>> {};
+template <class V, class F>
+struct Unbounded<std::ranges::transform_view<V, F>> : Unbounded<V> {};
+template <class V, class P>
+struct Unbounded<std::ranges::filter_view<V, P>> : Unbounded<V> {};
+template <class R>
+struct Unbounded<std::ranges::ref_view<R>> : Unbounded<std::remove_const_t<R>> {};
+template <class R>
+struct Unbounded<std::ranges::owning_view<R>> : Unbounded<R> {};
 }  // namespace detail
 
 /// A function and its arguments that every pool worker runs once when it starts (Python's
@@ -154,38 +171,55 @@ class Pool {
   std::vector<int> worker_pids() const;
 
   /// fn(x) for every x, in order (Python's map). `chunksize` inputs travel per task; 0 picks
-  /// len / (4 * size), rounded up, like Python.
+  /// len / (4 * size), rounded up, like Python. The inputs are read in place as their tasks are
+  /// sent (a backlog of encoded tasks would cost memory): keep them unchanged until map returns.
   template <class Fn, std::ranges::forward_range Inputs>
   auto map(Fn&& fn, const Inputs& inputs, size_t chunksize = 0) {
-    return map_async(std::forward<Fn>(fn), inputs, chunksize).get();
-  }
-  template <class Fn, std::ranges::forward_range Inputs>
-  auto map_async(Fn&& fn, const Inputs& inputs, size_t chunksize = 0) {
     using Spec = MapSpec<std::decay_t<Fn>, std::ranges::range_value_t<Inputs>, false>;
-    return collect<Spec>(submit<Spec>(fn, inputs, default_chunksize(inputs, chunksize)));
+    return take_in_place(collect<Spec>(fn, std::ranges::ref_view(inputs), chunksize));
+  }
+  /// Like map, without waiting. The call keeps its own copy of an lvalue range (a temporary is
+  /// moved in) and reads it as the tasks are sent; to have a range read in place instead, pass
+  /// std::views::all(range) and keep the range alive and unchanged until the results are in.
+  template <class Fn, class Inputs>
+  requires std::ranges::forward_range<Inputs>
+  auto map_async(Fn&& fn, Inputs&& inputs, size_t chunksize = 0) {
+    using Spec = MapSpec<std::decay_t<Fn>, std::ranges::range_value_t<Inputs>, false>;
+    return collect<Spec>(fn, std::remove_cvref_t<Inputs>(std::forward<Inputs>(inputs)), chunksize);
   }
   /// fn(args...) for every tuple of arguments, in order (Python's starmap).
   template <class Fn, std::ranges::forward_range Inputs>
   auto starmap(Fn&& fn, const Inputs& inputs, size_t chunksize = 0) {
-    return starmap_async(std::forward<Fn>(fn), inputs, chunksize).get();
-  }
-  template <class Fn, std::ranges::forward_range Inputs>
-  auto starmap_async(Fn&& fn, const Inputs& inputs, size_t chunksize = 0) {
     using Spec = MapSpec<std::decay_t<Fn>, std::ranges::range_value_t<Inputs>, true>;
-    return collect<Spec>(submit<Spec>(fn, inputs, default_chunksize(inputs, chunksize)));
+    return take_in_place(collect<Spec>(fn, std::ranges::ref_view(inputs), chunksize));
+  }
+  /// Like starmap, without waiting; the inputs are kept as map_async keeps them.
+  template <class Fn, class Inputs>
+  requires std::ranges::forward_range<Inputs>
+  auto starmap_async(Fn&& fn, Inputs&& inputs, size_t chunksize = 0) {
+    using Spec = MapSpec<std::decay_t<Fn>, std::ranges::range_value_t<Inputs>, true>;
+    return collect<Spec>(fn, std::remove_cvref_t<Inputs>(std::forward<Inputs>(inputs)), chunksize);
   }
   /// Results of fn(x) in input order, each available as soon as it and those before it are done.
-  /// `chunksize` defaults to 1, like Python's.
-  template <class Fn, std::ranges::forward_range Inputs>
-  auto imap(Fn&& fn, const Inputs& inputs, size_t chunksize = 1) {
+  /// `chunksize` defaults to 1, like Python's. The inputs are kept as map_async keeps them, and
+  /// read only so far ahead of the results taken (several thousand chunks, more for a large
+  /// pool): an unbounded range (std::views::iota(0), or a transform or filter of one) works.
+  /// Once the pool is closed, the rest of any other range is read to its end; an unbounded one
+  /// stops there, and the stream throws UsageError after its last result.
+  template <class Fn, class Inputs>
+  requires std::ranges::forward_range<Inputs>
+  auto imap(Fn&& fn, Inputs&& inputs, size_t chunksize = 1) {
     using Spec = MapSpec<std::decay_t<Fn>, std::ranges::range_value_t<Inputs>, false>;
-    return stream<Spec>(submit<Spec>(fn, inputs, chunksize), true);
+    return stream<Spec>(fn, std::remove_cvref_t<Inputs>(std::forward<Inputs>(inputs)), chunksize,
+                        true);
   }
-  /// Results of fn(x) in the order they complete.
-  template <class Fn, std::ranges::forward_range Inputs>
-  auto imap_unordered(Fn&& fn, const Inputs& inputs, size_t chunksize = 1) {
+  /// Results of fn(x) in the order they complete; the inputs are read as imap reads them.
+  template <class Fn, class Inputs>
+  requires std::ranges::forward_range<Inputs>
+  auto imap_unordered(Fn&& fn, Inputs&& inputs, size_t chunksize = 1) {
     using Spec = MapSpec<std::decay_t<Fn>, std::ranges::range_value_t<Inputs>, false>;
-    return stream<Spec>(submit<Spec>(fn, inputs, chunksize), false);
+    return stream<Spec>(fn, std::remove_cvref_t<Inputs>(std::forward<Inputs>(inputs)), chunksize,
+                        false);
   }
   /// fn(args...) in a worker; waits for the result (Python's apply).
   template <class Fn, class... Args>
@@ -205,17 +239,17 @@ class Pool {
     check_result<R>();
     serial::require_serializable<ArgsTuple>();
     auto job = std::make_shared<detail::Job>();
-    job->chunk_sizes = {1};
+    auto sink = std::make_unique<detail::ApplySink<R>>();
+    auto* value = sink.get();
+    job->sink = std::move(sink);
     auto encoder = chunk_encoder<F, ArgsTuple>(fn);
     serial::save(encoder.add_item(), ArgsTuple(std::forward<Args>(args)...));
-    std::vector<detail::Bytes> chunks;
-    chunks.push_back(encoder.take());
-    submit_job(job, std::move(chunks));
-    return AsyncResult<R>(job, [](const detail::Job& done) {
-      std::vector<detail::ValueOf<R>> values;
-      detail::decode_chunk<R>(*done.chunks[0], 1, values);
-      return std::move(values[0]);
-    });
+    std::vector<detail::Bytes> chunk;
+    chunk.push_back(encoder.take());
+    job->source =
+        std::make_unique<detail::EncodedChunks>(std::move(chunk), std::vector<uint32_t>{1});
+    submit_job(job, 1);
+    return AsyncResult<R>(std::move(job), value);
   }
 
   /// No more submissions; the workers leave once every submitted task is done.
@@ -278,60 +312,112 @@ class Pool {
     return detail::ChunkEncoder(invoker, function);
   }
 
-  template <class Inputs>
-  size_t default_chunksize(const Inputs& inputs, size_t chunksize) const {
-    if (chunksize > 0) return chunksize;
-    const auto count = static_cast<size_t>(std::ranges::distance(inputs));
+  size_t default_chunksize(size_t count) const {
     const size_t per = 4 * static_cast<size_t>(std::max(1, size()));
     return std::max<size_t>(1, count / per + (count % per != 0 ? 1 : 0));
   }
 
-  /// Encodes the inputs into chunks of `chunksize` and queues them.
-  template <class Spec, class Inputs>
-  std::shared_ptr<detail::Job> submit(const typename Spec::Function& fn, const Inputs& inputs,
-                                      size_t chunksize) {
+  /// A map's inputs, encoded `chunksize` at a time as the pool sends them.
+  template <class Spec, class Range>
+  class InputChunks final : public detail::ChunkSource {
+   public:
+    InputChunks(Range range, detail::ChunkEncoder encoder, size_t chunksize,
+                std::optional<size_t> total)
+        : range_(std::move(range)), encoder_(std::move(encoder)), chunksize_(chunksize) {
+      if (total) left_ = *total / chunksize + (*total % chunksize != 0 ? 1 : 0);
+    }
+    uint32_t next(detail::Bytes& out) override {
+      // Begun at the first chunk, once the range has its final place here.
+      if (!next_) next_.emplace(std::ranges::begin(range_));
+      auto& input = *next_;
+      const auto end = std::ranges::end(range_);
+      while (encoder_.items() < chunksize_ && input != end) {
+        serial::save(encoder_.add_item(), Spec::arguments(*input));
+        ++input;
+      }
+      const uint32_t items = encoder_.items();
+      if (items == 0) return 0;
+      out = encoder_.take();
+      if (left_ && *left_ > 0) --*left_;
+      return items;
+    }
+    std::optional<size_t> chunks_left() const override { return left_; }
+    bool unbounded() const override { return kUnbounded<Range>; }
+
+   private:
+    Range range_;
+    detail::ChunkEncoder encoder_;
+    const size_t chunksize_;
+    std::optional<std::ranges::iterator_t<Range>> next_;
+    std::optional<size_t> left_;
+  };
+
+  template <class Range>
+  static constexpr bool kUnbounded = detail::Unbounded<Range>::value;
+
+  /// A job that reads `range` as its chunks are sent.
+  template <class Spec, class Range>
+  static std::shared_ptr<detail::Job> make_job(const typename Spec::Function& fn, Range range,
+                                               size_t chunksize, std::optional<size_t> total) {
     using ArgsTuple = typename Spec::ArgsTuple;
     check_result<typename Spec::Result>();
     serial::require_serializable<ArgsTuple>();
     if (chunksize == 0) chunksize = 1;
-    auto encoder = chunk_encoder<typename Spec::Function, ArgsTuple>(fn);
+    if (chunksize > UINT32_MAX)
+      throw UsageError("Pool: chunksize " + std::to_string(chunksize) + " is above the most, " +
+                       std::to_string(UINT32_MAX));
     auto job = std::make_shared<detail::Job>();
-    std::vector<detail::Bytes> chunks;
-    auto finish_chunk = [&] {
-      job->chunk_sizes.push_back(encoder.items());
-      chunks.push_back(encoder.take());
-    };
-    for (const auto& item : inputs) {
-      serial::save(encoder.add_item(), Spec::arguments(item));
-      if (encoder.items() == chunksize) finish_chunk();
-    }
-    if (encoder.items() > 0) finish_chunk();
-    submit_job(job, std::move(chunks));
+    job->chunksize = static_cast<uint32_t>(chunksize);
+    job->source = std::make_unique<InputChunks<Spec, Range>>(
+        std::move(range), chunk_encoder<typename Spec::Function, ArgsTuple>(fn), chunksize, total);
     return job;
   }
 
-  template <class Spec>
-  static AsyncResult<std::vector<detail::ValueOf<typename Spec::Result>>> collect(
-      std::shared_ptr<detail::Job> job) {
+  /// map_async and starmap_async: every result, decoded into its place as its chunk arrives.
+  template <class Spec, class Range>
+  AsyncResult<std::vector<detail::ValueOf<typename Spec::Result>>> collect(
+      const typename Spec::Function& fn, Range range, size_t chunksize) {
+    static_assert(!kUnbounded<Range>,
+                  "fibermpi: map needs a range with an end; imap reads an unbounded one");
     using R = typename Spec::Result;
-    using Values = std::vector<detail::ValueOf<R>>;
-    return AsyncResult<Values>(std::move(job), [](const detail::Job& done) {
-      Values values;
-      size_t total = 0;
-      for (const uint32_t size : done.chunk_sizes) total += size;
-      values.reserve(total);
-      for (size_t i = 0; i < done.chunks.size(); ++i)
-        detail::decode_chunk<R>(*done.chunks[i], done.chunk_sizes[i], values);
-      return values;
-    });
+    const auto total = static_cast<size_t>(std::ranges::distance(range));
+    if (chunksize == 0) chunksize = default_chunksize(total);
+    auto sink = std::make_unique<detail::CollectSink<R>>(total);
+    auto* values = sink.get();
+    auto job = make_job<Spec>(fn, std::move(range), chunksize, total);
+    job->sink = std::move(sink);
+    submit_job(job, total);
+    return AsyncResult<std::vector<detail::ValueOf<R>>>(std::move(job), values);
   }
 
-  template <class Spec>
-  static ResultStream<typename Spec::Result> stream(std::shared_ptr<detail::Job> job,
-                                                    bool ordered) {
-    size_t total = 0;
-    for (const uint32_t size : job->chunk_sizes) total += size;
-    return ResultStream<typename Spec::Result>(std::move(job), ordered, total);
+  /// map and starmap: the call reads the caller's range in place, so it must not return while
+  /// the pool might still read it.
+  template <class T>
+  static T take_in_place(AsyncResult<T> result) {
+    try {
+      return result.take();
+    } catch (...) {
+      stop_inputs(result.job_);
+      throw;
+    }
+  }
+
+  /// imap and imap_unordered.
+  template <class Spec, class Range>
+  ResultStream<typename Spec::Result> stream(const typename Spec::Function& fn, Range range,
+                                             size_t chunksize, bool ordered) {
+    using R = typename Spec::Result;
+    std::optional<size_t> total;
+    if constexpr (std::ranges::sized_range<Range>)
+      total = static_cast<size_t>(std::ranges::size(range));
+    auto sink = std::make_unique<detail::StreamSink<R>>(ordered);
+    auto* results = sink.get();
+    auto job = make_job<Spec>(fn, std::move(range), chunksize, total);
+    job->sink = std::move(sink);
+    job->fails_as_whole = false;
+    job->windowed = true;
+    submit_job(job, total);
+    return ResultStream<R>(std::move(job), results, total);
   }
 
   /// What each worker asked for (Options::cpus_per_worker, ...), checked again on resize().
@@ -344,7 +430,10 @@ class Pool {
   /// Throws UsageError when `processes` workers of this share cannot fit where the program runs.
   static void check_share(const Share& share, int processes);
   static detail::PoolSettings settings_from(Options options);
-  void submit_job(const std::shared_ptr<detail::Job>& job, std::vector<detail::Bytes> chunks);
+  /// Queues a job; `total` is its input count where known.
+  void submit_job(const std::shared_ptr<detail::Job>& job, std::optional<size_t> total);
+  /// Stops reading a job's inputs (its caller no longer waits for it).
+  static void stop_inputs(const std::shared_ptr<detail::Job>& job);
   /// Options::progress: a display of `job` that its chunks' arrivals move on.
   void show_progress(const std::shared_ptr<detail::Job>& job, size_t total);
   void release();

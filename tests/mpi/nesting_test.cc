@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <numeric>
+#include <ranges>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -57,6 +58,28 @@ void run_pool(fiber::SimpleQueue<std::vector<int>> out) {
   const auto squares = pool.map(square, inputs, 3);
   int streamed = 0;
   for (int value : pool.imap_unordered(square, inputs)) streamed += value;
+  // In order, with a failed chunk (7, 8, 9) in the middle: its error comes once, in its place.
+  int ordered = 0;
+  int expected_next = 1;
+  auto stream = pool.imap(fail_on_seven, inputs, 3);
+  for (;;) {
+    try {
+      auto value = stream.next(60s);
+      if (!value) break;
+      ordered += *value == expected_next ? 1 : -100;
+      expected_next = *value + 1;
+    } catch (const fiber::RemoteError&) {
+      ordered += 1000;
+      expected_next = 10;
+    }
+  }
+  // A pool made here is run by the master, which is sent every input at once.
+  int unbounded = 0;
+  try {
+    pool.imap(square, std::views::iota(0));
+  } catch (const fiber::UsageError& e) {
+    unbounded = std::string(e.what()).find("unbounded range") != std::string::npos ? 1 : -1;
+  }
   fiber::SimpleQueue<int> called;
   auto async = pool.apply_async(square, 12);
   async.on_success([called](int value) { called.put(value); });
@@ -74,7 +97,9 @@ void run_pool(fiber::SimpleQueue<std::vector<int>> out) {
                              called.get(30s),
                              raised,
                              pool.size(),
-                             static_cast<int>(pids.size())};
+                             static_cast<int>(pids.size()),
+                             ordered,
+                             unbounded};
   pool.close();
   pool.join();
   out.put(report);
@@ -168,7 +193,7 @@ TEST(Nesting, PoolInsideAProcess) {
   const auto report = out.get(120s);
   outer.join();
   EXPECT_EQ(outer.exitcode(), 0);
-  ASSERT_EQ(report.size(), 7u);
+  ASSERT_EQ(report.size(), 9u);
   EXPECT_EQ(report[0], 2870);  // sum of squares 1..20
   EXPECT_EQ(report[1], 2870);
   EXPECT_EQ(report[2], 144);
@@ -176,6 +201,8 @@ TEST(Nesting, PoolInsideAProcess) {
   EXPECT_EQ(report[4], 1) << "the nested map's RemoteError";
   EXPECT_EQ(report[5], 2);
   EXPECT_EQ(report[6], 2);
+  EXPECT_EQ(report[7], 1017) << "17 results in order, and the failed chunk's error once";
+  EXPECT_EQ(report[8], 1) << "imap of an unbounded range in a worker's pool";
 }
 
 TEST(Nesting, PoolInsideAPoolTask) {

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <numeric>
 #include <random>
+#include <ranges>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -78,6 +79,15 @@ double pi_part(uint64_t seed) {
     if (x * x + y * y <= 1.0) ++inside;
   }
   return 4.0 * inside / kSamples;
+}
+
+// The master reads a map's inputs as it sends their tasks: a range that counts its reads (in the
+// master) shows how far it got.
+auto counted_from(int from, std::atomic<long>& reads) {
+  return std::views::iota(from) | std::views::transform([&reads](int i) {
+           reads.fetch_add(1);
+           return i;
+         });
 }
 
 std::vector<int> iota(int n, int from = 0) {
@@ -153,6 +163,92 @@ TEST(Pool, ImapUnorderedYieldsEveryResultExactlyOnce) {
   ASSERT_TRUE(held.has_value());
   EXPECT_EQ(*held, 7);
   EXPECT_FALSE(stream.next(60s).has_value());
+}
+
+TEST(Pool, ImapOfAnUnboundedRangeReadsItAsResultsAreTaken) {
+  fiber::Pool pool(2);
+  std::atomic<long> reads{0};
+  auto stream = pool.imap(square, counted_from(0, reads));
+  EXPECT_THROW(stream.size(), fiber::UsageError);
+  for (int i = 0; i < 10; ++i) {
+    auto value = stream.next(60s);
+    ASSERT_TRUE(value.has_value());
+    EXPECT_EQ(*value, i * i);
+  }
+  // Left alone, the pool reads at most a window (4096 chunks for a small pool) ahead of the
+  // results taken (the stream takes up to 256 at a time).
+  std::this_thread::sleep_for(1s);
+  EXPECT_GT(reads.load(), 10);
+  EXPECT_LE(reads.load(), 256 + 4096);
+  // Taking results lets it read on, far past one window, in order.
+  for (int i = 10; i < 20000; ++i) {
+    auto value = stream.next(60s);
+    ASSERT_TRUE(value.has_value()) << i;
+    ASSERT_EQ(*value, i * i) << i;
+  }
+  EXPECT_LE(reads.load(), 20000 + 256 + 4096);
+  // Closing the pool stops an unbounded range: the results of every input read so far come,
+  // then an error says where it stopped; the pool then joins.
+  pool.close();
+  long more = 0;
+  int stopped = 0;
+  for (;;) {
+    try {
+      auto value = stream.next(60s);
+      if (!value) break;
+      ASSERT_EQ(*value, (20000 + more) * (20000 + more));
+      ++more;
+    } catch (const fiber::UsageError& e) {
+      ++stopped;
+      EXPECT_NE(std::string(e.what()).find("unbounded range"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(stopped, 1);
+  EXPECT_EQ(20000 + more, reads.load());
+  pool.join();
+}
+
+TEST(Pool, AsyncCallsKeepTheirOwnInputs) {
+  fiber::Pool pool(2);
+  std::vector<int> inputs = iota(3000);
+  auto from_copy = pool.map_async(square, inputs, 1);
+  auto from_temporary = pool.map_async(square, iota(3000, 1), 1);
+  auto streamed = pool.imap(square, inputs);
+  auto pairs = std::vector<std::tuple<int, int>>{{1, 2}, {3, 4}};
+  auto sums = pool.starmap_async(add, pairs);
+  // The caller's range changes and goes away while the tasks are still being sent.
+  std::fill(inputs.begin(), inputs.end(), -1);
+  inputs = {};
+  pairs = {};
+  const auto copied = from_copy.get();
+  const auto moved = from_temporary.get();
+  ASSERT_EQ(copied.size(), 3000u);
+  ASSERT_EQ(moved.size(), 3000u);
+  for (int i = 0; i < 3000; ++i) {
+    ASSERT_EQ(copied[i], i * i) << i;
+    ASSERT_EQ(moved[i], (i + 1) * (i + 1)) << i;
+  }
+  int next = 0;
+  for (int value : streamed) {
+    ASSERT_EQ(value, next * next);
+    ++next;
+  }
+  EXPECT_EQ(next, 3000);
+  EXPECT_EQ(sums.get(), (std::vector<int>{3, 7}));
+  // Read in place, on request: the caller keeps the range alive and unchanged.
+  const std::vector<int> kept = iota(100);
+  EXPECT_EQ(pool.map_async(square, std::views::all(kept)).get(), pool.map(square, kept));
+}
+
+TEST(Pool, AFailedMapReadsNoMoreOfItsInputs) {
+  fiber::Pool pool(2);
+  std::atomic<long> reads{0};
+  const auto inputs = counted_from(0, reads) | std::views::take(1'000'000);
+  EXPECT_THROW(pool.map(fail_on_seven, inputs, 1), fiber::RemoteError);
+  // The tasks in flight when seven failed, no more (a thousand is far above what two workers
+  // hold).
+  EXPECT_LT(reads.load(), 1000);
+  EXPECT_GT(reads.load(), 7);
 }
 
 TEST(Pool, StarmapWithOneAndTwoArguments) {

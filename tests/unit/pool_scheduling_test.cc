@@ -122,15 +122,34 @@ class PoolSchedulingTest : public ::testing::Test {
   void ready_all(PoolCore& pool) {
     for (auto& process : host_.started) pool.on_worker_ready(*process, wire::PoolReady{});
   }
+  /// Keeps every chunk's outcome as it came.
+  struct RecordingSink final : ResultSink {
+    std::map<size_t, ChunkOutcome> outcomes;
+    void store(size_t chunk, uint64_t, uint32_t, Bytes& results, size_t offset) override {
+      outcomes[chunk] = ChunkOutcome{std::move(results), offset, nullptr};
+    }
+    void fail(size_t chunk, uint64_t, uint32_t, const std::exception_ptr& error) override {
+      outcomes[chunk].error = error;
+    }
+  };
+  /// A job of `chunks` chunks of one item each, every one of which runs whatever the others do.
   std::shared_ptr<Job> submit(PoolCore& pool, int chunks) {
     auto job = std::make_shared<Job>();
     std::vector<Bytes> payloads;
-    for (int i = 0; i < chunks; ++i) {
-      job->chunk_sizes.push_back(1);
+    for (int i = 0; i < chunks; ++i)
       payloads.push_back(Bytes(8, std::byte{static_cast<unsigned char>(i)}));
-    }
-    pool.submit_locked(job, std::move(payloads));
+    job->source = std::make_unique<EncodedChunks>(
+        std::move(payloads), std::vector<uint32_t>(static_cast<size_t>(chunks), 1));
+    job->sink = std::make_unique<RecordingSink>();
+    job->fails_as_whole = false;
+    pool.submit_locked(job);
     return job;
+  }
+  /// The outcome of a chunk, or null while it has none.
+  static const ChunkOutcome* outcome_of(const Job& job, size_t chunk) {
+    const auto& outcomes = static_cast<const RecordingSink&>(*job.sink).outcomes;
+    const auto found = outcomes.find(chunk);
+    return found == outcomes.end() ? nullptr : &found->second;
   }
   /// The worker holding task `task` (by what was sent), or 0.
   uint64_t holder_of(uint64_t task) const {
@@ -146,8 +165,10 @@ class PoolSchedulingTest : public ::testing::Test {
     pool.on_worker_ended(process);
   }
   static int value_of(const Job& job, size_t chunk) {
-    serial::Reader reader(
-        std::span<const std::byte>(job.chunks[chunk]->results).subspan(job.chunks[chunk]->offset));
+    const ChunkOutcome* outcome = outcome_of(job, chunk);
+    EXPECT_NE(outcome, nullptr);
+    if (!outcome) return -1;
+    serial::Reader reader(std::span<const std::byte>(outcome->results).subspan(outcome->offset));
     return serial::read<int>(reader);
   }
 
@@ -201,9 +222,9 @@ TEST_F(PoolSchedulingTest, ChunksOfALostWorkerRunAgainAndOnlyTheRunningOneIsChar
   pool->on_started(*lost, wire::PoolStarted{held[0], 1});
   end(*pool, lost, -9);
   // Chunk i is task i + 1 here.
-  ASSERT_TRUE(job->chunks[held[0] - 1].has_value());
-  EXPECT_THROW(std::rethrow_exception(job->chunks[held[0] - 1]->error), WorkerLost);
-  EXPECT_FALSE(job->chunks[held[1] - 1].has_value());
+  ASSERT_NE(outcome_of(*job, held[0] - 1), nullptr);
+  EXPECT_THROW(std::rethrow_exception(outcome_of(*job, held[0] - 1)->error), WorkerLost);
+  EXPECT_EQ(outcome_of(*job, held[1] - 1), nullptr);
   // A replacement is started; the queued chunk goes to the survivor or to it.
   ASSERT_EQ(host_.started.size(), 3u);
   pool->on_worker_ready(*host_.started[2], wire::PoolReady{});
@@ -218,7 +239,7 @@ TEST_F(PoolSchedulingTest, OnlyChunksTheWorkerSaidItStartedAreCharged) {
   auto first = host_.started[0];
   // Lost before it said it started anything: nothing is charged, everything runs again.
   end(*pool, first, -9);
-  for (size_t chunk = 0; chunk < 3; ++chunk) EXPECT_FALSE(job->chunks[chunk].has_value());
+  for (size_t chunk = 0; chunk < 3; ++chunk) EXPECT_EQ(outcome_of(*job, chunk), nullptr);
   ASSERT_EQ(host_.started.size(), 2u);
   auto second = host_.started[1];
   pool->on_worker_ready(*second, wire::PoolReady{});
@@ -231,8 +252,8 @@ TEST_F(PoolSchedulingTest, OnlyChunksTheWorkerSaidItStartedAreCharged) {
   result.next_started = true;
   pool->on_result(*second, std::move(result));
   end(*pool, second, -9);
-  ASSERT_TRUE(job->chunks[held[1] - 1].has_value());
-  EXPECT_THROW(std::rethrow_exception(job->chunks[held[1] - 1]->error), WorkerLost);
+  ASSERT_NE(outcome_of(*job, held[1] - 1), nullptr);
+  EXPECT_THROW(std::rethrow_exception(outcome_of(*job, held[1] - 1)->error), WorkerLost);
 }
 
 TEST_F(PoolSchedulingTest, APoisonTaskFailsWithWorkerLostAfterMaxTaskRetries) {

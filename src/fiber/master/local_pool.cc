@@ -33,9 +33,9 @@ std::vector<int> LocalPool::worker_pids() {
   return core_->pids_locked();
 }
 
-void LocalPool::submit(const std::shared_ptr<Job>& job, std::vector<Bytes> chunks) {
+void LocalPool::submit(const std::shared_ptr<Job>& job) {
   auto lock = engine_.lock();
-  core_->submit_locked(job, std::move(chunks));
+  core_->submit_locked(job);
   engine_.notify_locked();
 }
 

@@ -20,7 +20,7 @@ class LocalPool final : public PoolClient {
   void wait_ready() override;
   void resize(int processes) override;
   std::vector<int> worker_pids() override;
-  void submit(const std::shared_ptr<Job>& job, std::vector<Bytes> chunks) override;
+  void submit(const std::shared_ptr<Job>& job) override;
   void close() override;
   void terminate() override;
   void join() override;

@@ -161,21 +161,48 @@ void Master::on_pool_call_locked(Slot& slot, uint64_t owner, const wire::PoolCal
   reply_locked(slot, reply);
 }
 
+namespace {
+
+// A job submitted by a worker's pool: every chunk's outcome goes back to that worker, whose copy
+// of the job is the one its code waits on; nothing here reads the outcome again, so its bytes
+// move on.
+class RelaySink final : public ResultSink {
+ public:
+  RelaySink(size_t chunks, std::function<void(wire::JobChunk)> relay)
+      : chunks_(chunks), relay_(std::move(relay)) {}
+  void store(size_t chunk, uint64_t, uint32_t, Bytes& results, size_t offset) override {
+    relay_(wire::JobChunk{0, 0, chunk, std::move(results), offset, {}});
+  }
+  void fail(size_t chunk, uint64_t, uint32_t items, const std::exception_ptr& error) override {
+    // No items: the pool stopped reading the job here (terminated, broken), and each chunk not
+    // read yet fails with the reason.
+    const size_t last = items == 0 ? chunks_ : chunk + 1;
+    for (size_t failed = chunk; failed < last; ++failed)
+      relay_(wire::JobChunk{0, 0, failed, {}, 0, wire::ErrorAccount::of(error)});
+  }
+
+ private:
+  const size_t chunks_;
+  std::function<void(wire::JobChunk)> relay_;
+};
+
+}  // namespace
+
 void Master::on_pool_submit_locked(uint64_t owner, wire::PoolSubmit submit) {
   PoolCore& pool = owned_pool_locked(owner, submit.pool);
   auto job = std::make_shared<Job>();
-  job->chunk_sizes = std::move(submit.chunk_sizes);
-  // Every outcome goes to the worker that submitted the job, whose copy of it is the one its
-  // code waits on; nothing here reads the outcome again, so its bytes move on.
-  job->on_chunk = [this, owner, pool_id = submit.pool, job_id = submit.job,
-                   self = job.get()](size_t chunk) {
-    ChunkOutcome& outcome = *self->chunks[chunk];
-    wire::JobChunk event{pool_id,        job_id,
-                         chunk,          std::move(outcome.results),
-                         outcome.offset, wire::ErrorAccount::of(outcome.error)};
-    notify_owner_locked(owner, event.encode());
-  };
-  pool.submit_locked(job, std::move(submit.chunks));
+  // The worker's side decides what a failed chunk means; here every chunk runs.
+  job->fails_as_whole = false;
+  const size_t chunks = submit.chunks.size();
+  job->source =
+      std::make_unique<EncodedChunks>(std::move(submit.chunks), std::move(submit.chunk_sizes));
+  job->sink = std::make_unique<RelaySink>(
+      chunks, [this, owner, pool_id = submit.pool, job_id = submit.job](wire::JobChunk event) {
+        event.pool = pool_id;
+        event.job = job_id;
+        notify_owner_locked(owner, event.encode());
+      });
+  pool.submit_locked(job);
 }
 
 void Master::on_group_call_locked(uint64_t owner, const wire::GroupCall& call) {

@@ -16,6 +16,10 @@ namespace {
 // workers does not work (spawn failures, a crashing initializer): the pool gives up.
 constexpr int kStartFailuresPerWorker = 3;
 
+// A stream's inputs are read at most this many chunks ahead of the results its caller took (more
+// for a large pool): enough to keep the workers busy, while results nobody takes stay bounded.
+constexpr uint64_t kStreamWindowChunks = 4096;
+
 std::string describe_worker(const ProcessState& process) {
   return process.name + " (pid " + std::to_string(process.pid) + ")";
 }
@@ -118,7 +122,7 @@ int PoolCore::starting_workers_locked() const {
 }
 
 bool PoolCore::work_may_come_locked() const {
-  return state_ == State::kRunning || !backlog_.empty() || !in_flight_.empty();
+  return state_ == State::kRunning || !backlog_.empty() || !sources_.empty() || !in_flight_.empty();
 }
 
 bool PoolCore::short_for_good_locked() const {
@@ -131,21 +135,22 @@ int PoolCore::ready_workers_locked() const {
   }));
 }
 
-void PoolCore::submit_locked(const std::shared_ptr<Job>& job, std::vector<Bytes> chunks) {
+void PoolCore::submit_locked(const std::shared_ptr<Job>& job) {
   if (state_ == State::kTerminated)
     throw UsageError("the Pool was terminated: no new tasks can be submitted");
   if (state_ == State::kClosed)
     throw UsageError("the Pool is closed: no new tasks can be submitted");
   if (!broken_.empty()) throw Error("the Pool cannot run tasks: " + broken_);
-  job->chunks.resize(chunks.size());
-  for (size_t i = 0; i < chunks.size(); ++i) {
-    Task task;
-    task.id = next_task_++;
-    task.job = job;
-    task.chunk = i;
-    task.payload = std::make_shared<const Bytes>(std::move(chunks[i]));
-    backlog_.push_back(std::move(task));
+  if (job->windowed) {
+    // Far enough ahead to keep every worker's queue full, whatever the pool grows to.
+    const uint64_t workers =
+        static_cast<uint64_t>(std::max({1, settings_.processes, settings_.max_processes}));
+    const uint64_t chunks = std::max<uint64_t>(
+        kStreamWindowChunks,
+        4 * workers * static_cast<uint64_t>(std::max(1, settings_.tasks_in_flight_per_worker)));
+    job->window_items = chunks * job->chunksize;
   }
+  sources_.push_back(job);
   dispatch_locked();
 }
 
@@ -205,7 +210,7 @@ void PoolCore::on_result(const ProcessState& process, wire::PoolResult result_me
   auto worker = workers_.find(process.id);
   if (worker != workers_.end()) {
     worker->second.front_started = result_message.next_started;
-    worker->second.bytes_in_flight -= task.payload->size();
+    worker->second.bytes_in_flight -= task.payload.size();
     if (--worker->second.in_flight == 0) worker->second.idle_since = host_.now();
   }
 
@@ -223,13 +228,11 @@ void PoolCore::on_result(const ProcessState& process, wire::PoolResult result_me
   complete_chunk(*task.job, task.chunk, std::move(result));
 
   // The worker that just finished is the one with room: refill it first (in one message).
-  while (worker != workers_.end() && !backlog_.empty() && can_take(worker->second)) {
-    Task next = std::move(backlog_.front());
-    backlog_.pop_front();
+  Task next;
+  while (worker != workers_.end() && can_take(worker->second) && next_task_locked(next))
     assign_task(worker->second, std::move(next));
-  }
   flush_sends_locked();
-  if (!backlog_.empty() || state_ == State::kClosed) dispatch_locked();
+  if (state_ == State::kClosed || work_waiting_locked()) dispatch_locked();
 }
 
 void PoolCore::on_started(const ProcessState& process, const wire::PoolStarted& started) {
@@ -241,7 +244,7 @@ void PoolCore::on_started(const ProcessState& process, const wire::PoolStarted& 
   if (worker != workers_.end()) worker->second.front_started = true;
 }
 
-void PoolCore::complete_chunk(Job& job, size_t chunk, ChunkOutcome outcome) {
+void PoolCore::complete_chunk(Job& job, const Job::Made& chunk, ChunkOutcome outcome) {
   if (job.complete(chunk, std::move(outcome))) schedule_callbacks_locked(job);
 }
 
@@ -346,6 +349,10 @@ void PoolCore::fail_all_locked(const std::exception_ptr& error) {
     complete_chunk(*task.job, task.chunk, std::move(outcome));
   }
   backlog_.clear();
+  // Inputs not read yet are not read at all: the error ends each job's inputs.
+  for (auto& job : sources_)
+    if (job->end_inputs(error)) schedule_callbacks_locked(*job);
+  sources_.clear();
   for (auto& [id, task] : in_flight_) {
     ChunkOutcome outcome;
     outcome.error = error;
@@ -362,6 +369,21 @@ void PoolCore::fail_all_locked(const std::exception_ptr& error) {
 void PoolCore::close_locked() {
   if (state_ != State::kRunning) return;
   state_ = State::kClosed;
+  // No caller can be relied on to take a stream's results any more before the pool is joined:
+  // a bounded range is read to its end; an unbounded one stops here, saying so after its last
+  // result.
+  for (auto& job : sources_) {
+    if (!job->windowed || job->inputs_done) continue;
+    if (job->source && job->source->unbounded()) {
+      const auto why = std::make_exception_ptr(
+          UsageError("the Pool was closed while imap read an unbounded range: it stopped after " +
+                     std::to_string(job->items_made) + " inputs"));
+      if (job->end_inputs(why)) schedule_callbacks_locked(*job);
+    } else {
+      job->window_items = 0;
+      job->resume = nullptr;
+    }
+  }
   dispatch_locked();
 }
 

@@ -1,5 +1,6 @@
-// The master's side of a fiber::Pool, independent of task and result types: the backlog of
-// encoded task chunks, which worker holds which, and where each result goes. Tasks and results
+// The master's side of a fiber::Pool, independent of task and result types: the jobs whose
+// inputs are read (encoded) as workers have room for them, which worker holds which chunk, and
+// where each result goes. Tasks and results
 // travel directly between the master and the pool's workers (never through the queue hub), with
 // several chunks in flight per worker. Internal.
 #pragma once
@@ -43,8 +44,9 @@ class PoolCore {
 
   /// Starts the workers (static-world ranks first, then spawned).
   void start_workers_locked();
-  /// Queues a job whose chunks are already encoded; throws UsageError after close/terminate.
-  void submit_locked(const std::shared_ptr<Job>& job, std::vector<Bytes> chunks);
+  /// Queues a job, whose inputs are read as workers have room for them; throws UsageError after
+  /// close/terminate.
+  void submit_locked(const std::shared_ptr<Job>& job);
   /// No more submissions; workers leave once the backlog is done.
   void close_locked();
   /// Fails everything outstanding with TerminatedError and stops the workers now.
@@ -97,8 +99,8 @@ class PoolCore {
   struct Task {
     uint64_t id = 0;
     std::shared_ptr<Job> job;
-    size_t chunk = 0;
-    std::shared_ptr<const Bytes> payload;
+    Job::Made chunk;
+    Bytes payload;
     int attempts = 0;
     uint64_t worker = 0;  ///< Process id of the worker holding it.
     uint64_t sent = 0;    ///< Send order: a worker runs its chunks in this order.
@@ -125,6 +127,15 @@ class PoolCore {
   bool autoscaling() const { return settings_.max_processes > 0; }
   void grow_for_backlog_locked();
   void dispatch_locked();
+  /// The next chunk to send, into `task`: a lost one first, then the next of the oldest job
+  /// still reading its inputs. False when none can go now.
+  bool next_task_locked(Task& task);
+  /// A chunk could go now (next_task_locked would find one).
+  bool work_waiting_locked() const;
+  /// Chunks that could go now, counting an input range of unknown length as many.
+  size_t chunks_waiting_locked() const;
+  /// Some job may still give chunks (drops those whose inputs are all read).
+  bool inputs_pending_locked();
   bool can_take(const Worker& worker) const;
   /// Gives `task` to `worker`; it leaves with the worker's next flush_sends_locked().
   void assign_task(Worker& worker, Task task);
@@ -134,7 +145,7 @@ class PoolCore {
   void fail_unsent_locked(Worker& worker, const std::vector<uint64_t>& tasks,
                           const std::string& why);
   void release_idle_workers_locked();
-  void complete_chunk(Job& job, size_t chunk, ChunkOutcome outcome);
+  void complete_chunk(Job& job, const Job::Made& chunk, ChunkOutcome outcome);
   void fail_all_locked(const std::exception_ptr& error);
   int tasks_in_flight_limit() const;
 
@@ -146,7 +157,8 @@ class PoolCore {
   std::string broken_;
   uint64_t next_task_ = 1;
   uint64_t sends_ = 0;
-  std::deque<Task> backlog_;
+  std::deque<Task> backlog_;                  ///< Chunks to send again (their worker was lost).
+  std::deque<std::shared_ptr<Job>> sources_;  ///< Jobs still reading inputs, oldest first.
   std::unordered_map<uint64_t, Task> in_flight_;
   std::map<uint64_t, Worker> workers_;      ///< By process id.
   int failed_starts_ = 0;                   ///< Workers in a row that ended before becoming ready.

@@ -28,7 +28,68 @@ constexpr size_t kMessageBytes = 32 * 1024;
 // One chunk travels in one MPI message, whose count is an int.
 constexpr size_t kMaxChunkBytes = INT32_MAX - 1024;
 
+// An input range of unknown length counts as this many waiting chunks (autoscaling, covering a
+// pause).
+constexpr size_t kUnknownChunks = 1 << 20;
+
 }  // namespace
+
+bool PoolCore::next_task_locked(Task& task) {
+  if (!backlog_.empty()) {
+    task = std::move(backlog_.front());
+    backlog_.pop_front();
+    return true;
+  }
+  for (auto it = sources_.begin(); it != sources_.end();) {
+    Job& job = **it;
+    if (job.inputs_done) {
+      it = sources_.erase(it);
+      continue;
+    }
+    if (!job.wants_chunk()) {
+      // A stream whose caller has not taken enough of its results: its next take resumes it.
+      if (!job.resume) job.resume = [this] { dispatch_locked(); };
+      ++it;
+      continue;
+    }
+    bool became_ready = false;
+    Bytes payload;
+    const auto made = job.make_chunk(payload, became_ready);
+    if (became_ready) schedule_callbacks_locked(job);
+    if (!made) continue;  // its inputs ended: dropped on the next turn
+    task.id = next_task_++;
+    task.job = *it;
+    task.chunk = *made;
+    task.payload = std::move(payload);
+    task.attempts = 0;
+    task.worker = 0;
+    task.sent = 0;
+    return true;
+  }
+  return false;
+}
+
+bool PoolCore::work_waiting_locked() const {
+  if (!backlog_.empty()) return true;
+  for (const auto& job : sources_)
+    if (job->wants_chunk()) return true;
+  return false;
+}
+
+size_t PoolCore::chunks_waiting_locked() const {
+  size_t waiting = backlog_.size();
+  for (const auto& job : sources_) {
+    if (!job->wants_chunk()) continue;
+    const auto left = job->source ? job->source->chunks_left() : std::optional<size_t>(0);
+    waiting += left ? std::min(*left, kUnknownChunks) : kUnknownChunks;
+  }
+  return waiting;
+}
+
+bool PoolCore::inputs_pending_locked() {
+  std::erase_if(sources_, [](const std::shared_ptr<Job>& job) { return job->inputs_done; });
+  return !backlog_.empty() || !sources_.empty();
+}
 
 int PoolCore::tasks_in_flight_limit() const {
   const int limit = std::max(1, settings_.tasks_in_flight_per_worker);
@@ -55,7 +116,7 @@ bool PoolCore::can_take(const Worker& worker) const {
 }
 
 void PoolCore::cover_pause_locked(std::chrono::microseconds pause) {
-  if (!settings_.cover_spawn_pauses || compute_samples_ == 0 || backlog_.empty() ||
+  if (!settings_.cover_spawn_pauses || compute_samples_ == 0 || !work_waiting_locked() ||
       state_ == State::kTerminated)
     return;
   const int ready =
@@ -67,7 +128,9 @@ void PoolCore::cover_pause_locked(std::chrono::microseconds pause) {
   // one worker must not sit on chunks the others could run once traffic flows again.
   const double cover_us = std::min(kMaxCoverUs, 1.5 * static_cast<double>(pause.count()));
   const int per_worker = static_cast<int>(cover_us / std::max(1.0, mean_compute_us_)) + 1;
-  const int share = static_cast<int>((backlog_.size() + ready - 1) / ready);
+  const size_t waiting = chunks_waiting_locked();
+  const int share = static_cast<int>(std::min<size_t>(
+      (waiting + static_cast<size_t>(ready) - 1) / static_cast<size_t>(ready), kMaxCoverChunks));
   int most_held = 0;
   for (const auto& [id, worker] : workers_)
     if (worker.ready && !worker.leaving) most_held = std::max(most_held, worker.in_flight);
@@ -83,7 +146,9 @@ void PoolCore::grow_for_backlog_locked() {
   if (!autoscaling() || state_ == State::kTerminated || !broken_.empty() || replacements_stopped_)
     return;
   // Workers still starting will take the first waiting chunks; start more only beyond that.
-  const int waiting = static_cast<int>(backlog_.size()) - starting_workers_locked();
+  const int waiting =
+      static_cast<int>(std::min<size_t>(chunks_waiting_locked(), static_cast<size_t>(INT32_MAX))) -
+      starting_workers_locked();
   const int room = settings_.max_processes - members_locked();
   for (int i = 0; i < std::min(waiting, room); ++i) launch_worker_locked();
   settings_.processes = std::max(settings_.processes, members_locked());
@@ -122,7 +187,7 @@ void PoolCore::tick_locked(std::chrono::steady_clock::time_point now) {
 }
 
 void PoolCore::dispatch_locked() {
-  while (!backlog_.empty() && state_ != State::kTerminated) {
+  while (state_ != State::kTerminated && work_waiting_locked()) {
     // The least loaded worker, so a round of N tasks on N idle workers gives each one.
     Worker* target = nullptr;
     for (auto& [id, worker] : workers_) {
@@ -131,13 +196,13 @@ void PoolCore::dispatch_locked() {
       if (target->in_flight == 0) break;
     }
     if (!target) break;
-    Task task = std::move(backlog_.front());
-    backlog_.pop_front();
+    Task task;
+    if (!next_task_locked(task)) break;
     assign_task(*target, std::move(task));
   }
   flush_sends_locked();
-  if (!backlog_.empty()) grow_for_backlog_locked();
-  if (state_ == State::kClosed && backlog_.empty()) release_idle_workers_locked();
+  if (work_waiting_locked()) grow_for_backlog_locked();
+  if (state_ == State::kClosed && !inputs_pending_locked()) release_idle_workers_locked();
 }
 
 void PoolCore::assign_task(Worker& worker, Task task) {
@@ -151,7 +216,7 @@ void PoolCore::assign_task(Worker& worker, Task task) {
     // Its replacement must be a fresh process: this one does not go back to the reserve.
     worker.process->retire_worker_after = true;
   }
-  worker.bytes_in_flight += task.payload->size();
+  worker.bytes_in_flight += task.payload.size();
   if (worker.unsent.empty()) workers_to_flush_.push_back(task.worker);
   worker.unsent.push_back(task.id);
   in_flight_.emplace(task.id, std::move(task));
@@ -194,7 +259,7 @@ void PoolCore::flush_sends_locked() {
       for (; next < unsent.size(); ++next) {
         auto task = in_flight_.find(unsent[next]);
         if (task == in_flight_.end()) continue;  // failed meanwhile
-        const Bytes& payload = *task->second.payload;
+        const Bytes& payload = task->second.payload;
         if (!batch.empty() && message.size() + kTaskChunkOverhead + payload.size() > kMessageBytes)
           break;
         if (payload.size() > kMaxChunkBytes) {
@@ -229,7 +294,7 @@ void PoolCore::fail_unsent_locked(Worker& worker, const std::vector<uint64_t>& t
     Task task = std::move(found->second);
     in_flight_.erase(found);
     --worker.in_flight;
-    worker.bytes_in_flight -= task.payload->size();
+    worker.bytes_in_flight -= task.payload.size();
     ChunkOutcome outcome;
     outcome.error = std::make_exception_ptr(Error(why));
     complete_chunk(*task.job, task.chunk, std::move(outcome));

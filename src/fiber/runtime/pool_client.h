@@ -20,8 +20,8 @@ class PoolClient {
   virtual void wait_ready() = 0;
   virtual void resize(int processes) = 0;
   virtual std::vector<int> worker_pids() = 0;
-  /// Queues a job whose chunks are encoded; throws UsageError after close or terminate.
-  virtual void submit(const std::shared_ptr<Job>& job, std::vector<Bytes> chunks) = 0;
+  /// Queues a job (its inputs in its source); throws UsageError after close or terminate.
+  virtual void submit(const std::shared_ptr<Job>& job) = 0;
   virtual void close() = 0;
   virtual void terminate() = 0;
   /// Waits until every worker has left; UsageError while the pool still takes tasks.

@@ -28,17 +28,36 @@ class RemotePool final : public PoolClient {
   std::vector<int> worker_pids() override {
     return serial::from_bytes<std::vector<int>>(call(wire::PoolCall::Op::kPids).payload);
   }
-  void submit(const std::shared_ptr<Job>& job, std::vector<Bytes> chunks) override {
+  void submit(const std::shared_ptr<Job>& job) override {
+    // The master runs this pool: every input is encoded here and sent in one request.
+    if (job->source && job->source->unbounded())
+      throw UsageError(
+          "imap of an unbounded range in a Pool made inside a worker: such a pool is run by the "
+          "master, which is sent every input at once; give it a bounded range");
     wire::PoolSubmit submit;
     submit.pool = id_;
-    submit.chunk_sizes = job->chunk_sizes;
-    submit.chunks = std::move(chunks);
+    Submitted submitted{job, {}};
+    if (job->source) {
+      Bytes chunk;
+      uint64_t items = 0;
+      while (const uint32_t count = job->source->next(chunk)) {
+        submitted.first_items.push_back(items);
+        items += count;
+        submit.chunk_sizes.push_back(count);
+        submit.chunks.push_back(std::move(chunk));
+        chunk = {};
+      }
+      job->source.reset();
+    }
     {
       // Registered first: outcomes may come before the reply does.
       auto lock = client_.engine().lock();
       submit.job = next_job_++;
-      job->chunks.resize(submit.chunks.size());
-      jobs_[submit.job] = job;
+      job->chunks_made = submit.chunks.size();
+      job->items_made = 0;
+      for (const uint32_t count : submit.chunk_sizes) job->items_made += count;
+      job->inputs_done = true;
+      jobs_[submit.job] = std::move(submitted);
     }
     try {
       client_.request(submit.encode());
@@ -59,15 +78,20 @@ class RemotePool final : public PoolClient {
   /// A chunk's outcome arrived; with the lock held.
   void on_chunk_locked(wire::JobChunk chunk) {
     auto found = jobs_.find(chunk.job);
-    if (found == jobs_.end() || chunk.chunk >= found->second->chunks.size()) return;
-    Job& job = *found->second;
+    if (found == jobs_.end() || chunk.chunk >= found->second.first_items.size()) return;
+    Job& job = *found->second.job;
+    const auto index = static_cast<size_t>(chunk.chunk);
+    const uint64_t first = found->second.first_items[index];
+    const uint64_t next = index + 1 < found->second.first_items.size()
+                              ? found->second.first_items[index + 1]
+                              : job.items_made;
     ChunkOutcome outcome;
     outcome.results = std::move(chunk.results);
     outcome.offset = static_cast<size_t>(chunk.offset);
     outcome.error = chunk.error.rethrowable();
-    if (job.complete(static_cast<size_t>(chunk.chunk), std::move(outcome)))
+    if (job.complete({index, first, static_cast<uint32_t>(next - first)}, std::move(outcome)))
       callbacks_.schedule_locked(job);
-    if (job.completed == job.chunks.size()) jobs_.erase(found);
+    if (job.completed >= job.chunks_made) jobs_.erase(found);
     client_.engine().notify_locked();
   }
 
@@ -80,8 +104,12 @@ class RemotePool final : public PoolClient {
   const uint64_t id_;
   CallbackRunner callbacks_;
   uint64_t next_job_ = 1;
-  std::map<uint64_t, std::shared_ptr<Job>>
-      jobs_;  ///< Guarded by the lock; until all chunks are in.
+  /// A job sent to the master, and where each of its chunks starts among its inputs.
+  struct Submitted {
+    std::shared_ptr<Job> job;
+    std::vector<uint64_t> first_items;
+  };
+  std::map<uint64_t, Submitted> jobs_;  ///< Guarded by the lock; until all chunks are in.
 };
 
 /// A Group made by this worker's code: run by the master, its state mirrored here.
