@@ -184,6 +184,19 @@ def master_cpu_table(rows):
               f"{per_task} us per task (~{10000 / per_task:.0f} workers of 10 ms tasks)")
 
 
+def map_memory_table(rows):
+    measured = [row for row in rows if row["bench"] == "map_memory" and "error" not in row]
+    if not measured:
+        return
+    print()
+    print("The master's memory during one no-op map (peak resident set during the map; beyond: "
+          "less what it held before and the result vector)")
+    for row in measured:
+        print(f"  {row['impl']}, {row['mode']} of {row['tasks']} tasks, chunksize {row['chunksize']}: "
+              f"peak {row['peak_rss_mb']} MB (before {row['rss_before_mb']} MB, results "
+              f"{row['vectors_mb']} MB, beyond {row['beyond_vectors_mb']} MB), {row['seconds']} s")
+
+
 SHARED_IMPLS = ("fibermpi static", "fibermpi spawned", "python")
 SHARED_OPS = [
     ("Dict set+get p50 (us)", "dict_set_get"),
@@ -279,6 +292,7 @@ def main():
     resilience_table(rows)
     spawn_table(rows)
     master_cpu_table(rows)
+    map_memory_table(rows)
     peers_table(rows)
     shared_state_table(rows)
     failures(rows)

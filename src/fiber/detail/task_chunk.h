@@ -3,6 +3,8 @@
 // item's encoded argument tuple. Support for the public headers, not for direct use.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -31,6 +33,8 @@ class ChunkEncoder {
   /// writer.
   serial::Writer& add_item() {
     if (count_ == 0) {
+      // One allocation per chunk: room for as much as the last chunk took.
+      writer_.reserve(std::max(kChunkHeadSize + 32, last_size_));
       const uint64_t words[4] = {invoker_.module_id, invoker_.offset, fn_.module_id, fn_.offset};
       writer_.write_bytes(words, sizeof words);
       writer_.write_bytes(&count_, sizeof count_);  // filled in by take()
@@ -44,6 +48,7 @@ class ChunkEncoder {
   std::vector<std::byte> take() {
     std::memcpy(writer_.buffer().data() + 4 * sizeof(uint64_t), &count_, sizeof count_);
     count_ = 0;
+    last_size_ = writer_.size();
     return writer_.take();
   }
 
@@ -52,6 +57,7 @@ class ChunkEncoder {
   FunctionRef fn_;
   serial::Writer writer_;
   uint32_t count_ = 0;
+  size_t last_size_ = 0;
 };
 
 /// Reads a chunk's head, leaving `reader` at its first item. Throws ProtocolError when the chunk

@@ -122,7 +122,9 @@ int PoolCore::starting_workers_locked() const {
 }
 
 bool PoolCore::work_may_come_locked() const {
-  return state_ == State::kRunning || !backlog_.empty() || !sources_.empty() || !in_flight_.empty();
+  return state_ == State::kRunning || !backlog_.empty() || !in_flight_.empty() ||
+         std::any_of(sources_.begin(), sources_.end(),
+                     [](const std::shared_ptr<Job>& job) { return !job->inputs_done; });
 }
 
 bool PoolCore::short_for_good_locked() const {
