@@ -95,9 +95,11 @@ class Pool {
     uint64_t maxtasksperchild = 0;
     /// Most chunks a worker holds at once (the running one and those queued behind it). Within
     /// this cap the pool queues about 2 ms of measured work per worker: many tiny tasks in flight
-    /// hide the round trip, while long tasks go one at a time so none waits behind another. A
-    /// worker queueing four or more is topped up once a quarter of its queue has room, with
-    /// several chunks in one message.
+    /// hide the round trip. Long tasks: one queued behind the running one while more wait than
+    /// the pool has workers (the worker goes on without waiting a round trip), one at a time
+    /// near the end, so that no task waits behind another while a worker is free. A worker
+    /// queueing four or more is topped up once a quarter of its queue has room, with several
+    /// chunks in one message.
     int tasks_in_flight_per_worker = 16;
     /// Starting a process (replacing a lost worker, growing) and taking in a joining process (a
     /// worker pod's turn to connect, in a FiberJob) stop the master's traffic for a while: Open

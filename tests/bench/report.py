@@ -197,6 +197,26 @@ def map_memory_table(rows):
               f"{row['vectors_mb']} MB, beyond {row['beyond_vectors_mb']} MB), {row['seconds']} s")
 
 
+def scale_table(rows):
+    measured = [row for row in rows if row["bench"] == "scale" and "error" not in row]
+    if not measured:
+        return
+    print()
+    print("Many workers, one master (sleep tasks; the machine's cores are shared by every worker)")
+    for row in measured:
+        print(f"  {row['impl']}, {row['workers']} workers x {row['task_ms']} ms tasks: "
+              f"{row['tasks_per_s']} tasks/s of {row['ideal_tasks_per_s']} ideal "
+              f"({100 * row['efficiency']:.0f}%), ready in {row['start_s']} s; machine "
+              f"{row['machine_busy_cores']} of {row['cores']} cores busy, "
+              f"{row['machine_cpu_us_per_task']} us of CPU per task in all; master "
+              f"{row['master_cpu_us_per_task']} us per task")
+        print(f"    per worker, in the master: {1024 * row['master_mb_per_worker']:.0f} kB, "
+              f"{row['fds_per_worker']} descriptors, {row['idle_cpu_us_per_worker_s']} us of CPU "
+              f"per second idle (all idle: {row['idle_machine_cores']} cores busy); at 2,048 "
+              f"workers: {row['at_2048_master_mb']} MB, {row['at_2048_fds']} descriptors, "
+              f"{row['at_2048_idle_core_pct']}% of a core idle")
+
+
 SHARED_IMPLS = ("fibermpi static", "fibermpi spawned", "python")
 SHARED_OPS = [
     ("Dict set+get p50 (us)", "dict_set_get"),
@@ -293,6 +313,7 @@ def main():
     spawn_table(rows)
     master_cpu_table(rows)
     map_memory_table(rows)
+    scale_table(rows)
     peers_table(rows)
     shared_state_table(rows)
     failures(rows)

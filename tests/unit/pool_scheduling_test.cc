@@ -202,12 +202,21 @@ TEST_F(PoolSchedulingTest, QueueDepthFollowsTheMeasuredRunTimeOfChunks) {
   // Chunks of 100 us: about 2 ms of work queued is 16 chunks (the cap).
   pool->on_result(*host_.started[0], result_message(1, result_of(1, 100us)));
   EXPECT_EQ(host_.tasks_sent_to(worker).size(), 2u + 15u);
-  // Long chunks (10 ms): one at a time from now on.
+  // Long chunks (10 ms): one queued behind the running one while more wait than the pool has
+  // workers (no round trip between two chunks)...
   for (uint64_t task = 2; task <= 17; ++task)
     pool->on_result(*host_.started[0], result_message(task, result_of(1, 10000us)));
-  const size_t sent = host_.tasks_sent_to(worker).size();
-  pool->on_result(*host_.started[0], result_message(18, result_of(1, 10000us)));
-  EXPECT_EQ(host_.tasks_sent_to(worker).size(), sent + 1);
+  EXPECT_EQ(host_.tasks_sent_to(worker).size(), 19u) << "17 answered, 2 held";
+  uint64_t answered = 17;
+  while (host_.tasks_sent_to(worker).size() < 39u) {
+    pool->on_result(*host_.started[0], result_message(++answered, result_of(1, 10000us)));
+    ASSERT_EQ(host_.tasks_sent_to(worker).size() - answered, 2u) << answered;
+  }
+  // ...and one at a time once only one waits: it goes to whichever worker is free first.
+  pool->on_result(*host_.started[0], result_message(++answered, result_of(1, 10000us)));
+  EXPECT_EQ(host_.tasks_sent_to(worker).size(), 39u) << "the last chunk waits";
+  pool->on_result(*host_.started[0], result_message(++answered, result_of(1, 10000us)));
+  EXPECT_EQ(host_.tasks_sent_to(worker).size(), 40u);
 }
 
 TEST_F(PoolSchedulingTest, ChunksOfALostWorkerRunAgainAndOnlyTheRunningOneIsCharged) {

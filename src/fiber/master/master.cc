@@ -30,7 +30,7 @@ Master::Master(Settings& settings, ProgressEngine& engine, std::unique_ptr<Link>
       engine_(engine),
       host_(bridge::Environment::hostname()),
       table_(settings),
-      liveness_(settings, process_gone),
+      liveness_(settings, [this](int pid) { return process_watch_.gone(pid); }),
       queues_(engine,
               [this](MPI_Comm comm, int rank, const wire::Reply& reply) {
                 send_locked(comm, rank, reply.encode());

@@ -27,6 +27,7 @@
 #include "fiber/master/queue_service.h"
 #include "fiber/master/spawner.h"
 #include "fiber/runtime/process_control.h"
+#include "fiber/runtime/process_watch.h"
 #include "fiber/runtime/progress_engine.h"
 #include "fiber/runtime/settings.h"
 #include "fiber/runtime/worker_resources.h"
@@ -216,6 +217,7 @@ class Master final : public MessageSink,
   ProcessTable table_;
   CoreBinder binder_{settings_.bind == "core"};
   GpuAssigner gpus_{visible_gpus(process_environment())};
+  ProcessWatch process_watch_;  ///< The pid checks of local workers (before liveness_ uses it).
   LivenessMonitor liveness_;
   QueueService queues_;
   ManagerService manager_;

@@ -127,8 +127,10 @@ void Master::check_gone_pods_locked(Clock::time_point now) {
 void Master::periodic_checks_locked(Clock::time_point now) {
   check_hellos_locked(now);
   check_gone_pods_locked(now);
-  for (const auto& verdict : liveness_.check(live_slots_locked(), now, engine_.receiving_since()))
-    act_on_locked(verdict);
+  process_watch_.begin_round();
+  const auto verdicts = liveness_.check(live_slots_locked(), now, engine_.receiving_since());
+  process_watch_.end_round();
+  for (const auto& verdict : verdicts) act_on_locked(verdict);
   for (auto& [id, pool] : pools_) pool->tick_locked(now);
   for (auto& [id, group] : std::unordered_map(groups_)) group->tick_locked(now);
   answer_nested_waits_locked();

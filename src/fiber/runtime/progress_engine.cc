@@ -49,11 +49,21 @@ bridge::Backoff::Policy ProgressEngine::idle_policy(bool waiter) const {
   if (waiter) policy.spin = std::chrono::microseconds(300);
   if (!doorbell_.is_open() || !sink_ || !sink_->rung_by_peers()) return policy;
   // Peers ring after sending, so sleeping long costs no latency; the periodic checks still need
-  // a pass every deep_sleep.
+  // a pass every deep_sleep. Deep after 10 ms of quiet: each message (a heartbeat every 500 ms)
+  // starts the doubling sleeps again, and the wake-ups until deep sleep were most of what an
+  // idle worker cost (hundreds of them share a machine in a large pool). A send still in flight
+  // keeps the sleeps short (sleep_while_sending).
   policy.max_sleep = std::chrono::microseconds(2000);
-  policy.deep_after = std::chrono::milliseconds(50);
+  policy.deep_after = std::chrono::milliseconds(10);
   policy.deep_sleep = deep_sleep_;
   return policy;
+}
+
+std::chrono::microseconds ProgressEngine::sleep_while_sending(std::chrono::microseconds sleep) {
+  // A send MPI has not finished may need this process's progress (a large message's data goes
+  // once the receiver answers, and nobody rings for that).
+  constexpr auto kSendingSleep = std::chrono::microseconds(2000);
+  return sleep > kSendingSleep && !outbox_.empty() ? kSendingSleep : sleep;
 }
 
 void ProgressEngine::notify_locked() {
@@ -127,7 +137,7 @@ void ProgressEngine::progress_loop() {
     }
     // A round that will sleep if it finds nothing announces the sleep before it polls, so that
     // a peer sending meanwhile rings (doorbell.h).
-    const auto sleep = backoff.next_sleep();
+    const auto sleep = sleep_while_sending(backoff.next_sleep());
     const bool may_sleep = sleep.count() > 0;
     if (may_sleep) doorbell_.prepare_sleep();
     bool active = false;
@@ -270,7 +280,7 @@ bool ProgressEngine::await(std::unique_lock<std::mutex>& lock, const std::functi
     if (deadline && Clock::now() >= *deadline) break;
     // A round that will sleep if nothing happens announces the sleep before its last look (the
     // poll and `pred`), so that a peer's message or a local change meanwhile rings (doorbell.h).
-    auto sleep = backoff.next_sleep();
+    auto sleep = sleep_while_sending(backoff.next_sleep());
     if (deadline && sleep.count() > 0) {
       sleep = std::min(
           sleep, std::chrono::duration_cast<std::chrono::microseconds>(*deadline - Clock::now()) +

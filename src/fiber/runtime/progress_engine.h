@@ -120,6 +120,8 @@ class ProgressEngine {
 
  private:
   bridge::Backoff::Policy idle_policy(bool waiter) const;
+  /// `sleep`, or a short one while a send is still in flight.
+  std::chrono::microseconds sleep_while_sending(std::chrono::microseconds sleep);
   void progress_loop();
   bool poll_once();
   /// Polls `link` rank by rank from now on (see Link::by_rank).

@@ -52,6 +52,10 @@ void MasterLink::send(const Outgoing& message) {
     envelope.seq = static_cast<uint32_t>(messages_sent_++);
     engine_.post(link_.comm.get(), master_rank_, envelope, message.payload());
   }
+  // A heartbeat wakes nobody: the master reads it at its next pass (one every liveness interval
+  // at the latest), well within the heartbeat timeout. Ringing for each cost a master of many
+  // idle workers two wake-ups per worker and second.
+  if (message.kind == Kind::kHeartbeat) return;
   if (const int master = master_bell_pid_.load(std::memory_order_acquire); master != 0)
     engine_.ring(master);
 }
