@@ -52,11 +52,7 @@ bool Job::complete(const Made& chunk, ChunkOutcome outcome) {
     if (!first_error) first_error = outcome.error;
     if (sink) sink->fail(chunk.chunk, chunk.first_item, chunk.items, outcome.error);
     // A job that fails as a whole reads no more inputs.
-    if (fails_as_whole && !inputs_done) {
-      inputs_done = true;
-      source.reset();
-      resume = nullptr;
-    }
+    if (fails_as_whole) end_inputs(nullptr);
   }
   ++completed;
   if (on_chunk) on_chunk(chunk.items);

@@ -69,20 +69,23 @@ inline double own_cpu_seconds() {
          static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
 }
 
-/// Resident set size of a process in MB (VmRSS).
-inline double rss_mb_of(int pid) {
+/// A number from /proc/<pid>/status ("VmRSS", "VmHWM" in kB, "Threads"), or 0 when absent.
+inline double status_value(int pid, const std::string& field) {
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
   std::string key;
   while (status >> key) {
-    if (key == "VmRSS:") {
-      double kb = 0;
-      status >> kb;
-      return kb / 1024.0;
+    if (key == field + ":") {
+      double value = 0;
+      status >> value;
+      return value;
     }
     std::string rest;
     std::getline(status, rest);
   }
   return 0;
 }
+
+/// Resident set size of a process in MB (VmRSS).
+inline double rss_mb_of(int pid) { return status_value(pid, "VmRSS") / 1024.0; }
 
 }  // namespace fiber::bench

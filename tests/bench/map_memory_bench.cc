@@ -4,6 +4,8 @@
 // part of the peak beyond what it held before and the map's result vector. One map per run, since
 // the peak is the process's. Prints one JSON row. Usage: map_memory_bench [tasks] [workers]
 // [chunksize] [map|imap]
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -20,13 +22,9 @@ namespace {
 
 int noop(int x) { return x; }
 
-// A field of /proc/self/status in MB ("VmRSS", "VmHWM").
+// A field of this process's /proc status in MB ("VmRSS", "VmHWM").
 double status_mb(const std::string& field) {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line))
-    if (line.rfind(field + ":", 0) == 0) return std::atof(line.c_str() + field.size() + 1) / 1024;
-  return -1;
+  return fiber::bench::status_value(::getpid(), field) / 1024;
 }
 
 // Linux: the process's peak resident set (VmHWM) starts again from its present size.

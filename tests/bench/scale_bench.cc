@@ -40,21 +40,6 @@ int open_descriptors() {
   return count - 1;  // the directory's own
 }
 
-int threads() {
-  std::ifstream status("/proc/self/status");
-  std::string key;
-  while (status >> key) {
-    if (key == "Threads:") {
-      int n = 0;
-      status >> n;
-      return n;
-    }
-    std::string rest;
-    std::getline(status, rest);
-  }
-  return 0;
-}
-
 // CPU seconds the whole machine has spent busy (every process: the workers too), from /proc/stat.
 double machine_busy_seconds() {
   std::ifstream stat("/proc/stat");
@@ -107,7 +92,7 @@ int run(int argc, char** argv) {
   pool.map(sleep_task, std::vector<int>(static_cast<size_t>(size), 0), 1);
   const double rss_ready = fiber::bench::rss_mb_of(::getpid());
   const int fds_ready = open_descriptors();
-  const int threads_ready = threads();
+  const int threads_ready = static_cast<int>(fiber::bench::status_value(::getpid(), "Threads"));
 
   // Idle: only heartbeats and liveness checks.
   const double idle_cpu_before = fiber::bench::own_cpu_seconds();
