@@ -296,6 +296,37 @@ def plot(rows, out):
     fig.tight_layout()
     fig.savefig(out / "pool.png", dpi=110)
     print(f"plot: {out / 'pool.png'}")
+    plot_peers(rows, out, plt)
+
+
+def plot_peers(rows, out, plt):
+    """One bar per runtime on each workload, fibermpi first; a peer with no figure gets no bar and
+    its name says so."""
+    if not any(row.get("impl") in PEER_IMPLS[2:] for row in rows):
+        return
+    impls = PEER_IMPLS + ("mpi4py.futures",)
+    panels = [
+        ("Overhead test, 1 ms tasks (s; ideal 1.0)", "overhead", "median_s", {"task_ms": 1}, False),
+        ("No-op tasks/s, chunksize 1 (log)", "throughput", "tasks_per_s", {"chunksize": "1"}, True),
+        ("apply_async round trip p50 (us, log)", "latency", "p50_us", {}, True),
+        ("ES iteration, population 256 (s, log)", "es_iteration", "median_s", {}, True),
+    ]
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4.4))
+    for ax, (title, bench, field, match, log) in zip(axes, panels):
+        labels, heights = [], []
+        for impl in impls:
+            row = find_exact(rows, bench, impl, **match)
+            labels.append(impl.replace("fibermpi spawned", "fibermpi") + ("" if row else "\n(none)"))
+            heights.append(row.get(field, 0) if row else 0)
+        ax.bar(range(len(impls)), heights, color=["C0"] + ["C7"] * (len(impls) - 1))
+        ax.set_xticks(range(len(impls)))
+        ax.set_xticklabels(labels, fontsize=8, rotation=30, ha="right")
+        ax.set_title(title, fontsize=10)
+        if log:
+            ax.set_yscale("log")
+    fig.tight_layout()
+    fig.savefig(out / "peers.png", dpi=110)
+    print(f"plot: {out / 'peers.png'}")
 
 
 def main():
