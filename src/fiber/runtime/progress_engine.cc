@@ -29,10 +29,6 @@ constexpr int kMessagesPerLinkAndPass = 64;
 // A waiting thread that spins yields its core once in this many idle polls.
 constexpr unsigned kPollsPerYield = 8;
 
-// The longest the progress thread sleeps aside while another thread waits (and polls), in case
-// that thread stops polling without leaving its wait.
-constexpr auto kLongestAside = std::chrono::seconds(1);
-
 }  // namespace
 
 ProgressEngine::ProgressEngine(const Settings& settings, std::chrono::milliseconds tick_interval,
@@ -120,7 +116,6 @@ void ProgressEngine::progress_loop() {
   bridge::Backoff backoff(idle_policy(false));
   const int64_t take_over_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(settings_.progress_take_over).count();
-  int aside_rounds = 0;  // pauses in a row that found someone waiting
   while (!stop_progress_.load(std::memory_order_acquire)) {
     if (const bool rung = doorbell_.is_open() && sink_->rung_by_peers(); rung != rung_policy) {
       rung_policy = rung;
@@ -134,30 +129,12 @@ void ProgressEngine::progress_loop() {
       // so polling resumes here only once nobody has waited for a while: taking over at once
       // would make the two threads trade the MPI lock on every message.
       std::unique_lock lock(mu_);
-      if (!waiting) {
-        aside_rounds = 0;
-        progress_cv_.wait_for(lock, std::chrono::nanoseconds(take_over_ns - since_waiter),
-                              [this] { return stop_progress_.load(); });
-      } else if (++aside_rounds < 2) {
-        progress_cv_.wait_for(lock, std::chrono::nanoseconds(10 * take_over_ns),
-                              [this] { return stop_progress_.load(); });
-      } else {
-        // Someone has waited through a whole pause (an idle worker waits for its next task, a
-        // master for a long map): sleep until the last waiter leaves, which wakes this thread
-        // (WaiterGuard). Waking every pause only to look cost an idle process 50 wake-ups a
-        // second, most of what hundreds of idle workers cost a machine. Waiters that come and go
-        // quickly (a get per task) never reach this, so they pay no wake-up per wait.
-        aside_until_woken_ = true;
-        progress_cv_.wait_for(lock, kLongestAside, [this] {
-          return stop_progress_.load() || active_waiters_.load() == 0;
-        });
-        aside_until_woken_ = false;
-        aside_rounds = 0;
-      }
+      const auto pause = waiting ? std::chrono::nanoseconds(10 * take_over_ns)
+                                 : std::chrono::nanoseconds(take_over_ns - since_waiter);
+      progress_cv_.wait_for(lock, pause, [this] { return stop_progress_.load(); });
       backoff.reset();
       continue;
     }
-    aside_rounds = 0;
     // A round that will sleep if it finds nothing announces the sleep before it polls, so that
     // a peer sending meanwhile rings (doorbell.h).
     const auto sleep = sleep_while_sending(backoff.next_sleep());
@@ -291,11 +268,8 @@ bool ProgressEngine::await(std::unique_lock<std::mutex>& lock, const std::functi
     ProgressEngine& engine;
     explicit WaiterGuard(ProgressEngine& e) : engine(e) { engine.active_waiters_.fetch_add(1); }
     ~WaiterGuard() {
-      // With the runtime's lock held (as when the waiter came): the progress thread decides
-      // under it whether to sleep until woken here.
       engine.last_waiter_left_ns_.store(now_ns());
-      if (engine.active_waiters_.fetch_sub(1) == 1 && engine.aside_until_woken_)
-        engine.progress_cv_.notify_all();
+      engine.active_waiters_.fetch_sub(1);
     }
   } guard(*this);
   bridge::Backoff backoff(idle_policy(true));

@@ -149,8 +149,6 @@ class ProgressEngine {
   std::thread progress_thread_;
   std::atomic<bool> stop_progress_{false};
   std::atomic<int> active_waiters_{0};
-  /// The progress thread sleeps aside until the last waiter leaves (guarded by mu_).
-  bool aside_until_woken_ = false;
   std::atomic<int64_t> last_waiter_left_ns_{0};
   std::atomic<bool> traffic_held_{false};
   std::atomic<int64_t> hold_until_ns_{0};  ///< When a hold_traffic_until ends; 0: no limit.
