@@ -24,6 +24,12 @@
 #include "mpi_bridge/spawn.h"
 
 namespace fiber::detail {
+namespace {
+
+// How long after a static-world rank's death the spawner waits before it spawns.
+constexpr auto kSpawnSettleAfterRankLoss = std::chrono::milliseconds(500);
+
+}  // namespace
 
 Master::Master(Settings& settings, ProgressEngine& engine, std::unique_ptr<Link> static_world)
     : settings_(settings),
@@ -378,6 +384,14 @@ std::string Master::listen() {
 
 // ---------------------------------------------------------------------------------------------
 // The spawner's side
+
+std::optional<Clock::time_point> Master::spawn_not_before_locked() const {
+  // mpirun (Open MPI 5 with recovery) ended a run that had finished well with status 255 when a
+  // replacement was spawned within about 100 ms of a static rank's death on another host,
+  // before its runtime had taken note of the death; 100 ms later the run ended with 0.
+  if (!static_rank_lost_at_) return std::nullopt;
+  return *static_rank_lost_at_ + kSpawnSettleAfterRankLoss;
+}
 
 int Master::spawn_wanted_locked() const {
   // A FiberJob's launcher gets its workers from pods, never from MPI_Comm_spawn.

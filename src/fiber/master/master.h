@@ -126,6 +126,7 @@ class Master final : public MessageSink,
   int spawn_wanted_locked() const override;
   std::vector<int> take_exiting_pids_locked() override;
   bool worker_lost_locked() const override { return worker_lost_; }
+  std::optional<Clock::time_point> spawn_not_before_locked() const override;
   bool spans_hosts_locked() const override { return spans_hosts_; }
   SpawnOptions spawn_options_locked() const override { return settings_.spawn; }
   void spawn_starting_locked(int count, std::chrono::microseconds pause) override;

@@ -161,7 +161,13 @@ void Master::on_hello_locked(Link& link, int rank, const wire::Hello& hello) {
     send_locked(link.comm.get(), rank, wire::Refuse{refusal}.encode());
     --link.live_slots;
     FIBER_LOG_WARNING("refused a worker: %s", refusal.c_str());
-    if (link.spawned) fail_pending_locked(1, refusal);
+    // The processes waiting now want the executable set now: a worker of an earlier one
+    // (set_executable since; a spawn batch's extra workers come late) fails none of them, and
+    // the spawner starts what they want.
+    if (link.spawned && link.executable == settings_.spawn.executable)
+      fail_pending_locked(1, refusal);
+    else
+      spawner_.wake_locked();  // the slot it stood for is not coming: spawn what is wanted
     return;
   }
   auto created = std::make_unique<Slot>();

@@ -47,6 +47,10 @@ void Spawner::loop() {
     });
     if (host_.stopping_locked()) return;
     wait_for_exiting(lock);
+    if (const auto not_before = host_.spawn_not_before_locked()) {
+      wake_.wait_until(lock, *not_before, [this] { return host_.stopping_locked(); });
+      if (host_.stopping_locked()) return;
+    }
     // Meanwhile the runtime may have begun to shut down, or what was wanted may have been
     // cancelled (a terminated pool) or served (a worker came back to the reserve): spawn only
     // what is still wanted, in one batch of at least min_spawn_batch (the extra ones wait in the

@@ -30,6 +30,8 @@ class SpawnerHost {
   virtual std::vector<int> take_exiting_pids_locked() = 0;
   /// A worker died in this run (exiting children may then hang in finalize for a while).
   virtual bool worker_lost_locked() const = 0;
+  /// No spawn before this time (a static-world rank died just now), or none.
+  virtual std::optional<Clock::time_point> spawn_not_before_locked() const = 0;
   /// A static rank or spawned worker runs on another host: the launcher's allocation spans
   /// several hosts.
   virtual bool spans_hosts_locked() const = 0;
