@@ -194,6 +194,7 @@ void MasterLink::handle_locked(bridge::Received& message) {
       mailbox_.push_back(std::move(message));
       break;
     case Kind::kShutdown:
+      shutdown_received_ = true;
       mailbox_.push_back(std::move(message));
       break;
     case Kind::kPoolTask: {
@@ -289,6 +290,18 @@ void MasterLink::check_master_alive() {
     pid = master_pid_;
   }
   if (process_gone(pid)) {
+    {
+      // A master that ended well told this worker to leave just before: the message may have
+      // arrived after this pass looked (so one more pass first), or wait in the mailbox for
+      // the main thread, which then leaves with status 0. Leaving with 1 instead made mpirun
+      // fail a run that had succeeded.
+      auto held = engine_.lock();
+      if (shutdown_received_) return;
+      if (!master_gone_seen_) {
+        master_gone_seen_ = true;
+        return;
+      }
+    }
     // Nobody is left to report to; MPI cannot be finalised with a dead peer.
     FIBER_LOG_WARNING("the master (pid %d) is gone, exiting", pid);
     std::_Exit(1);

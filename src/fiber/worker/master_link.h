@@ -140,6 +140,8 @@ class MasterLink final : public MessageSink, public QueueAccess, public ManagerA
   // Guarded by the engine's lock.
   int master_pid_ = 0;
   bool master_local_ = false;
+  bool shutdown_received_ = false;  ///< The master told this worker to leave.
+  bool master_gone_seen_ = false;   ///< A liveness check found the master's pid gone.
   std::string run_directory_;
   std::chrono::milliseconds heartbeat_interval_{0};  ///< Told by the master at welcome.
   Clock::time_point next_heartbeat_{};
