@@ -7,6 +7,10 @@
 # With --ranks-killed (tests that kill processes of the job) a non-zero launcher status is
 # accepted when the program itself reported success.
 # On failure the last line says "checked_run: FAILED", so tests matched by output fail too.
+# Each run gets a TMPDIR of its own, removed at its end: the launcher's session directory and its
+# PMIx rendezvous files go there, so a file left by an earlier run (a launcher killed at a
+# timeout, whose pid a later one reuses) or by a run beside it cannot stop this one's launcher
+# before the program starts.
 # Usage: checked_run.sh [--status] [--ranks-killed] -- command [args...]
 set -uo pipefail
 use_status=0
@@ -22,10 +26,16 @@ while [ $# -gt 0 ]; do
 done
 [ $# -gt 0 ] || { echo "checked_run: no command given" >&2; exit 2; }
 
+run_tmpdir="$(mktemp -d "${TMPDIR:-/tmp}/fiber-run.XXXXXX")" || {
+  echo "checked_run: FAILED: cannot make a temporary directory under ${TMPDIR:-/tmp}"
+  exit 1
+}
+trap 'rm -rf "$run_tmpdir"' EXIT
+export TMPDIR="$run_tmpdir"
+
 status_file=""
 if [ "$use_status" = 1 ]; then
-  status_file="$(mktemp)"
-  trap 'rm -f "$status_file"' EXIT
+  status_file="$run_tmpdir/exit-status"
   export FIBER_TEST_STATUS_FILE="$status_file"
 fi
 
