@@ -129,6 +129,24 @@ int run(int argc, char** argv) {
     std::fflush(stdout);
   }
 
+  // Round trip to a pool of one worker: the worker's poll then has a core of its own beside the
+  // master's, as in a raw MPI ping-pong between two processes (on 2 cores, the 2-worker pool above
+  // has an idle worker polling beside the busy one).
+  {
+    fiber::Pool pool(1);
+    pool.wait_ready();
+    std::vector<double> rtts;
+    for (int i = -200; i < round_trips; ++i) {
+      const auto start = Clock::now();
+      pool.apply_async(noop, i).get();
+      if (i >= 0) rtts.push_back(seconds(Clock::now() - start) * 1e6);
+    }
+    std::printf(
+        "{\"bench\":\"latency_one_worker\",\"impl\":\"%s\",\"p50_us\":%.1f,\"p99_us\":%.1f}\n",
+        name, median(rtts), percentile(rtts, 0.99));
+    std::fflush(stdout);
+  }
+
   // Start-up: until Pool(n) has n workers ready.
   for (int n : {2, 4, 8}) {
     std::vector<double> samples;

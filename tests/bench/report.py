@@ -60,6 +60,7 @@ POOL_LINES = [
     ("throughput default chunks (tasks/s)", "throughput", "tasks_per_s", {"chunksize": "default"}),
     ("latency p50 (us)", "latency", "p50_us", {}),
     ("latency p99 (us)", "latency", "p99_us", {}),
+    ("latency p50, pool of 1 (us)", "latency_one_worker", "p50_us", {}),
     ("start-up 2 workers (s)", "startup", "median_s", {"workers": 2}),
     ("start-up 4 workers (s)", "startup", "median_s", {"workers": 4}),
     ("start-up 8 workers (s)", "startup", "median_s", {"workers": 8}),
@@ -85,6 +86,9 @@ def pool_table(rows):
         ours, raw = find(rows, "latency", f"fibermpi {mode}"), find(rows, "latency", f"raw MPI {mode}")
         if ours and raw:
             print(f"latency p50 {mode}: fibermpi {ours['p50_us']} us vs raw MPI ping-pong {raw['p50_us']} us = {ratio(ours['p50_us'], raw['p50_us'])}")
+        one = find(rows, "latency_one_worker", f"fibermpi {mode}")
+        if one and raw:
+            print(f"latency p50 {mode}, pool of 1: fibermpi {one['p50_us']} us = {ratio(one['p50_us'], raw['p50_us'])} raw")
 
 
 PEER_IMPLS = ("fibermpi spawned", "python mp", "fiber", "ray", "dask", "ipyparallel")
