@@ -1,12 +1,12 @@
 #include "mpi_bridge/spawn.h"
 
+#include <fcntl.h>
 #include <mpi.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <memory>
 
 #include "fiber/function_ref.h"
@@ -56,9 +56,20 @@ Info make_info(const SpawnOptions& options) {
 }
 
 bool file_contains(const std::string& path, const char* needle) {
-  std::ifstream file(path, std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  return bytes.find(needle) != std::string::npos;
+  // Mapped, not read into memory: a binary with debug information is tens of megabytes.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat info {};
+  const bool sized = ::fstat(fd, &info) == 0 && info.st_size > 0;
+  void* mapped =
+      sized ? ::mmap(nullptr, static_cast<size_t>(info.st_size), PROT_READ, MAP_PRIVATE, fd, 0)
+            : MAP_FAILED;
+  ::close(fd);
+  if (mapped == MAP_FAILED) return false;
+  const bool found =
+      ::memmem(mapped, static_cast<size_t>(info.st_size), needle, std::strlen(needle)) != nullptr;
+  ::munmap(mapped, static_cast<size_t>(info.st_size));
+  return found;
 }
 
 }  // namespace
