@@ -32,6 +32,17 @@ int sleep_ms(int ms) {
 }
 int own_pid(int) { return static_cast<int>(::getpid()); }
 
+// Round trips of apply_async(noop).get() in microseconds, after 200 of warm-up.
+std::vector<double> round_trips_us(fiber::Pool& pool, int round_trips) {
+  std::vector<double> rtts;
+  for (int i = -200; i < round_trips; ++i) {
+    const auto start = Clock::now();
+    pool.apply_async(noop, i).get();
+    if (i >= 0) rtts.push_back(seconds(Clock::now() - start) * 1e6);
+  }
+  return rtts;
+}
+
 std::vector<int> worker_pids(fiber::Pool& pool) {
   std::vector<int> inputs(pool.size() * 20);
   const auto pids = pool.map(own_pid, inputs, 1);
@@ -95,12 +106,7 @@ int run(int argc, char** argv) {
     }
 
     // Round trip of one apply_async(noop).get().
-    std::vector<double> rtts;
-    for (int i = -200; i < round_trips; ++i) {
-      const auto start = Clock::now();
-      pool.apply_async(noop, i).get();
-      if (i >= 0) rtts.push_back(seconds(Clock::now() - start) * 1e6);
-    }
+    const std::vector<double> rtts = round_trips_us(pool, round_trips);
     std::printf("{\"bench\":\"latency\",\"impl\":\"%s\",\"p50_us\":%.1f,\"p99_us\":%.1f}\n", name,
                 median(rtts), percentile(rtts, 0.99));
     std::fflush(stdout);
@@ -135,12 +141,7 @@ int run(int argc, char** argv) {
   {
     fiber::Pool pool(1);
     pool.wait_ready();
-    std::vector<double> rtts;
-    for (int i = -200; i < round_trips; ++i) {
-      const auto start = Clock::now();
-      pool.apply_async(noop, i).get();
-      if (i >= 0) rtts.push_back(seconds(Clock::now() - start) * 1e6);
-    }
+    const std::vector<double> rtts = round_trips_us(pool, round_trips);
     std::printf(
         "{\"bench\":\"latency_one_worker\",\"impl\":\"%s\",\"p50_us\":%.1f,\"p99_us\":%.1f}\n",
         name, median(rtts), percentile(rtts, 0.99));
