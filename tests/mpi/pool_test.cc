@@ -1,6 +1,7 @@
 // fiber::Pool across real processes, against Python multiprocessing.Pool's semantics: result
 // order, exactly-once delivery, errors, callbacks, life cycle, initializer, maxtasksperchild.
 // Suite PoolFault: terminate() kills busy workers, so its test is a program run of its own.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -70,6 +72,22 @@ int g_initialized = 0;  // set in each worker by the initializer
 void set_initialized(int value) { g_initialized = value; }
 int initialized_value(int) { return g_initialized; }
 void throw_in_initializer(int) { throw std::runtime_error("no GPU here"); }
+
+// An initializer that lets the first worker of a pool start at once and holds every other one
+// back 1.5 s: whoever creates `marker` first is the first.
+void late_unless_first(std::string marker) {
+  const int fd = ::open(marker.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0600);
+  if (fd >= 0) {
+    ::close(fd);
+    return;
+  }
+  std::this_thread::sleep_for(1500ms);
+}
+// Says which worker runs it, then waits for the master's token.
+int report_then_pass_gate(fiber::SimpleQueue<int> started, fiber::SimpleQueue<int> gate) {
+  started.put(static_cast<int>(::getpid()));
+  return gate.get();
+}
 
 int g_calls = 0;  // calls this worker has served since it started
 int calls_in_this_worker(int) { return ++g_calls; }
@@ -445,6 +463,31 @@ TEST(Pool, ThrowingInitializerFailsTasksClearly) {
   } catch (const fiber::Error& e) {
     EXPECT_NE(std::string(e.what()).find("no GPU here"), std::string::npos) << e.what();
   }
+}
+
+// The first worker to be ready does not take the tasks meant for those still starting: two
+// blocking tasks on a pool of two run side by side although one worker starts 1.5 s later.
+// (Both once went to the first worker, the second task queued behind the first one.)
+TEST(Pool, AWorkerStillStartingGetsItsShareOfTheFirstTasks) {
+  const std::string marker = (std::filesystem::temp_directory_path() /
+                              ("fiber-first-worker-" + std::to_string(::getpid())))
+                                 .string();
+  std::filesystem::remove(marker);
+  fiber::Pool pool(2, fiber::initializer(late_unless_first, marker));
+  fiber::SimpleQueue<int> started, gate;
+  auto first = pool.apply_async(report_then_pass_gate, started, gate);
+  auto second = pool.apply_async(report_then_pass_gate, started, gate);
+  std::set<int> workers = {started.get(60s)};
+  try {
+    workers.insert(started.get(20s));
+  } catch (const fiber::TimeoutError&) {
+    ADD_FAILURE() << "the second task did not start while the first one ran";
+  }
+  gate.put(1);
+  gate.put(2);
+  EXPECT_EQ(first.get(60s) + second.get(60s), 3);
+  EXPECT_EQ(workers.size(), 2u);
+  std::filesystem::remove(marker);
 }
 
 TEST(Pool, MaxTasksPerChildRecyclesWorkers) {

@@ -96,13 +96,17 @@ int PoolCore::tasks_in_flight_limit() const {
   // Until the first results tell how long a chunk runs, stay shallow; then queue about
   // kQueuedWorkUs of work per worker: deep for tiny tasks (hides the round trip), at most one
   // behind the running chunk for long ones.
-  if (compute_samples_ == 0) return std::min(limit, 2);
-  const double fit = kQueuedWorkUs / std::max(1.0, mean_compute_us_);
-  if (fit >= 2) return std::min(static_cast<int>(fit), limit);
-  // Long chunks: one queued behind the running one while more wait than the workers can take,
-  // so a worker starts its next chunk without waiting a round trip for it (on a machine shared
-  // by hundreds of processes that wait was most of a 10 ms task's overhead). Near the end, when
-  // fewer wait, one at a time: no chunk waits behind another that a free worker could run.
+  if (compute_samples_ > 0) {
+    const double fit = kQueuedWorkUs / std::max(1.0, mean_compute_us_);
+    if (fit >= 2) return std::min(static_cast<int>(fit), limit);
+  }
+  // Long chunks, or chunks of unknown length: one queued behind the running one while more wait
+  // than the workers can take, so a worker starts its next chunk without waiting a round trip
+  // for it (on a machine shared by hundreds of processes that wait was most of a 10 ms task's
+  // overhead). When fewer wait, one at a time: no chunk waits behind another that a free worker
+  // could run. Before the first result this also keeps the first worker to be ready from taking
+  // the chunks meant for those still starting: two long tasks to a pool of two ran one after
+  // the other on one worker while the other idled.
   const bool backlog =
       chunks_waiting_locked() > static_cast<size_t>(std::max(1, settings_.processes));
   return std::min(limit, backlog ? 2 : 1);
