@@ -20,6 +20,10 @@ std::optional<Job::Made> Job::make_chunk(Bytes& out, bool& became_ready) {
   }
   Made made{chunks_made++, items_made, items};
   items_made += items;
+  // A source that knows this was its last chunk ends the inputs now: the job is ready with that
+  // chunk's outcome, not only once another pass of the pool has a free worker to ask for more
+  // (none may come: a pool whose only worker was lost with a poison task).
+  if (const auto left = source->chunks_left(); left && *left == 0) end_inputs(nullptr);
   return made;
 }
 

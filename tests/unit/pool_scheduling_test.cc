@@ -189,8 +189,20 @@ TEST_F(PoolSchedulingTest, NothingIsSentBeforeAWorkerIsReady) {
   submit(*pool, 4);
   EXPECT_TRUE(host_.sent.empty());
   pool->on_worker_ready(*host_.started[0], wire::PoolReady{});
-  // Until results tell how long a chunk runs, a worker holds two.
+  // Until results tell how long a chunk runs, a worker holds two while more wait than the pool
+  // has workers.
   EXPECT_EQ(host_.tasks_sent_to(host_.started[0]->id).size(), 2u);
+}
+
+TEST_F(PoolSchedulingTest, TheFirstWorkerReadyLeavesTheOthersTheirShare) {
+  // Two chunks of unknown length on a pool of two whose second worker is still starting: the
+  // first worker takes one; the other waits for the second worker instead of queuing behind it.
+  auto pool = make_pool(2);
+  submit(*pool, 2);
+  pool->on_worker_ready(*host_.started[0], wire::PoolReady{});
+  EXPECT_EQ(host_.tasks_sent_to(host_.started[0]->id), (std::vector<uint64_t>{1}));
+  pool->on_worker_ready(*host_.started[1], wire::PoolReady{});
+  EXPECT_EQ(host_.tasks_sent_to(host_.started[1]->id), (std::vector<uint64_t>{2}));
 }
 
 TEST_F(PoolSchedulingTest, QueueDepthFollowsTheMeasuredRunTimeOfChunks) {
@@ -224,7 +236,7 @@ TEST_F(PoolSchedulingTest, ChunksOfALostWorkerRunAgainAndOnlyTheRunningOneIsChar
   // never started, so it runs again elsewhere at no charge.
   auto pool = make_pool(2, /*retries=*/0);
   ready_all(*pool);
-  auto job = submit(*pool, 4);
+  auto job = submit(*pool, 6);  // more than the workers can run: each holds two
   auto lost = host_.started[0];
   const auto held = host_.tasks_sent_to(lost->id);
   ASSERT_EQ(held.size(), 2u);
