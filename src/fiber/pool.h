@@ -95,9 +95,10 @@ class Pool {
     uint64_t maxtasksperchild = 0;
     /// Most chunks a worker holds at once (the running one and those queued behind it). Within
     /// this cap the pool queues about 2 ms of measured work per worker: many tiny tasks in flight
-    /// hide the round trip. Long tasks: one queued behind the running one while more wait than
-    /// the pool has workers (the worker goes on without waiting a round trip), one at a time
-    /// near the end, so that no task waits behind another while a worker is free. A worker
+    /// hide the round trip. Long tasks, and tasks before the first result tells how long they
+    /// run: one queued behind the running one while more wait than the pool has workers (the
+    /// worker goes on without waiting a round trip), else one at a time, so that no task waits
+    /// behind another while a worker is free or still starting. A worker
     /// queueing four or more is topped up once a quarter of its queue has room, with several
     /// chunks in one message.
     int tasks_in_flight_per_worker = 16;
