@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <fstream>
 #include <sstream>
@@ -36,6 +37,33 @@ int run_reporting_failures(const char* name, Body body, int argc, char** argv) {
 
 inline double seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
+}
+
+/// True under a launcher that started several ranks (mpirun -n 2 and up): the pools' workers are
+/// then the static world's ranks, not spawned processes.
+inline bool in_static_world() {
+  const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
+  return size && std::atoi(size) > 1;
+}
+
+/// "fibermpi static" or "fibermpi spawned", the "impl" of a benchmark row (in_static_world).
+inline std::string fibermpi_impl() {
+  return in_static_world() ? "fibermpi static" : "fibermpi spawned";
+}
+
+/// How long each of `count` calls of `call(i)` took, in microseconds, after `warm_up` untimed
+/// ones.
+template <class Call>
+std::vector<double> time_calls_us(int count, int warm_up, Call&& call) {
+  for (int i = 0; i < warm_up; ++i) call(i);
+  std::vector<double> us;
+  us.reserve(static_cast<size_t>(std::max(0, count)));
+  for (int i = 0; i < count; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    call(i);
+    us.push_back(seconds(std::chrono::steady_clock::now() - start) * 1e6);
+  }
+  return us;
 }
 
 inline double median(std::vector<double> values) {

@@ -43,8 +43,7 @@ int run(int argc, char** argv) {
   const int repeats = argc > 1 ? std::atoi(argv[1]) : 3;
   const int small_iterations = argc > 2 ? std::atoi(argv[2]) : 2000;
   const int large_iterations = argc > 3 ? std::atoi(argv[3]) : 200;
-  const char* launcher = std::getenv("OMPI_COMM_WORLD_SIZE");
-  const bool static_world = launcher && std::atoi(launcher) > 1;
+  const bool static_world = fiber::bench::in_static_world();
   const std::string impl = static_world ? "fibermpi Group static" : "fibermpi Group spawned";
 
   // The allreduce first, while the static world's ranks are all idle.

@@ -3,7 +3,6 @@
 // object: the median and 99th percentile in microseconds. Run under mpirun -n 2 for a static-world
 // worker (shared memory), alone for a spawned one.
 // Usage: latency_bench [round_trips] [repeats]
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -14,30 +13,21 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 int noop(int x) { return x; }
 
 int run(int argc, char** argv) {
   fiber::init(argc, argv);
   const int round_trips = argc > 1 ? std::atoi(argv[1]) : 100000;
   const int repeats = argc > 2 ? std::atoi(argv[2]) : 3;
-  const char* launcher = std::getenv("OMPI_COMM_WORLD_SIZE");
-  const std::string impl =
-      launcher && std::atoi(launcher) > 1 ? "fibermpi static" : "fibermpi spawned";
+  const std::string impl = fiber::bench::fibermpi_impl();
   fiber::Pool pool(1);
   pool.wait_ready();
-  for (int i = 0; i < 1000; ++i) pool.apply_async(noop, i).get();  // warm-up
   std::vector<double> medians;
   std::vector<double> tails;
   for (int r = 0; r < repeats; ++r) {
-    std::vector<double> rtts;
-    rtts.reserve(static_cast<size_t>(round_trips));
-    for (int i = 0; i < round_trips; ++i) {
-      const auto start = Clock::now();
-      pool.apply_async(noop, i).get();
-      rtts.push_back(fiber::bench::seconds(Clock::now() - start) * 1e6);
-    }
+    // 1,000 untimed round trips before the first repeat.
+    const std::vector<double> rtts = fiber::bench::time_calls_us(
+        round_trips, r == 0 ? 1000 : 0, [&pool](int i) { pool.apply_async(noop, i).get(); });
     medians.push_back(fiber::bench::median(rtts));
     tails.push_back(fiber::bench::percentile(rtts, 0.99));
   }

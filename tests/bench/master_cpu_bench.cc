@@ -22,9 +22,7 @@ int run(int argc, char** argv) {
   const int tasks = argc > 2 ? std::atoi(argv[2]) : 20000;
   const int workers = argc > 3 ? std::atoi(argv[3]) : 2;
   const size_t chunksize = argc > 4 ? static_cast<size_t>(std::atoi(argv[4])) : 1;
-  const char* launcher = std::getenv("OMPI_COMM_WORLD_SIZE");
-  const std::string impl =
-      launcher && std::atoi(launcher) > 1 ? "fibermpi static" : "fibermpi spawned";
+  const std::string impl = fiber::bench::fibermpi_impl();
   fiber::Pool pool(workers);
   pool.wait_ready();
   std::vector<int> inputs(static_cast<size_t>(tasks));

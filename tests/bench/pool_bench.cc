@@ -34,13 +34,8 @@ int own_pid(int) { return static_cast<int>(::getpid()); }
 
 // Round trips of apply_async(noop).get() in microseconds, after 200 of warm-up.
 std::vector<double> round_trips_us(fiber::Pool& pool, int round_trips) {
-  std::vector<double> rtts;
-  for (int i = -200; i < round_trips; ++i) {
-    const auto start = Clock::now();
-    pool.apply_async(noop, i).get();
-    if (i >= 0) rtts.push_back(seconds(Clock::now() - start) * 1e6);
-  }
-  return rtts;
+  return fiber::bench::time_calls_us(round_trips, 200,
+                                     [&pool](int i) { pool.apply_async(noop, i).get(); });
 }
 
 std::vector<int> worker_pids(fiber::Pool& pool) {
@@ -59,9 +54,7 @@ int run(int argc, char** argv) {
   const int repeats = argc > 1 ? std::atoi(argv[1]) : 3;
   const int round_trips = argc > 2 ? std::atoi(argv[2]) : 2000;
   const int tasks = argc > 3 ? std::atoi(argv[3]) : 20000;
-  const char* launcher = std::getenv("OMPI_COMM_WORLD_SIZE");
-  const std::string impl =
-      launcher && std::atoi(launcher) > 1 ? "fibermpi static" : "fibermpi spawned";
+  const std::string impl = fiber::bench::fibermpi_impl();
   const char* name = impl.c_str();
 
   // Fiber's overhead test: 5 workers, 5 s of work per worker-slot in tasks of 1, 10, 100 ms,

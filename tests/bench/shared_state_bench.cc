@@ -24,15 +24,7 @@ using Samples = std::vector<double>;
 // Times `op` `count` times (after a warm-up of a tenth), in microseconds per call.
 template <class Op>
 Samples time_calls(int count, Op op) {
-  for (int i = 0; i < count / 10; ++i) op(i);
-  Samples us;
-  us.reserve(static_cast<size_t>(count));
-  for (int i = 0; i < count; ++i) {
-    const auto start = Clock::now();
-    op(i);
-    us.push_back(seconds(Clock::now() - start) * 1e6);
-  }
-  return us;
+  return fiber::bench::time_calls_us(count, count / 10, op);
 }
 
 }  // namespace
@@ -107,8 +99,7 @@ int run(int argc, char** argv) {
   const int calls = argc > 1 ? std::atoi(argv[1]) : 5000;
   const int items = argc > 2 ? std::atoi(argv[2]) : 20000;
   const int repeats = argc > 3 ? std::atoi(argv[3]) : 3;
-  const char* world = std::getenv("OMPI_COMM_WORLD_SIZE");
-  const std::string impl = world && std::atoi(world) > 1 ? "fibermpi static" : "fibermpi spawned";
+  const std::string impl = fiber::bench::fibermpi_impl();
 
   fiber::Manager manager;
   print_latency(impl, "dict_set_get",
