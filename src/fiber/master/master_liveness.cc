@@ -105,9 +105,11 @@ void Master::check_gone_pods_locked(Clock::time_point now) {
     if (now - gone.closed_at < kGrace) return false;
     for (Slot* slot : live_slots_locked()) {
       // The identity carries the pod's uid: a replacement of the same name is another pod. A
-      // worker that is leaving or told to shut down ends on its own.
-      if (slot->pod != gone.pod || slot->pid != gone.pid || slot->leaving ||
-          slot->state == Slot::State::kClosing) {
+      // worker told to shut down has no work and ends on its own. One that asked to leave (its
+      // pod got SIGTERM) still runs what it had: killed before it finished (the grace period
+      // ran out, mpirun ended it), it is as dead as any other, and waiting for its heartbeat
+      // would hold its task for heartbeat_timeout.
+      if (slot->pod != gone.pod || slot->pid != gone.pid || slot->state == Slot::State::kClosing) {
         continue;
       }
       // At shutdown nothing runs elsewhere: pods ending then are no news.

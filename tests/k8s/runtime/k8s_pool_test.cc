@@ -4,6 +4,8 @@
 //   grow     Pool(4) grows onto 4 worker pods, maps 2,000 tasks, resize(1), then keeps the last
 //            worker busy for a while (the released pods leave meanwhile), exit 0
 //   loss     Pool(4) maps 2,000 tasks of 10 ms while the test deletes worker pods
+//   leaving  Pool(1) names its worker, then maps 4 tasks of 3 s while the test asks that worker
+//            to leave (SIGTERM to it alone) and kills it before its task ends
 //   scale    Pool(1) maps until its tasks have run on 3 pods (the test scales the job to 3)
 //   regrow   Pool(2), resize(1) (a pod is released while the last worker works), then resize(4)
 //            while tasks run: new pods join a launcher busy with traffic
@@ -109,6 +111,16 @@ int loss() {
   std::fflush(stdout);
   const auto in = tasks(2000, 10000);
   print_pods("map of 2000", check(in, pool.map(square_on_pod, in, 1)));
+  return 0;
+}
+
+int leaving() {
+  fiber::Pool pool(1);
+  pool.wait_ready();
+  std::printf("worker %s\n", pool.apply(square_on_pod, Task{0, 0}).second.c_str());
+  std::fflush(stdout);
+  const auto in = tasks(4, 3'000'000, 1);
+  print_pods("map of 4", check(in, pool.map(square_on_pod, in, 1)));
   return 0;
 }
 
@@ -317,6 +329,7 @@ int main(int argc, char** argv) {
   try {
     if (scenario == "grow") return grow();
     if (scenario == "loss") return loss();
+    if (scenario == "leaving") return leaving();
     if (scenario == "scale") return scale();
     if (scenario == "unready") return unready();
     if (scenario == "regrow") return regrow();
@@ -328,7 +341,8 @@ int main(int argc, char** argv) {
     std::printf("FAIL: %s\n", e.what());
     return 1;
   }
-  std::fprintf(stderr,
-               "usage: k8s_pool_test grow|loss|scale|regrow|unready|group|nested|guard|shared\n");
+  std::fprintf(
+      stderr,
+      "usage: k8s_pool_test grow|loss|leaving|scale|regrow|unready|group|nested|guard|shared\n");
   return 2;
 }

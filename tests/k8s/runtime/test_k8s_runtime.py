@@ -11,6 +11,7 @@ import json
 import os
 import pathlib
 import re
+import signal
 import subprocess
 import threading
 import time
@@ -269,6 +270,29 @@ def test_worker_pods_deleted_mid_map_lose_nothing_and_replacements_take_tasks(cl
     assert len(mapped) >= 5, f"no replacement pod took tasks: {mapped}"
     assert all(count > 0 for count in mapped.values())
     assert f"of pod {first[1]}/" in log and "its connection to the launcher closed" in log, log
+    assert "heartbeat timeout" not in log, log
+
+
+def test_a_worker_killed_while_it_leaves_is_seen_gone_by_its_connection(cluster: Cluster):
+    name = "leaving"
+    # The default heartbeat_timeout (5 s), as above: the worker asked to leave first (SIGTERM)
+    # and killed later must be seen gone through its connection all the same.
+    cluster.kubectl("apply", "-f", "-", stdin=fiberjob(name, "leaving", config="pod_idle_timeout: 1s\n"))
+    line = wait_until("the worker named", lambda: re.search(r"^worker (\S+)/(\d+)$",
+                                                            cluster.log(f"{name}-launcher"), re.MULTILINE),
+                      timeout_s=90)
+    pod, pid = line.group(1), int(line.group(2))
+    # Pods of the development cluster share this host's PID namespace: that pid is the worker.
+    environ = pathlib.Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    assert f"FIBER_K8S_POD_NAME={pod}".encode() in environ, (pod, pid)
+    time.sleep(0.3)  # its first task of 3 s runs
+    os.kill(pid, signal.SIGTERM)  # to it alone: it asks to leave and goes on with its task
+    time.sleep(0.7)
+    os.kill(pid, signal.SIGKILL)
+    log = succeeded(cluster, name)
+    mapped = workers_in(log, "map of 4")
+    assert sum(mapped.values()) == 4 and f"{pod}/{pid}" not in mapped, log
+    assert f"worker pid {pid} of pod {pod}" in log and "its connection to the launcher closed" in log, log
     assert "heartbeat timeout" not in log, log
 
 
