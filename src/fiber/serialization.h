@@ -4,6 +4,10 @@
 // containers, tuples, optionals and variants are walked element by element; any other class type
 // goes through Boost.Serialization (a `serialize` member or free function). A type that fits none
 // of these is rejected at compile time with a message that says what to add.
+//
+// Decoding trusts nothing it reads: a length may not ask for more elements than the bytes left
+// can hold, elements that encode to no bytes at all are limited in total over one decode, a bool
+// must be 0 or 1, and every refusal is a ProtocolError that names the type being decoded.
 #pragma once
 
 #include <array>
@@ -27,8 +31,8 @@
 #include <variant>
 #include <vector>
 
-#include <boost/archive/binary_iarchive.hpp>
 #include <boost/archive/binary_oarchive.hpp>
+#include <boost/core/demangle.hpp>
 #include <boost/serialization/array.hpp>
 #include <boost/serialization/deque.hpp>
 #include <boost/serialization/list.hpp>
@@ -40,6 +44,7 @@
 #include <boost/serialization/utility.hpp>
 #include <boost/serialization/vector.hpp>
 
+#include "fiber/detail/bounded_iarchive.h"
 #include "fiber/errors.h"
 
 namespace fiber::serial {
@@ -85,16 +90,30 @@ class Reader {
     next_ += size;
     return span;
   }
+  /// Elements that encode to no bytes (empty tuples and arrays, handles with nothing to send)
+  /// one decode may create in all, over every container it reads: the input cannot vouch for
+  /// their count, and nested containers would otherwise multiply it.
+  static constexpr uint64_t kMaxZeroByteElements = uint64_t{1} << 20;
+
   /// Reads a length prefix and checks that at least `size * min_element_size` bytes remain, so a
-  /// corrupt length cannot make the caller allocate gigabytes.
+  /// corrupt length cannot make the caller allocate gigabytes; a length of elements of no bytes
+  /// (`min_element_size` 0) is charged to kMaxZeroByteElements instead.
   size_t read_size(size_t min_element_size = 1) {
     uint64_t wire = 0;
     read_bytes(&wire, sizeof wire);
-    constexpr uint64_t kMaxEmptyElements = uint64_t{1} << 24;
-    if ((min_element_size > 0 && wire > remaining() / min_element_size) ||
-        (min_element_size == 0 && wire > kMaxEmptyElements)) {
-      throw ProtocolError("corrupt message: a length of " + std::to_string(wire) +
-                          " elements exceeds the " + std::to_string(remaining()) + " bytes left");
+    if (min_element_size > 0) {
+      if (wire > remaining() / min_element_size) {
+        throw ProtocolError("corrupt message: a length of " + std::to_string(wire) +
+                            " elements exceeds the " + std::to_string(remaining()) + " bytes left");
+      }
+    } else {
+      if (wire > zero_byte_elements_left_) {
+        throw ProtocolError("corrupt message: a length of " + std::to_string(wire) +
+                            " elements of no bytes exceeds the " +
+                            std::to_string(zero_byte_elements_left_) +
+                            " such elements one message may still hold");
+      }
+      zero_byte_elements_left_ -= wire;
     }
     return static_cast<size_t>(wire);
   }
@@ -110,6 +129,7 @@ class Reader {
   }
   const std::byte* next_;
   const std::byte* end_;
+  uint64_t zero_byte_elements_left_ = kMaxZeroByteElements;
 };
 
 /// Specialise to true for a class whose Boost `serialize` member is private (reachable through
@@ -164,14 +184,20 @@ concept AssociativeContainer =
 template <class T>
 concept BoostSerializable = std::is_class_v<T> && std::is_default_constructible_v<T> &&(
     enable_boost_serialization<T> ||
-    requires(T & value, boost::archive::binary_oarchive& out, boost::archive::binary_iarchive& in) {
+    requires(T & value, boost::archive::binary_oarchive& out, BoundedIArchive& in) {
       value.serialize(out, 0u);
       value.serialize(in, 0u);
     } ||
-    requires(T & value, boost::archive::binary_oarchive& out, boost::archive::binary_iarchive& in) {
+    requires(T & value, boost::archive::binary_oarchive& out, BoundedIArchive& in) {
       serialize(out, value, 0u);
       serialize(in, value, 0u);
     });
+
+/// The type's name as written in C++, for error messages.
+template <class T>
+std::string type_name() {
+  return boost::core::demangle(typeid(T).name());
+}
 
 }  // namespace detail
 
@@ -250,16 +276,34 @@ void load(Reader& reader, T& value);
 
 namespace detail {
 
-/// Fewest bytes one encoded T can take; 0 for empty tuples and arrays, which makes a length
-/// prefix unverifiable, so such containers are capped at kMaxEmptyElements instead.
+template <class T>
+constexpr size_t min_encoded_size();
+
+template <class Tuple, size_t... I>
+constexpr size_t min_encoded_size_of_tuple(std::index_sequence<I...>) {
+  return (size_t{0} + ... + min_encoded_size<std::tuple_element_t<I, Tuple>>());
+}
+
+/// Fewest bytes one encoded T can take, as save<T> writes it. 0 (empty tuples and arrays, and
+/// whatever holds only those; handles, whose encoding may be empty) makes a length prefix
+/// unverifiable against the bytes left, so such elements are charged to
+/// Reader::kMaxZeroByteElements instead.
 template <class T>
 constexpr size_t min_encoded_size() {
-  if constexpr (is_specialization<T, std::tuple>) {
-    return std::tuple_size_v<T> == 0 ? 0 : 1;
+  if constexpr (WireHandle<T>) {
+    return 0;
+  } else if constexpr (Memcpyable<T>) {
+    return sizeof(T);
+  } else if constexpr (is_specialization<T, std::pair>) {
+    return min_encoded_size<typename T::first_type>() + min_encoded_size<typename T::second_type>();
+  } else if constexpr (is_specialization<T, std::tuple>) {
+    return min_encoded_size_of_tuple<T>(std::make_index_sequence<std::tuple_size_v<T>>{});
   } else if constexpr (is_std_array<T>) {
-    return std::tuple_size_v<T> == 0 ? 0 : 1;
-  } else {
+    return std::tuple_size_v<T> * min_encoded_size<typename T::value_type>();
+  } else if constexpr (is_specialization<T, std::optional>) {
     return 1;
+  } else {
+    return sizeof(uint64_t);  // a length prefix or a variant's index
   }
 }
 
@@ -278,8 +322,19 @@ void load_tuple(Reader& reader, Tuple& tuple, std::index_sequence<I...>) {
   (load(reader, std::get<I>(tuple)), ...);
 }
 
+/// Reads the length of a Container, whose elements take at least `min_element_size` bytes each;
+/// a refused length names the container's type.
+template <class Container>
+size_t read_length(Reader& reader, size_t min_element_size) {
+  try {
+    return reader.read_size(min_element_size);
+  } catch (const ProtocolError& error) {
+    throw ProtocolError(std::string(error.what()) + " (decoding a " + type_name<Container>() + ")");
+  }
+}
+
 template <class Variant, size_t I = 0>
-void load_variant_alternative(Reader& reader, Variant& variant, size_t index) {
+void load_variant_alternative(Reader& reader, Variant& variant, uint64_t index) {
   if constexpr (I < std::variant_size_v<Variant>) {
     if (index == I) {
       std::variant_alternative_t<I, Variant> alternative{};
@@ -290,14 +345,15 @@ void load_variant_alternative(Reader& reader, Variant& variant, size_t index) {
     load_variant_alternative<Variant, I + 1>(reader, variant, index);
   } else {
     throw ProtocolError("corrupt message: variant index " + std::to_string(index) +
-                        " out of range");
+                        " out of range for a " + type_name<Variant>());
   }
 }
 
 template <class Map>
 void load_map(Reader& reader, Map& map) {
   map.clear();
-  const size_t count = reader.read_size(min_encoded_size<typename Map::key_type>());
+  const size_t count = read_length<Map>(reader, min_encoded_size<typename Map::key_type>() +
+                                                    min_encoded_size<typename Map::mapped_type>());
   for (size_t i = 0; i < count; ++i) {
     typename Map::key_type key{};
     typename Map::mapped_type mapped{};
@@ -310,7 +366,7 @@ void load_map(Reader& reader, Map& map) {
 template <class Set>
 void load_set(Reader& reader, Set& set) {
   set.clear();
-  const size_t count = reader.read_size(min_encoded_size<typename Set::key_type>());
+  const size_t count = read_length<Set>(reader, min_encoded_size<typename Set::key_type>());
   for (size_t i = 0; i < count; ++i) {
     typename Set::key_type key{};
     load(reader, key);
@@ -326,6 +382,9 @@ void save(Writer& writer, const T& value) {
   require_serializable<T>();
   if constexpr (detail::WireHandle<T>) {
     value.fiber_save(writer);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    const uint8_t byte = value ? 1 : 0;
+    writer.write_bytes(&byte, sizeof byte);
   } else if constexpr (detail::Memcpyable<T>) {
     writer.write_bytes(&value, sizeof(T));
   } else if constexpr (detail::SequenceContainer<T>) {
@@ -380,6 +439,14 @@ void load(Reader& reader, T& value) {
   require_serializable<T>();
   if constexpr (detail::WireHandle<T>) {
     value = T::fiber_load(reader);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    // Copying the byte into a bool would take any value; only 0 and 1 are bools.
+    uint8_t byte = 0;
+    reader.read_bytes(&byte, sizeof byte);
+    if (byte > 1) {
+      throw ProtocolError("corrupt message: a bool encoded as " + std::to_string(byte));
+    }
+    value = byte == 1;
   } else if constexpr (detail::Memcpyable<T>) {
     reader.read_bytes(&value, sizeof(T));
   } else if constexpr (detail::SequenceContainer<T>) {
@@ -387,11 +454,12 @@ void load(Reader& reader, T& value) {
     if constexpr ((detail::is_specialization<T, std::vector> ||
                    detail::is_specialization<T, std::basic_string>)&&detail::Memcpyable<Element> &&
                   !std::is_same_v<Element, bool>) {
-      const size_t count = reader.read_size(sizeof(Element));
+      const size_t count = detail::read_length<T>(reader, sizeof(Element));
       value.resize(count);
       reader.read_bytes(value.data(), count * sizeof(Element));
     } else {
-      const size_t count = reader.read_size(detail::min_encoded_size<typename T::value_type>());
+      const size_t count =
+          detail::read_length<T>(reader, detail::min_encoded_size<typename T::value_type>());
       value.clear();
       for (size_t i = 0; i < count; ++i) {
         typename T::value_type element{};
@@ -415,7 +483,10 @@ void load(Reader& reader, T& value) {
   } else if constexpr (detail::is_specialization<T, std::optional>) {
     uint8_t present = 0;
     load(reader, present);
-    if (present > 1) throw ProtocolError("corrupt message: bad optional flag");
+    if (present > 1) {
+      throw ProtocolError("corrupt message: bad presence flag " + std::to_string(present) +
+                          " of a " + detail::type_name<T>());
+    }
     if (present) {
       typename T::value_type inner{};
       load(reader, inner);
@@ -424,19 +495,19 @@ void load(Reader& reader, T& value) {
       value.reset();
     }
   } else if constexpr (detail::is_specialization<T, std::variant>) {
-    detail::load_variant_alternative(reader, value, reader.read_size(0));
+    uint64_t index = 0;
+    reader.read_bytes(&index, sizeof index);
+    detail::load_variant_alternative(reader, value, index);
   } else {
     const size_t size = reader.read_size();
-    const auto bytes = reader.read_span(size);
-    std::istringstream stream(std::string(reinterpret_cast<const char*>(bytes.data()), size),
-                              std::ios::binary);
+    detail::SpanStreamBuffer buffer(reader.read_span(size));
     try {
-      boost::archive::binary_iarchive archive(stream, boost::archive::no_header);
+      detail::BoundedIArchive archive(buffer);
       archive >> value;
     } catch (const std::exception& e) {
-      // A corrupt length inside the archive surfaces as length_error or bad_alloc, not only as
-      // archive_exception; all of them mean the same thing here.
-      throw ProtocolError(std::string("corrupt message: Boost.Serialization failed: ") + e.what());
+      // The archive's own refusals, and Boost's archive_exception for a short or malformed one.
+      throw ProtocolError("corrupt message: decoding a " + detail::type_name<T>() +
+                          " with Boost.Serialization failed: " + e.what());
     }
   }
 }

@@ -324,5 +324,30 @@ TEST(Wire, MalformedPayloadsAreProtocolErrors) {
   EXPECT_THROW(wire::PoolTasks::decode(tasks), ProtocolError);
 }
 
+// Regression (fuzzing, UBSan "load of value 2, which is not a valid value for type 'bool'" in
+// PoolCreate::decode): each bool of a pool's settings is refused unless it is 0 or 1.
+TEST(Wire, ABoolOfAPoolsSettingsIsZeroOrOne) {
+  PoolSettings settings;
+  settings.processes = 2;
+  const bridge::Received good = as_received(wire::PoolCreate{4, settings}.encode());
+  ASSERT_EQ(wire::PoolCreate::decode(good).settings.processes, 2);
+  // The flags' offsets: processes (4 bytes), has an initializer (1), maxtasksperchild (8),
+  // tasks in flight (4), cover spawn pauses (1), ..., take joined workers.
+  const size_t has_initializer = 4;
+  const size_t cover_spawn_pauses = 4 + 1 + 8 + 4;
+  const size_t take_joined_workers = cover_spawn_pauses + 1 + 4 + 4 + 4 + 8;
+  for (const size_t at : {has_initializer, cover_spawn_pauses, take_joined_workers}) {
+    ASSERT_LE(good.payload.at(at), std::byte{1}) << "byte " << at << " is not a flag";
+    bridge::Received bad = good;
+    bad.payload.at(at) = std::byte{2};
+    try {
+      wire::PoolCreate::decode(bad);
+      ADD_FAILURE() << "a flag of 2 at byte " << at << " was taken";
+    } catch (const ProtocolError& error) {
+      EXPECT_NE(std::string(error.what()).find("bool"), std::string::npos) << error.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace fiber::detail
