@@ -10,6 +10,14 @@ set(FIBER_TEST_ENV
   "FIBER_SPAWN_TIMEOUT_S=30"
   ${FIBER_MPI_TEST_ENV})
 set(FIBER_CHECKED_RUN ${PROJECT_SOURCE_DIR}/tests/checked_run.sh)
+
+# unit_tests builds the programs of the tests of label unit and nothing else: a build folder that
+# runs only those (the sanitizer pass of scripts/test) need not build the rest.
+add_custom_target(unit_tests)
+# fiber_add_unit_test_program(target...) adds programs that tests of label unit run.
+function(fiber_add_unit_test_program)
+  add_dependencies(unit_tests ${ARGN})
+endfunction()
 set(FIBER_CMAKE_DIR ${CMAKE_CURRENT_LIST_DIR})
 include(${FIBER_CMAKE_DIR}/FiberLaunchCommand.cmake)
 

@@ -84,7 +84,8 @@ def test_another_jobs_pod_and_a_rogue_publish_are_refused_and_the_map_stays_exac
         pods = cluster.kubectl("get", "pods", "-o", "wide", check=False)
         raise AssertionError(f"{error}\n--- pods:\n{pods}--- launcher:\n{cluster.log(f'{name}-launcher')}"
                              f"--- worker-0:\n{cluster.log(f'{name}-worker-0')}"
-                             f"--- job status:\n{cluster.job(name).get('status')}") from None
+                             f"--- job status:\n{cluster.job(name).get('status')}"
+                             f"\n--- stacks:\n{cluster.stacks()}") from None
     uri = cluster.job(name)["status"]["nameService"]["uri"]
 
     # A pod of another job (another token), the right binary: refused on both sides, it gives up.
