@@ -499,7 +499,7 @@ void load(Reader& reader, T& value) {
     reader.read_bytes(&index, sizeof index);
     detail::load_variant_alternative(reader, value, index);
   } else {
-    const size_t size = reader.read_size();
+    const size_t size = detail::read_length<T>(reader, 1);
     detail::SpanStreamBuffer buffer(reader.read_span(size));
     try {
       detail::BoundedIArchive archive(buffer);

@@ -18,6 +18,7 @@
 #include <tuple>
 #include <typeinfo>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -97,6 +98,22 @@ struct NestedBoost {
     archive& label& flag& empties& words;
   }
   friend bool operator==(const NestedBoost&, const NestedBoost&) = default;
+};
+
+// Boost writes an unordered container's bucket count beside its size; bools of an array as a block.
+struct HashedBoost {
+  std::string label;
+  std::unordered_map<std::string, int> counts;
+  std::unordered_set<uint8_t> small;
+  std::unordered_multimap<int, int> pairs;
+  std::unordered_multiset<char> letters;
+  std::array<bool, 3> flags{};
+
+  template <class Archive>
+  void serialize(Archive& archive, unsigned /*version*/) {
+    archive& label& counts& small& pairs& letters& flags;
+  }
+  friend bool operator==(const HashedBoost&, const HashedBoost&) = default;
 };
 
 }  // namespace serialization_test
@@ -478,6 +495,27 @@ TEST(SerializationTest, BoostCollectionsMayNotClaimMoreElementsThanTheirBytes) {
   expect_refused_without_large_allocation<NestedBoost>(bytes, "collection of 200 elements");
 }
 
+// Bucket counts are not element counts: a container reserved large and then cleared, or a set of
+// small keys with more buckets than bytes, is a valid archive.
+TEST(SerializationTest, BoostUnorderedContainersRoundTripWhateverTheirBucketCounts) {
+  HashedBoost hashed;
+  hashed.label = "h";
+  hashed.counts.reserve(1000);
+  hashed.counts = {{"a", 1}, {"b", 2}};
+  for (int key = 0; key < 200; ++key) hashed.small.insert(static_cast<uint8_t>(key));
+  hashed.pairs = {{1, 2}, {1, 3}};
+  hashed.letters = {'x', 'x', 'y'};
+  hashed.flags = {true, false, true};
+  const auto bytes = to_bytes(hashed);
+  ASSERT_LT(bytes.size(), hashed.counts.bucket_count() + hashed.small.bucket_count());
+  EXPECT_EQ(from_bytes<HashedBoost>(bytes), hashed);
+
+  HashedBoost emptied;
+  emptied.counts.reserve(5000);
+  EXPECT_EQ(from_bytes<HashedBoost>(to_bytes(emptied)), emptied);
+  EXPECT_GT(corrupt_every_length<HashedBoost>(to_bytes(hashed)), 0);
+}
+
 // Regression (fuzzing, UBSan "load of value 2, which is not a valid value for type 'bool'"): a
 // bool was decoded by copying a byte, so any byte was taken.
 TEST(SerializationTest, BoolIsDecodedOnlyFromZeroOrOne) {
@@ -508,6 +546,16 @@ TEST(SerializationTest, BoolIsDecodedOnlyFromZeroOrOne) {
   ASSERT_EQ(bytes[flag_at], std::byte{1});
   bytes[flag_at] = std::byte{2};
   expect_refused_without_large_allocation<NestedBoost>(bytes, "a bool encoded as 2");
+
+  // And in an array of bools, which Boost reads as one block.
+  HashedBoost with_flags;
+  with_flags.label = "flags";
+  with_flags.flags = {true, true, true};
+  auto flag_bytes = to_bytes(with_flags);
+  // The flags are the class's last member: the archive's last three bytes.
+  ASSERT_EQ(flag_bytes[flag_bytes.size() - 2], std::byte{1});
+  flag_bytes[flag_bytes.size() - 2] = std::byte{7};
+  expect_refused_without_large_allocation<HashedBoost>(flag_bytes, "a bool encoded as 7");
 }
 
 // Regression: containers of zero-byte elements used to be refused, because their length prefix

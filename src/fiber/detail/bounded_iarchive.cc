@@ -1,6 +1,8 @@
 #include "fiber/detail/bounded_iarchive.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <cwchar>
 
 // The archive templates' out-of-line members, instantiated here for BoundedIArchive as Boost does
@@ -36,7 +38,7 @@ BoundedIArchive::BoundedIArchive(SpanStreamBuffer& buffer)
 
 void BoundedIArchive::require_bytes_for(size_t count, size_t element_size, const char* what) const {
   if (count > buffer_.remaining() / element_size) {
-    throw ProtocolError("corrupt message: a " + std::string(what) + " of " + std::to_string(count) +
+    throw ProtocolError("a " + std::string(what) + " of " + std::to_string(count) +
                         " elements exceeds the " + std::to_string(buffer_.remaining()) +
                         " bytes left in the archive");
   }
@@ -45,24 +47,38 @@ void BoundedIArchive::require_bytes_for(size_t count, size_t element_size, const
 void BoundedIArchive::load_override(boost::serialization::collection_size_type& count) {
   Impl::load_override(count);
   const auto requested = static_cast<size_t>(count);
-  // One budget for the whole archive: nested collections may not multiply their lengths.
-  if (requested > elements_left_) {
-    throw ProtocolError("corrupt message: a collection of " + std::to_string(requested) +
-                        " elements exceeds what the archive's " + std::to_string(elements_left_) +
+  if (bucket_count_after_ > 0 && --bucket_count_after_ == 0) {
+    count = boost::serialization::collection_size_type(std::min(requested, last_collection_size_));
+    return;
+  }
+  // One budget for the whole archive, so that nested collections cannot multiply their lengths,
+  // and never more than the bytes not read yet.
+  const size_t can_hold = std::min(elements_left_, buffer_.remaining());
+  if (requested > can_hold) {
+    throw ProtocolError("a collection of " + std::to_string(requested) +
+                        " elements exceeds what the archive's " + std::to_string(can_hold) +
                         " unclaimed bytes can hold");
   }
   elements_left_ -= requested;
+  last_collection_size_ = requested;
+}
+
+void BoundedIArchive::load_array(boost::serialization::array_wrapper<bool>& array,
+                                 unsigned version) {
+  Primitive::load_array(array, version);
+  for (size_t i = 0; i < array.count(); ++i) {
+    uint8_t byte = 0;
+    std::memcpy(&byte, array.address() + i, sizeof byte);
+    if (byte > 1) throw ProtocolError("a bool encoded as " + std::to_string(byte));
+  }
 }
 
 void BoundedIArchive::load(bool& value) {
   uint8_t byte = 0;
   load_binary(&byte, sizeof byte);
-  if (byte > 1) {
-    throw ProtocolError("corrupt message: a bool encoded as " + std::to_string(byte));
-  }
+  if (byte > 1) throw ProtocolError("a bool encoded as " + std::to_string(byte));
   value = byte == 1;
 }
-
 void BoundedIArchive::load(std::string& text) {
   size_t length = 0;
   load(length);

@@ -35,10 +35,28 @@ size_t AllocationLimit::largest_refused() const { return largest_refused_request
 
 }  // namespace fiber::testing
 
-// Aligned forms (new of over-aligned types) are left to the library: the decoders allocate none.
+// Every form the program may pair with these deletes is replaced (a nothrow new freed by a plain
+// delete, as libstdc++'s temporary buffers are, must come from the same allocator). Aligned forms
+// are left to the library: the decoders allocate none.
 void* operator new(size_t size) { return fiber::testing::allocate(size); }
 void* operator new[](size_t size) { return fiber::testing::allocate(size); }
+void* operator new(size_t size, const std::nothrow_t&) noexcept {
+  try {
+    return fiber::testing::allocate(size);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+void* operator new[](size_t size, const std::nothrow_t&) noexcept {
+  try {
+    return fiber::testing::allocate(size);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
 void operator delete(void* memory) noexcept { std::free(memory); }
 void operator delete[](void* memory) noexcept { std::free(memory); }
 void operator delete(void* memory, size_t) noexcept { std::free(memory); }
 void operator delete[](void* memory, size_t) noexcept { std::free(memory); }
+void operator delete(void* memory, const std::nothrow_t&) noexcept { std::free(memory); }
+void operator delete[](void* memory, const std::nothrow_t&) noexcept { std::free(memory); }
