@@ -57,7 +57,7 @@ class Cluster:
     def stacks(self) -> str:
         """Every thread's stack in every process of every running pod (gdb), with the process tree:
         what a test prints when a pod waits silently, so that a hang names where it waits."""
-        pid_dir = self.dir / "pids" / "pods"
+        pid_dir = self.dir / "nodes" / "pids" / "pods"
         children: dict[int, list[int]] = {}
         for stat in pathlib.Path("/proc").glob("[0-9]*/stat"):
             try:
