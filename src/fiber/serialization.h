@@ -440,13 +440,9 @@ void load(Reader& reader, T& value) {
   if constexpr (detail::WireHandle<T>) {
     value = T::fiber_load(reader);
   } else if constexpr (std::is_same_v<T, bool>) {
-    // Copying the byte into a bool would take any value; only 0 and 1 are bools.
     uint8_t byte = 0;
     reader.read_bytes(&byte, sizeof byte);
-    if (byte > 1) {
-      throw ProtocolError("corrupt message: a bool encoded as " + std::to_string(byte));
-    }
-    value = byte == 1;
+    value = detail::bool_from_byte(byte);
   } else if constexpr (detail::Memcpyable<T>) {
     reader.read_bytes(&value, sizeof(T));
   } else if constexpr (detail::SequenceContainer<T>) {

@@ -36,6 +36,11 @@ BoundedIArchive::BoundedIArchive(SpanStreamBuffer& buffer)
   init(boost::archive::no_header);
 }
 
+bool bool_from_byte(uint8_t byte) {
+  if (byte > 1) throw ProtocolError("a bool encoded as " + std::to_string(byte));
+  return byte == 1;
+}
+
 void BoundedIArchive::require_bytes_for(size_t count, size_t element_size, const char* what) const {
   if (count > buffer_.remaining() / element_size) {
     throw ProtocolError("a " + std::string(what) + " of " + std::to_string(count) +
@@ -69,15 +74,14 @@ void BoundedIArchive::load_array(boost::serialization::array_wrapper<bool>& arra
   for (size_t i = 0; i < array.count(); ++i) {
     uint8_t byte = 0;
     std::memcpy(&byte, array.address() + i, sizeof byte);
-    if (byte > 1) throw ProtocolError("a bool encoded as " + std::to_string(byte));
+    bool_from_byte(byte);
   }
 }
 
 void BoundedIArchive::load(bool& value) {
   uint8_t byte = 0;
   load_binary(&byte, sizeof byte);
-  if (byte > 1) throw ProtocolError("a bool encoded as " + std::to_string(byte));
-  value = byte == 1;
+  value = bool_from_byte(byte);
 }
 void BoundedIArchive::load(std::string& text) {
   size_t length = 0;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <streambuf>
 #include <string>
@@ -30,6 +31,10 @@
 #include <boost/serialization/unordered_set.hpp>
 
 namespace fiber::serial::detail {
+
+/// The bool a received byte encodes: 0 or 1, anything else is a ProtocolError (copying the byte
+/// into a bool would take any value).
+bool bool_from_byte(uint8_t byte);
 
 /// A read-only stream buffer over bytes that stay owned by the caller (no copy).
 class SpanStreamBuffer : public std::streambuf {
