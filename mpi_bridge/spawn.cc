@@ -85,7 +85,11 @@ void check_spawnable(const std::string& path) {
   if (!S_ISREG(info.st_mode) || ::access(path.c_str(), X_OK) != 0) {
     throw SpawnError("cannot spawn '" + path + "': not an executable file");
   }
-  if (detail::build_id_of_file(path) != detail::ModuleTable::instance().main_module_id() &&
+  // Where fibermpi lives in a shared module (a Python extension), the program spawned is an
+  // interpreter that loads it: only the worker's hello can tell its build.
+  auto& modules = detail::ModuleTable::instance();
+  if (modules.engine_in_main_executable() &&
+      detail::build_id_of_file(path) != modules.engine_module_id() &&
       !file_contains(path, kWorkerAbiMarker)) {
     throw SpawnError("cannot spawn '" + path + "': it is not a program linked with fibermpi");
   }
@@ -95,7 +99,7 @@ Communicator spawn(const SpawnOptions& options, int count) {
   if (count <= 0)
     throw SpawnError("spawn: process count must be positive, got " + std::to_string(count));
   const std::string executable =
-      options.executable.empty() ? detail::ModuleTable::executable_path() : options.executable;
+      options.executable.empty() ? detail::ModuleTable::program_path() : options.executable;
   check_spawnable(executable);
   const Info info = make_info(options);
 #if defined(MPICH_VERSION)

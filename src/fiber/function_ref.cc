@@ -147,10 +147,40 @@ void* ModuleTable::decode(const FunctionRef& ref) {
   return reinterpret_cast<void*>(module->base + ref.offset);
 }
 
-uint64_t ModuleTable::main_module_id() {
-  std::lock_guard lock(mutex_);
+const ModuleTable::Module* ModuleTable::engine_locked() {
   if (!scanned_) scan_locked();
-  return modules_.empty() ? 0 : modules_.front().id;
+  const auto here = reinterpret_cast<uintptr_t>(&ModuleTable::instance);
+  return find_by_address_locked(here);
+}
+
+uint64_t ModuleTable::engine_module_id() {
+  std::lock_guard lock(mutex_);
+  const Module* engine = engine_locked();
+  return engine ? engine->id : 0;
+}
+
+bool ModuleTable::engine_in_main_executable() {
+  std::lock_guard lock(mutex_);
+  const Module* engine = engine_locked();
+  return engine && !modules_.empty() && engine == &modules_.front();
+}
+
+namespace {
+std::mutex program_path_mutex;
+std::string program_path_override;
+}  // namespace
+
+std::string ModuleTable::program_path() {
+  {
+    std::lock_guard lock(program_path_mutex);
+    if (!program_path_override.empty()) return program_path_override;
+  }
+  return executable_path();
+}
+
+void ModuleTable::set_program_path(std::string path) {
+  std::lock_guard lock(program_path_mutex);
+  program_path_override = std::move(path);
 }
 
 namespace {

@@ -38,16 +38,28 @@ class ModuleTable {
   /// Decodes a reference made by a process running the same binaries; throws fiber::ProtocolError
   /// naming the problem when the module is not loaded here or the offset is not code.
   void* decode(const FunctionRef& ref);
-  /// Identity of the main executable, compared at handshake so a worker running another binary
-  /// is refused.
-  uint64_t main_module_id();
+  /// Identity of the module holding fibermpi's own code, compared at handshake so a worker
+  /// running another build is refused: the main executable of a C++ program, the extension
+  /// module of a Python program (whose executable, the interpreter, says nothing of the build).
+  uint64_t engine_module_id();
+  /// fibermpi's code is part of the main executable (not of a shared module such as a Python
+  /// extension), so a program to spawn can be checked by its build-id before it starts.
+  bool engine_in_main_executable();
   /// Path of the main executable as the kernel reports it (/proc/self/exe).
   static std::string executable_path();
+  /// The program that runs this process's code again (a relaunch under the MPI's own launcher, a
+  /// worker pod's ranks): executable_path(), unless a front end set another. An interpreter's
+  /// front end sets the interpreter as the user started it: /proc/self/exe resolves a virtual
+  /// environment's python to the system's, which has none of the environment's packages.
+  static std::string program_path();
+  static void set_program_path(std::string path);
 
  private:
   void scan_locked();
   const Module* find_by_address_locked(uintptr_t address) const;
   const Module* find_by_id_locked(uint64_t id) const;
+  /// The module holding this code (the table's own functions).
+  const Module* engine_locked();
 
   std::mutex mutex_;
   std::vector<Module> modules_;

@@ -87,7 +87,7 @@ void relaunch_under_mpirun(const KubernetesPod& pod, int argc, char** argv) {
     words.insert(words.end(), {"--mca", "btl_vader_single_copy_mechanism", "none"});
   }
   words.insert(words.end(),
-               {"--bind-to", "none", "-n", std::to_string(ranks), ModuleTable::executable_path()});
+               {"--bind-to", "none", "-n", std::to_string(ranks), ModuleTable::program_path()});
   for (int i = 1; i < argc; ++i) words.emplace_back(argv[i]);
   if (pod.role == KubernetesPod::Role::kLauncher) {
     std::_Exit(

@@ -150,11 +150,11 @@ void Master::on_hello_locked(Link& link, int rank, const wire::Hello& hello) {
   if (hello.protocol != kProtocolVersion) {
     refusal = "worker speaks fibermpi protocol " + std::to_string(hello.protocol) +
               ", the master " + std::to_string(kProtocolVersion);
-  } else if (hello.module != ModuleTable::instance().main_module_id()) {
+  } else if (hello.module != ModuleTable::instance().engine_module_id()) {
     refusal = "worker pid " + std::to_string(hello.pid) + " on " + hello.host +
               " runs a different binary than the master (build-id hash " +
               std::to_string(hello.module) + " vs " +
-              std::to_string(ModuleTable::instance().main_module_id()) +
+              std::to_string(ModuleTable::instance().engine_module_id()) +
               "): rebuild or redeploy so every process runs the same executable";
   }
   if (!refusal.empty()) {

@@ -89,7 +89,7 @@ void exit_if_finalize_hangs(std::chrono::seconds limit, int status, bool worker_
 [[noreturn]] void run_under_own_launcher(const std::vector<std::string>& launcher, int argc,
                                          char** argv) {
   std::vector<std::string> words = launcher;
-  words.push_back(ModuleTable::executable_path());
+  words.push_back(ModuleTable::program_path());
   for (int i = 1; i < argc; ++i) words.emplace_back(argv[i]);
   // Its own report, where `fibermpi run` or a launcher pod waits for one, is the program's.
   const char* outer = std::getenv(kExitStatusFileVariable);
@@ -191,7 +191,7 @@ void Runtime::begin(int& argc, char**& argv, const Config&) {
   if (pod && pod->role == KubernetesPod::Role::kWorker)
     find_launcher(*pod, settings_.pod_start_timeout);
   if (settings_.spawn.executable.empty())
-    settings_.spawn.executable = ModuleTable::executable_path();
+    settings_.spawn.executable = ModuleTable::program_path();
   settings_.spawn.env.emplace_back("FIBER_WORKER", "1");
   for (int i = 1; i < argc; ++i) settings_.spawn.args.emplace_back(argv[i]);
 

@@ -127,7 +127,7 @@ void MasterLink::on_group_stop_locked(const wire::GroupStop& stop) {
 
 void MasterLink::handshake() {
   wire::Hello hello;
-  hello.module = ModuleTable::instance().main_module_id();
+  hello.module = ModuleTable::instance().engine_module_id();
   hello.pid = static_cast<int>(::getpid());
   hello.host = host_;
   // Its pod: the name, and the uid that tells a replacement of the same name apart.
