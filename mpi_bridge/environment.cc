@@ -51,12 +51,10 @@ void Environment::initialize(int* argc, char*** argv) {
   (void)keep_marker;
 
   int provided = MPI_THREAD_SINGLE;
+  // Also where the program initialised MPI itself (mpi4py imported first): a launcher-less
+  // program's MPI starts its runtime at the first spawn, which reads the environment then.
+  prepare_process_environment();
   if (!is_initialized()) {
-    // A launcher-less program's MPI starts its runtime (at the first spawn) with this
-    // environment; the user's own settings win.
-    if (!started_by_launcher()) prepare_own_runtime();
-    for (const auto& [name, value] : detail::process_variables(built_against_mpi()))
-      ::setenv(name.c_str(), value.c_str(), 0);
     if (built_against_mpi() == detail::MpiFamily::kMpich) std::atexit(end_after_mpi_exit_handlers);
     FIBER_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
     g_owns_mpi = true;

@@ -105,6 +105,13 @@ void prepare_own_runtime() {
   use_writable_temporary_directory();
 }
 
+void prepare_process_environment() {
+  // The user's own settings win.
+  if (!started_by_launcher()) prepare_own_runtime();
+  for (const auto& [name, value] : detail::process_variables(built_against_mpi()))
+    ::setenv(name.c_str(), value.c_str(), 0);
+}
+
 std::string temporary_directory() {
   if (const char* tmpdir = std::getenv("TMPDIR"); tmpdir && *tmpdir) return tmpdir;
   for (const char* candidate : {"/tmp", "/dev/shm"}) {

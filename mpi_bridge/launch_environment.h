@@ -44,6 +44,11 @@ std::vector<std::pair<std::string, std::string>> own_runtime_variables();
 /// place for its session directory (use_writable_temporary_directory()).
 void prepare_own_runtime();
 
+/// What a process needs in its environment before MPI's runtime starts: prepare_own_runtime()
+/// for a process no launcher started, and the MPI's process_variables(). Environment::initialize
+/// calls it; a front end calls it earlier where another library may initialise MPI first.
+void prepare_process_environment();
+
 /// The directory temporary files go to: $TMPDIR when set, else /tmp when it is writable, else
 /// /dev/shm when that is (a container whose root filesystem is read-only and has no volume on
 /// /tmp still has its /dev/shm), else /tmp.

@@ -11,6 +11,7 @@
 #include "fiber/init.h"
 #include "fiber/pool.h"
 #include "fiber/runtime/config_file.h"
+#include "mpi_bridge/launch_environment.h"
 
 namespace fibermpi::binding {
 namespace {
@@ -48,6 +49,9 @@ void start(std::string program, std::vector<std::string> argv, std::vector<std::
 void bind_runtime(py::module_& m) {
   m.def("start", &start, py::arg("program"), py::arg("argv"), py::arg("worker_args"),
         py::arg("settings"));
+  m.def("prepare_environment", &fiber::bridge::prepare_process_environment,
+        "Sets what MPI's runtime needs in the environment (each variable unless already set), "
+        "before another library (mpi4py) may initialise MPI");
   m.def("is_initialized", &fiber::is_initialized);
   m.def("shutdown", &fiber::shutdown, py::call_guard<py::gil_scoped_release>());
   m.def("listen", &fiber::listen, py::call_guard<py::gil_scoped_release>());

@@ -69,6 +69,9 @@ def start_if_worker() -> None:
     with _lock:
         if _role is None and _starts_at_import():
             _start(None)
+        elif _role is None:
+            # The master starts later; mpi4py, imported meanwhile, may start MPI first.
+            _core.prepare_environment()
 
 
 def ensure_started() -> None:

@@ -150,7 +150,25 @@ def _apply_context(context_bytes: bytes) -> None:
     _applied_context = context_bytes
 
 
+_purged = False
+
+
+def _forget_partial_imports() -> None:
+    """Under a launcher a worker starts serving inside ``import fibermpi``, which may itself run
+    inside the import of a module whose functions are tasks (a test module, a package's
+    ``__init__``): such modules are half-defined. They are dropped from ``sys.modules`` so that
+    a task's function imports them afresh, whole."""
+    global _purged
+    _purged = True
+    for name, module in list(sys.modules.items()):
+        spec = getattr(module, "__spec__", None)
+        if getattr(spec, "_initializing", False) and not name.startswith("fibermpi"):
+            del sys.modules[name]
+
+
 def _split(payload_bytes: bytes) -> Any:
+    if not _purged:
+        _forget_partial_imports()
     (length,) = _HEADER.unpack_from(payload_bytes)
     start = _HEADER.size
     _apply_context(payload_bytes[start:start + length])

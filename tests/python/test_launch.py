@@ -1,0 +1,38 @@
+"""A Python program in each launch mode, and the bad scripts a user writes: each runs as a
+program of its own, with a timeout, in an environment with no launcher or root settings."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import launch
+
+
+@pytest.mark.parametrize("mode", ["singleton", "run1", "run4"])
+def test_a_program_runs_in_every_launch_mode(mode):
+    done = launch(mode, "modes.py")
+    assert done.returncode == 0, done.stdout
+    assert done.stdout.count("MAIN ") == 1, done.stdout
+    assert "OK " in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize("mode", ["singleton", "run4"])
+def test_a_pool_at_module_level_fails_in_the_workers_instead_of_recursing(mode):
+    done = launch(mode, "no_main_guard.py", timeout=90)
+    assert done.returncode != 0, done.stdout
+    assert "RuntimeError" in done.stdout and "if __name__ == '__main__':" in done.stdout, done.stdout
+
+
+def test_a_task_whose_module_cannot_be_imported_fails_with_the_import_error():
+    done = launch("singleton", "vanishing_module.py")
+    assert done.returncode == 0, done.stdout
+    assert "IMPORT ERROR: No module named 'short_lived'" in done.stdout, done.stdout
+    assert "STILL 9" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize("order", ["mpi4py-first", "fibermpi-first"])
+@pytest.mark.parametrize("mode,world", [("singleton", 1), ("run4", 4)])
+def test_mpi4py_and_fibermpi_in_either_import_order(order, mode, world):
+    done = launch(mode, "with_mpi4py.py", order)
+    assert done.returncode == 0, done.stdout
+    assert f"WORLD {world} OK" in done.stdout, done.stdout
