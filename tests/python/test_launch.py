@@ -3,9 +3,11 @@ program of its own, with a timeout, in an environment with no launcher or root s
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from conftest import launch
+from conftest import PYTHON, launch, run_program
 
 
 @pytest.mark.parametrize("mode", ["singleton", "run1", "run4"])
@@ -36,3 +38,13 @@ def test_mpi4py_and_fibermpi_in_either_import_order(order, mode, world):
     done = launch(mode, "with_mpi4py.py", order)
     assert done.returncode == 0, done.stdout
     assert f"WORLD {world} OK" in done.stdout, done.stdout
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "python"
+
+
+@pytest.mark.parametrize("example", sorted(path.name for path in EXAMPLES.glob("*.py")))
+def test_the_python_examples_run(example):
+    done = run_program([PYTHON, str(EXAMPLES / example)])
+    assert done.returncode == 0, done.stdout
+    assert "Traceback" not in done.stdout, done.stdout
