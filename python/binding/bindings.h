@@ -10,5 +10,6 @@ namespace py = pybind11;
 void bind_runtime(py::module_& m);
 void bind_pool(py::module_& m);
 void bind_process(py::module_& m);
+void bind_queue(py::module_& m);
 
 }  // namespace fibermpi::binding

@@ -17,6 +17,12 @@ std::pair<py::object, std::string> python_class_of(const std::exception_ptr& err
     return {errors.attr("ConfigError"), e.what()};
   } catch (const fiber::UsageError& e) {
     return {errors.attr("UsageError"), e.what()};
+  } catch (const fiber::Full& e) {
+    return {py::module_::import("queue").attr("Full"), e.what()};
+  } catch (const fiber::Empty& e) {
+    return {py::module_::import("queue").attr("Empty"), e.what()};
+  } catch (const fiber::EOFError& e) {
+    return {py::module_::import("builtins").attr("EOFError"), e.what()};
   } catch (const fiber::TimeoutError& e) {
     return {errors.attr("TimeoutError"), e.what()};
   } catch (const fiber::WorkerLost& e) {

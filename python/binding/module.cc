@@ -11,4 +11,5 @@ PYBIND11_MODULE(_core, m) {
   fibermpi::binding::bind_runtime(m);
   fibermpi::binding::bind_pool(m);
   fibermpi::binding::bind_process(m);
+  fibermpi::binding::bind_queue(m);
 }

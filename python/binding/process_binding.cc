@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "bindings.h"
 #include "fiber/process.h"
@@ -18,7 +19,8 @@ namespace {
 
 class ProcessHandle {
  public:
-  explicit ProcessHandle(std::string payload) : process_(run_python_process, std::move(payload)) {}
+  ProcessHandle(std::string payload, std::vector<uint64_t> produces)
+      : process_(run_python_process, ProcessPayload{std::move(payload), std::move(produces)}) {}
   explicit ProcessHandle(fiber::Process process) : process_(std::move(process)) {}
 
   void start() {
@@ -54,7 +56,7 @@ class ProcessHandle {
 
 void bind_process(py::module_& m) {
   py::class_<ProcessHandle>(m, "Process")
-      .def(py::init<std::string>(), py::arg("payload"))
+      .def(py::init<std::string, std::vector<uint64_t>>(), py::arg("payload"), py::arg("produces"))
       .def("start", &ProcessHandle::start)
       .def("join", &ProcessHandle::join, py::arg("timeout") = py::none())
       .def("is_alive", &ProcessHandle::is_alive)

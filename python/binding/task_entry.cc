@@ -50,13 +50,13 @@ void run_python_initializer(std::string payload) {
   }
 }
 
-void run_python_process(std::string payload) {
+void run_python_process(ProcessPayload payload) {
   int code = 0;
   {
     py::gil_scoped_acquire locked;
     static py::handle run = task_function("run_process");
     try {
-      code = run(py::bytes(payload)).cast<int>();
+      code = run(py::bytes(payload.bytes)).cast<int>();
     } catch (py::error_already_set& error) {
       rethrow_as_cpp(error);
     }

@@ -4,7 +4,12 @@
 // bytes, which the worker's fibermpi._task turns back into a call.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
+
+#include "fiber/invoke.h"
+#include "fiber/serialization.h"
 
 namespace fibermpi::binding {
 
@@ -15,7 +20,23 @@ std::string run_python_task(std::string payload);
 /// A pool's initializer.
 void run_python_initializer(std::string payload);
 
+/// A Process's pickled object, and the queues it can put into (the handles pickled inside it):
+/// the master counts the process among their producers, so that a get() which no live process
+/// can serve ends with EOFError instead of waiting forever. Only the bytes travel.
+struct ProcessPayload {
+  std::string bytes;
+  std::vector<uint64_t> produces;
+
+  void fiber_save(fiber::serial::Writer& writer) const {
+    for (const uint64_t queue : produces) fiber::detail::HandleCollector::note_producer(queue);
+    fiber::serial::save(writer, bytes);
+  }
+  static ProcessPayload fiber_load(fiber::serial::Reader& reader) {
+    return ProcessPayload{fiber::serial::read<std::string>(reader), {}};
+  }
+};
+
 /// A Process's target (or its run()); ends the process with the target's exit code.
-void run_python_process(std::string payload);
+void run_python_process(ProcessPayload payload);
 
 }  // namespace fibermpi::binding

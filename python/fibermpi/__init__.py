@@ -22,11 +22,14 @@ from fibermpi.errors import (ConfigError, Error, RemoteError, SpawnError, Termin
                              TimeoutError, UsageError, WorkerLost)
 from fibermpi.pool import AsyncResult, Autoscale, IMapIterator, MapResult, Pool
 from fibermpi.process import Process, active_children, current_process, parent_process
+from fibermpi.queues import JoinableQueue, Queue, SimpleQueue
+from fibermpi.connection import Pipe
 from fibermpi._runtime import init
 
 __all__ = [
     "Pool", "AsyncResult", "MapResult", "IMapIterator", "Autoscale",
     "Process", "current_process", "active_children", "parent_process",
+    "SimpleQueue", "Queue", "JoinableQueue", "Pipe",
     "cpu_count", "get_context", "set_start_method", "get_start_method", "get_all_start_methods",
     "freeze_support", "init",
     "Error", "TimeoutError", "WorkerLost", "SpawnError", "RemoteError", "TerminatedError",

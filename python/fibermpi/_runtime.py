@@ -74,10 +74,12 @@ def start_if_worker() -> None:
             _core.prepare_environment()
 
 
-def ensure_started() -> None:
-    """The engine runs in this process (the master starts it at its first use)."""
+def ensure_started(starts_processes: bool = True) -> None:
+    """The engine runs in this process (the master starts it at its first use). A Pool or
+    Process (``starts_processes``) made while a worker imports the program's main module again
+    is a script without the ``__main__`` guard: RuntimeError instead of recursing."""
     from fibermpi import _task
-    if _task.loading_main:
+    if starts_processes and _task.loading_main:
         raise RuntimeError(
             "a Pool, Process or other fibermpi object was made while a worker was importing the "
             "program's main module: the program makes it at module level, so every worker would "

@@ -68,6 +68,27 @@ def payload(body: Any, what: str) -> bytes:
     return _context.current() + _reduction.dumps(body, what)
 
 
+_collecting = threading.local()
+
+
+def note_producer(queue_id: int) -> None:
+    """A queue (or a pipe's sending channel) pickled into the payload being made: the process
+    that will run it can put into that queue."""
+    ids = getattr(_collecting, "ids", None)
+    if ids is not None:
+        ids.append(queue_id)
+
+
+def payload_and_producers(body: Any, what: str) -> tuple[bytes, list[int]]:
+    """:func:`payload`, and the queues the process running it can put into."""
+    _collecting.ids = []
+    try:
+        data = payload(body, what)
+        return data, _collecting.ids
+    finally:
+        _collecting.ids = None
+
+
 def payloads(bodies: list[Any], what: str) -> list[bytes]:
     context = _context.current()
     return [context + _reduction.dumps(body, what) for body in bodies]

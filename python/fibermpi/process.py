@@ -92,8 +92,9 @@ class Process:
         if self._parent_pid != os.getpid():
             raise AssertionError("can only start a process object created by current process")
         _runtime.ensure_started()
-        payload = _task.payload((_task.PROCESS, self), f"the process {self._name!r}")
-        handle = _core.Process(payload)
+        payload, produces = _task.payload_and_producers((_task.PROCESS, self),
+                                                         f"the process {self._name!r}")
+        handle = _core.Process(payload, produces)
         handle.set_name(self._name)
         handle.set_daemon(self._daemon)
         handle.start()
