@@ -38,6 +38,10 @@ class ProcessHandle {
     py::gil_scoped_release unlocked;
     process_.terminate();
   }
+  void kill() {
+    py::gil_scoped_release unlocked;
+    process_.kill();
+  }
   std::optional<int> exitcode() const { return process_.exitcode(); }
   int pid() {
     py::gil_scoped_release unlocked;
@@ -61,6 +65,7 @@ void bind_process(py::module_& m) {
       .def("join", &ProcessHandle::join, py::arg("timeout") = py::none())
       .def("is_alive", &ProcessHandle::is_alive)
       .def("terminate", &ProcessHandle::terminate)
+      .def("kill", &ProcessHandle::kill)
       .def("exitcode", &ProcessHandle::exitcode)
       .def("pid", &ProcessHandle::pid)
       .def("name", &ProcessHandle::name)

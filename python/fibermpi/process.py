@@ -29,7 +29,7 @@ _children: "weakref.WeakSet[Process]" = weakref.WeakSet()
 class Process:
     """A call of ``target(*args, **kwargs)`` (or of :meth:`run`) in a process of its own, as
     :class:`multiprocessing.Process`: :meth:`start`, :meth:`join`, :meth:`is_alive`,
-    :meth:`terminate`, :meth:`close`, :attr:`exitcode`, :attr:`pid`, :attr:`name`,
+    :meth:`terminate`, :meth:`kill`, :meth:`close`, :attr:`exitcode`, :attr:`pid`, :attr:`name`,
     :attr:`daemon`, :attr:`authkey`, :attr:`sentinel`.
 
     Where a worker process is reused (a rank of the launcher's world, a worker pod), a Process
@@ -123,6 +123,12 @@ class Process:
         self._check_closed()
         if self._handle is not None:
             self._handle.terminate()
+
+    def kill(self) -> None:
+        """Ends it with SIGKILL, which it cannot catch (exitcode ``-9``), wherever it runs."""
+        self._check_closed()
+        if self._handle is not None:
+            self._handle.kill()
 
     def close(self) -> None:
         """Releases what the object holds; ``ValueError`` while it still runs."""

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <csignal>
 
 #include "fiber/errors.h"
 #include "fiber/runtime/process_control.h"
@@ -64,7 +65,12 @@ bool Process::join_for(std::chrono::nanoseconds timeout) {
 
 void Process::terminate() {
   if (is_self()) throw UsageError("a process cannot terminate itself; return or call std::exit");
-  processes().terminate(state_);
+  processes().terminate(state_, SIGTERM);
+}
+
+void Process::kill() {
+  if (is_self()) throw UsageError("a process cannot kill itself; return or call std::exit");
+  processes().terminate(state_, SIGKILL);
 }
 
 bool Process::is_alive() const {

@@ -42,6 +42,9 @@ class Process {
   }
   /// Sends SIGTERM (works while it runs user code); exitcode becomes -SIGTERM.
   void terminate();
+  /// Sends SIGKILL, which the process cannot catch; exitcode becomes -SIGKILL. Its pool work
+  /// and queue handles are treated as for any process that dies.
+  void kill();
   /// Started and not yet ended.
   bool is_alive() const;
   /// Empty before the end; 0 after a normal return, 1 after an uncaught exception, n after

@@ -91,6 +91,27 @@ TEST(ProcessFault, TerminateStopsABusyChild) {
   EXPECT_EQ(p.exitcode(), -SIGTERM);
 }
 
+// Ignores SIGTERM, so only SIGKILL ends it; says so on `ready` first.
+void deaf_to_sigterm(fiber::SimpleQueue<int> ready) {
+  ::signal(SIGTERM, SIG_IGN);
+  ready.put(1);
+  for (;;) std::this_thread::sleep_for(10ms);
+}
+
+TEST(ProcessFault, KillEndsAChildThatIgnoresSigterm) {
+  fiber::SimpleQueue<int> ready;
+  fiber::Process p(deaf_to_sigterm, ready);
+  p.start();
+  ASSERT_EQ(ready.get(60s), 1);
+  p.terminate();
+  EXPECT_FALSE(p.join(500ms)) << "SIGTERM was ignored: the child must still run";
+  const auto start = std::chrono::steady_clock::now();
+  p.kill();
+  p.join();
+  EXPECT_LT(seconds_since(start), 5.0);
+  EXPECT_EQ(p.exitcode(), -SIGKILL);
+}
+
 TEST(Process, JoinWithTimeout) {
   fiber::Process p(sleep_for_ms, 5000);
   p.start();

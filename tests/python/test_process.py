@@ -73,6 +73,26 @@ def test_terminate_gives_minus_sigterm():
     assert process.exitcode == -signal.SIGTERM
 
 
+def ignore_sigterm_forever(ready):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    ready.put(True)
+    while True:
+        time.sleep(0.01)
+
+
+def test_kill_ends_a_process_that_ignores_sigterm():
+    ready = fibermpi.SimpleQueue()
+    process = fibermpi.Process(target=ignore_sigterm_forever, args=(ready,))
+    process.start()
+    assert ready.get() is True
+    process.terminate()
+    process.join(0.5)
+    assert process.exitcode is None, "SIGTERM was ignored: the process must still run"
+    process.kill()
+    process.join(60)
+    assert process.exitcode == -signal.SIGKILL
+
+
 def test_names_and_current_process():
     assert fibermpi.current_process().name == "MainProcess"
     process = fibermpi.Process(target=report_name, args=("worker-a",), name="worker-a")

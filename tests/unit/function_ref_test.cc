@@ -101,7 +101,7 @@ TEST(FunctionRefTest, FreeFunctionRoundTrips) {
   auto& table = ModuleTable::instance();
   const void* address = address_of(&function_ref_test_add_one);
   const FunctionRef ref = table.encode(address);
-  EXPECT_EQ(ref.module_id, table.main_module_id());
+  EXPECT_EQ(ref.module_id, table.engine_module_id());
   EXPECT_NE(ref.offset, 0u);
   void* decoded = table.decode(ref);
   EXPECT_EQ(decoded, address);
@@ -131,7 +131,7 @@ TEST(FunctionRefTest, LibcFunctionRoundTrips) {
   ASSERT_NE(info.dli_fname, nullptr);
   const std::string library = info.dli_fname;
   if (library != ModuleTable::executable_path()) {
-    EXPECT_NE(ref.module_id, table.main_module_id());
+    EXPECT_NE(ref.module_id, table.engine_module_id());
     const uint64_t library_id = build_id_of_file(library);
     if (library_id != 0) {
       EXPECT_EQ(ref.module_id, library_id) << library;
@@ -143,10 +143,10 @@ TEST(FunctionRefTest, MainModuleIdMatchesBuildIdOnDisk) {
   const std::string executable = ModuleTable::executable_path();
   ASSERT_FALSE(executable.empty());
   EXPECT_TRUE(std::filesystem::exists(executable));
-  const uint64_t id = ModuleTable::instance().main_module_id();
+  const uint64_t id = ModuleTable::instance().engine_module_id();
   EXPECT_NE(id, 0u);
   EXPECT_EQ(id, build_id_of_file(executable));
-  EXPECT_EQ(ModuleTable::instance().main_module_id(), id);
+  EXPECT_EQ(ModuleTable::instance().engine_module_id(), id);
 }
 
 TEST(FunctionRefTest, UnknownModuleIsRefused) {
@@ -164,7 +164,7 @@ TEST(FunctionRefTest, UnknownModuleIsRefused) {
 
 TEST(FunctionRefTest, OffsetOutsideCodeIsRefused) {
   auto& table = ModuleTable::instance();
-  const uint64_t main_id = table.main_module_id();
+  const uint64_t main_id = table.engine_module_id();
   EXPECT_THROW(table.decode(FunctionRef{main_id, uint64_t{1} << 60}), fiber::ProtocolError);
   EXPECT_THROW(table.decode(FunctionRef{main_id, ~uint64_t{0}}), fiber::ProtocolError);
   const uint64_t data_offset = reinterpret_cast<uintptr_t>(&function_ref_test_data) - main_base();

@@ -54,7 +54,7 @@ class FakeHost : public PoolHost {
     process->pid = 1000 + static_cast<int>(process->id);
     started.push_back(process);
   }
-  void terminate_locked(const std::shared_ptr<ProcessState>& process) override {
+  void terminate_locked(const std::shared_ptr<ProcessState>& process, int) override {
     terminated.push_back(process->id);
   }
   void send_to_process_locked(const ProcessState& process, const Outgoing& out) override {

@@ -165,7 +165,7 @@ void GroupCore::stop_members_locked(const std::string& why) {
     }
   }
   // Ending a process that waits for its place reports its end at once (on_member_ended_locked).
-  for (auto& process : not_placed) host_.terminate_locked(process);
+  for (auto& process : not_placed) host_.terminate_locked(process, SIGTERM);
 }
 
 void GroupCore::attempt_over_locked() {

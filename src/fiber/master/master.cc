@@ -270,18 +270,20 @@ int Master::wait_pid(const std::shared_ptr<ProcessState>& process) {
   return process->pid;
 }
 
-void Master::terminate(const std::shared_ptr<ProcessState>& process) {
+void Master::terminate(const std::shared_ptr<ProcessState>& process, int signal) {
   auto held = engine_.lock();
-  terminate_locked(process);
+  terminate_locked(process, signal);
 }
 
-void Master::terminate_locked(const std::shared_ptr<ProcessState>& process) {
+void Master::terminate_locked(const std::shared_ptr<ProcessState>& process, int signal) {
   if (process->status == ProcessStatus::kEnded || process->status == ProcessStatus::kCreated)
     return;
-  process->signal_sent = SIGTERM;
+  process->signal_sent = signal;
   if (process->status == ProcessStatus::kPending) {
     std::erase(table_.pending(), process);
-    end_process_locked(process, -SIGTERM, describe(*process) + " was terminated before it started");
+    end_process_locked(process, -signal,
+                       describe(*process) + (signal == SIGKILL ? " was killed" : " was terminated") +
+                           " before it started");
     return;
   }
   Slot* slot = process->slot;
@@ -289,7 +291,7 @@ void Master::terminate_locked(const std::shared_ptr<ProcessState>& process) {
   // In band, also for workers on this host: a SIGTERM sent from here could reach the worker
   // before the message that tells it to run the process, and be taken for a late one (a child
   // terminated just after it started lived on). The worker raises it once it knows the process.
-  send_locked(slot->link->comm.get(), slot->rank, wire::Terminate{process->id}.encode());
+  send_locked(slot->link->comm.get(), slot->rank, wire::Terminate{process->id, signal}.encode());
 }
 
 std::vector<std::shared_ptr<ProcessState>> Master::live_children() {
@@ -489,7 +491,7 @@ bool Master::shutdown() {
   for (auto& [id, process] : std::map(table_.children())) {
     if (!process->daemon) continue;
     try {
-      terminate_locked(process);
+      terminate_locked(process, SIGTERM);
     } catch (const std::exception& e) {
       FIBER_LOG_WARNING("could not terminate %s: %s", process->name.c_str(), e.what());
     }

@@ -66,8 +66,8 @@ class Master final : public MessageSink,
                                                    const std::string& name_prefix) override;
   void start_process(const std::shared_ptr<ProcessState>& process) override;
   void start_process_locked(const std::shared_ptr<ProcessState>& process) override;
-  void terminate(const std::shared_ptr<ProcessState>& process) override;
-  void terminate_locked(const std::shared_ptr<ProcessState>& process) override;
+  void terminate(const std::shared_ptr<ProcessState>& process, int signal) override;
+  void terminate_locked(const std::shared_ptr<ProcessState>& process, int signal) override;
   bool wait_ended(const std::shared_ptr<ProcessState>& process,
                   std::optional<Clock::time_point> deadline) override;
   int wait_pid(const std::shared_ptr<ProcessState>& process) override;

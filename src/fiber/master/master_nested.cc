@@ -2,6 +2,7 @@
 // own, tells the worker that started each (its owner) what became of it, and ends what an owner
 // leaves behind when it ends.
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 
 #include "fiber/errors.h"
@@ -72,7 +73,7 @@ void Master::on_nested_request_locked(Kind kind, Slot& slot, bridge::Received& m
         const auto terminate = wire::ProcessTerminate::decode(message);
         auto child = table_.children().find(terminate.process);
         if (child != table_.children().end() && child->second->owner == owner)
-          terminate_locked(child->second);
+          terminate_locked(child->second, terminate.signal);
         reply_locked(slot, wire::Reply{request, Outcome::kValue, 0, {}});
         break;
       }
@@ -318,7 +319,7 @@ void Master::nested_process_ended_locked(const ProcessState& process) {
   for (auto& child : children) {
     FIBER_LOG_WARNING("%s ended; terminating %s, which it started", describe(process).c_str(),
                       describe(*child).c_str());
-    terminate_locked(child);
+    terminate_locked(child, SIGTERM);
   }
 }
 

@@ -1,6 +1,7 @@
 #include "fiber/master/pool_core.h"
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <utility>
 
@@ -101,7 +102,7 @@ void PoolCore::resize_locked(int processes) {
     // Starting on a rank of the static world or a joined pod: a terminate would kill that rank
     // (and the pod with it, counted lost by the controller). It is told to stop once ready.
   }
-  for (auto& process : not_started) host_.terminate_locked(process);
+  for (auto& process : not_started) host_.terminate_locked(process, SIGTERM);
 }
 
 std::vector<int> PoolCore::pids_locked() const {
@@ -415,7 +416,7 @@ void PoolCore::terminate_locked() {
   for (const uint64_t id : detached) workers_.erase(id);
   fail_all_locked(std::make_exception_ptr(
       TerminatedError("the Pool was terminated before this task finished")));
-  for (auto& process : to_kill) host_.terminate_locked(process);
+  for (auto& process : to_kill) host_.terminate_locked(process, SIGTERM);
 }
 
 }  // namespace fiber::detail

@@ -20,8 +20,8 @@ class ProcessHost {
   virtual std::shared_ptr<ProcessState> new_process_locked(TaskSpec task,
                                                            const std::string& name_prefix) = 0;
   virtual void start_process_locked(const std::shared_ptr<ProcessState>& process) = 0;
-  /// SIGTERM for a running process; a pending one ends at once.
-  virtual void terminate_locked(const std::shared_ptr<ProcessState>& process) = 0;
+  /// `signal` (SIGTERM or SIGKILL) for a running process; a pending one ends at once.
+  virtual void terminate_locked(const std::shared_ptr<ProcessState>& process, int signal) = 0;
   /// Sends to the worker running `process`; dropped when it runs nowhere any more.
   virtual void send_to_process_locked(const ProcessState& process, const Outgoing& message) = 0;
   virtual std::chrono::steady_clock::time_point now() const = 0;

@@ -20,7 +20,9 @@ class ProcessControl {
   virtual std::shared_ptr<ProcessState> new_process(TaskSpec task) = 0;
   /// Starts it; throws UsageError when it was started before.
   virtual void start_process(const std::shared_ptr<ProcessState>& process) = 0;
-  virtual void terminate(const std::shared_ptr<ProcessState>& process) = 0;
+  /// Ends it with `signal` (SIGTERM or SIGKILL), in band: the worker raises it once it knows the
+  /// process.
+  virtual void terminate(const std::shared_ptr<ProcessState>& process, int signal) = 0;
   /// Waits until it ends or the deadline passes; true when it ended.
   virtual bool wait_ended(const std::shared_ptr<ProcessState>& process,
                           std::optional<Clock::time_point> deadline) = 0;

@@ -106,12 +106,13 @@ Outgoing ProcessTerminate::encode() const {
   Outgoing out(Kind::kProcessTerminate);
   out.id = request;
   out.aux = process;
+  out.flags = static_cast<uint32_t>(signal);
   return out;
 }
 
 ProcessTerminate ProcessTerminate::decode(const bridge::Received& in) {
   expect_kind(in, Kind::kProcessTerminate);
-  return ProcessTerminate{in.envelope.id, in.envelope.aux};
+  return ProcessTerminate{in.envelope.id, in.envelope.aux, termination_signal(in.envelope.flags)};
 }
 
 Outgoing ProcessEvent::encode() const {

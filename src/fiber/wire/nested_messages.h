@@ -42,10 +42,11 @@ struct ProcessStart {
   static ProcessStart decode(const bridge::Received& in);
 };
 
-/// Worker -> master: terminate a Process it started.
+/// Worker -> master: end a Process it started with `signal` (SIGTERM or SIGKILL).
 struct ProcessTerminate {
   uint64_t request = 0;
   uint64_t process = 0;
+  int signal = 15;  ///< SIGTERM
 
   Outgoing encode() const;
   static ProcessTerminate decode(const bridge::Received& in);

@@ -1,5 +1,8 @@
 #include "fiber/wire/outgoing.h"
 
+#include <csignal>
+#include <string>
+
 #include "fiber/errors.h"
 
 namespace fiber::detail {
@@ -104,6 +107,14 @@ void expect_kind(const bridge::Received& in, Kind kind) {
 
 std::string payload_text(const bridge::Received& in) {
   return std::string(reinterpret_cast<const char*>(in.payload.data()), in.payload.size());
+}
+
+int termination_signal(uint64_t value) {
+  if (value != SIGTERM && value != SIGKILL) {
+    throw ProtocolError("a terminate message names signal " + std::to_string(value) +
+                        "; only SIGTERM and SIGKILL end a process");
+  }
+  return static_cast<int>(value);
 }
 
 }  // namespace fiber::detail

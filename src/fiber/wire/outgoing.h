@@ -42,6 +42,10 @@ bridge::Received as_received(const Outgoing& out, uint32_t sender = 0, uint32_t 
 /// Throws ProtocolError unless `in` is a message of `kind`.
 void expect_kind(const bridge::Received& in, Kind kind);
 
+/// The signal a terminate message carries: SIGTERM (Process::terminate) or SIGKILL
+/// (Process::kill); throws ProtocolError naming any other value.
+int termination_signal(uint64_t value);
+
 /// The payload as text (refusal reasons, errors).
 std::string payload_text(const bridge::Received& in);
 

@@ -34,12 +34,13 @@ Run Run::decode(const bridge::Received& in) {
 Outgoing Terminate::encode() const {
   Outgoing out(Kind::kTerminate);
   out.id = process;
+  out.aux = static_cast<uint64_t>(signal);
   return out;
 }
 
 Terminate Terminate::decode(const bridge::Received& in) {
   expect_kind(in, Kind::kTerminate);
-  return Terminate{in.envelope.id};
+  return Terminate{in.envelope.id, termination_signal(in.envelope.aux)};
 }
 
 Outgoing Exited::encode() const {

@@ -25,9 +25,10 @@ struct Run {
   static Run decode(const bridge::Received& in);
 };
 
-/// Master -> worker on another host: raise SIGTERM while `process` runs.
+/// Master -> worker: raise `signal` (SIGTERM or SIGKILL) while `process` runs.
 struct Terminate {
   uint64_t process = 0;
+  int signal = 15;  ///< SIGTERM
 
   Outgoing encode() const;
   static Terminate decode(const bridge::Received& in);

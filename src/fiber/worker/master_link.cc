@@ -210,15 +210,17 @@ void MasterLink::handle_locked(bridge::Received& message) {
       pool_inbox_.push_back(PoolDelivery{stop.pool, true, stop.drop_queued, 0, {}});
       break;
     }
-    case Kind::kTerminate:
+    case Kind::kTerminate: {
       // Only the process it was told to run: a terminate that raced with that process's end is
       // no business of the next one. Marked running, so the signal ends it even before its
       // function starts.
-      if (wire::Terminate::decode(message).process == assigned_process_) {
+      const auto terminate = wire::Terminate::decode(message);
+      if (terminate.process == assigned_process_) {
         set_running_process(assigned_process_);
-        ::kill(::getpid(), SIGTERM);
+        ::kill(::getpid(), terminate.signal);
       }
       break;
+    }
     case Kind::kGroupPlan: {
       auto plan = wire::GroupPlan::decode(message);
       const GroupAttempt key{plan.group, plan.attempt};

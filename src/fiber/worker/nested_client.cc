@@ -1,6 +1,7 @@
 #include "fiber/worker/nested_client.h"
 
 #include <algorithm>
+#include <csignal>
 
 #include "fiber/errors.h"
 #include "fiber/runtime/callback_runner.h"
@@ -226,7 +227,7 @@ void NestedClient::start_process(const std::shared_ptr<ProcessState>& process) {
   engine_.notify_locked();
 }
 
-void NestedClient::terminate(const std::shared_ptr<ProcessState>& process) {
+void NestedClient::terminate(const std::shared_ptr<ProcessState>& process, int signal) {
   uint64_t id = 0;
   {
     auto held = engine_.lock();
@@ -234,7 +235,7 @@ void NestedClient::terminate(const std::shared_ptr<ProcessState>& process) {
       return;
     id = process->id;
   }
-  request(wire::ProcessTerminate{0, id}.encode());
+  request(wire::ProcessTerminate{0, id, signal}.encode());
 }
 
 bool NestedClient::wait_ended(const std::shared_ptr<ProcessState>& process,
@@ -262,7 +263,7 @@ void NestedClient::end_children() {
       auto held = engine_.lock();
       daemon = child->daemon;
     }
-    if (daemon) terminate(child);
+    if (daemon) terminate(child, SIGTERM);
   }
   for (auto& child : live_children()) wait_ended(child, std::nullopt);
 }

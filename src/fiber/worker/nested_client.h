@@ -33,7 +33,7 @@ class NestedClient final : public ProcessControl {
   // ---- ProcessControl ----
   std::shared_ptr<ProcessState> new_process(TaskSpec task) override;
   void start_process(const std::shared_ptr<ProcessState>& process) override;
-  void terminate(const std::shared_ptr<ProcessState>& process) override;
+  void terminate(const std::shared_ptr<ProcessState>& process, int signal) override;
   bool wait_ended(const std::shared_ptr<ProcessState>& process,
                   std::optional<Clock::time_point> deadline) override;
   int wait_pid(const std::shared_ptr<ProcessState>& process) override;
