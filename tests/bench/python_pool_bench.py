@@ -2,7 +2,9 @@
 mpi4py.futures.MPIPoolExecutor (run under mpiexec with mpi4py), and on the peers of
 .venv-peers/ (scripts/setup --peers): Uber's Fiber, Ray, Dask distributed and ipyparallel, each
 used as its users write it. One JSON object per line.
-Usage: python_pool_bench.py [repeats] [round_trips] [tasks] [mp|mpi4py|fiber|ray|dask|ipyparallel]"""
+Usage: python_pool_bench.py [repeats] [round_trips] [tasks] [mp|fibermpi|mpi4py|fiber|ray|dask|ipyparallel]
+fibermpi runs with the checkout's .venv/bin/python (the package scripts/setup installs), as
+`python` (spawned workers) or under `fibermpi run -n 6` (static ranks)."""
 import json
 import os
 import statistics
@@ -95,6 +97,21 @@ class Mpi4pyAdapter:
 
     def close(self):
         self.pool.shutdown(wait=True)
+
+
+class FibermpiAdapter(MultiprocessingAdapter):
+    """fibermpi's Python front end (the package in .venv/): its Pool is multiprocessing's API.
+    Under a launcher (fibermpi run -n N) the other ranks are its first workers."""
+
+    def __init__(self, n):
+        import fibermpi
+        launched = any(os.environ.get(v) for v in ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK"))
+        self.name = "fibermpi python (static ranks)" if launched else "fibermpi python (spawned)"
+        self.pool = fibermpi.Pool(n)
+        self.n = n
+
+    def wait_ready(self):
+        self.pool.wait_until_workers_up()
 
 
 def _run_chunk(fn, items):
@@ -222,7 +239,8 @@ class IpyparallelAdapter:
         self.cluster.stop_cluster_sync()
 
 
-ADAPTERS = {"mp": MultiprocessingAdapter, "mpi4py": Mpi4pyAdapter, "fiber": FiberAdapter,
+ADAPTERS = {"mp": MultiprocessingAdapter, "fibermpi": FibermpiAdapter, "mpi4py": Mpi4pyAdapter,
+            "fiber": FiberAdapter,
             "ray": RayAdapter, "dask": DaskAdapter, "ipyparallel": IpyparallelAdapter}
 
 
@@ -236,8 +254,8 @@ def closed_within(pool, seconds):
 
 
 def run(adapter_type, repeats, round_trips, tasks):
-    name = adapter_type.name
     pool = adapter_type(5)
+    name = pool.name
     pool.wait_ready()
     for duration in (1, 10, 100):
         samples = []
