@@ -304,11 +304,50 @@ MpiLibrary probe_library(const std::string& path) {
   return library;
 }
 
+std::optional<PythonFibermpi> python_fibermpi(const std::string& interpreter) {
+  // Finds the package without importing it (its import would start a worker under a launcher),
+  // loads the extension as a plain shared library (its libmpi comes with it, by its RUNPATH) and
+  // reads which libmpi the loader mapped.
+  static const char* const kAsk = R"(
+import ctypes, glob, importlib.util, os, sys
+spec = importlib.util.find_spec("fibermpi")
+for folder in (spec.submodule_search_locations or []) if spec else []:
+    for extension in sorted(glob.glob(os.path.join(folder, "_core*.so"))):
+        ctypes.CDLL(extension)
+        for line in open("/proc/self/maps"):
+            path = line.split()[-1]
+            if "/libmpi.so" in path:
+                print(extension)
+                print(path)
+                sys.exit(0)
+sys.exit(3)
+)";
+  const Captured asked =
+      capture({interpreter, "-c", kAsk}, {{"PYTHONDONTWRITEBYTECODE", "1"}}, std::chrono::seconds(30));
+  if (asked.status != 0) return std::nullopt;
+  std::stringstream lines(asked.out);
+  PythonFibermpi found;
+  if (!std::getline(lines, found.extension) || !std::getline(lines, found.libmpi) ||
+      found.extension.empty() || found.libmpi.empty())
+    return std::nullopt;
+  return found;
+}
+
+bool runs_fibermpi(const std::string& program) {
+  if (links_fibermpi(program)) return true;
+  const auto python = python_fibermpi(program);
+  return python && links_fibermpi(python->extension);
+}
+
 ProgramMpi find_program_mpi(const std::string& program) {
-  const auto libmpi = linked_libmpi(program);
+  auto libmpi = linked_libmpi(program);
+  if (!libmpi) {
+    if (const auto python = python_fibermpi(program)) libmpi = python->libmpi;
+  }
   if (!libmpi) {
     throw UsageError(program + " links no libmpi: it is not an MPI program (fibermpi programs " +
-                     "link the fibermpi library and its MPI)");
+                     "link the fibermpi library and its MPI), nor a Python with the fibermpi "
+                     "package installed (pip install . in the checkout)");
   }
   ProgramMpi found = mpi_of_library(*libmpi, program);
   found.program = program;

@@ -44,12 +44,26 @@ std::optional<std::string> linked_libmpi(const std::string& program);
 /// master reports its exit status.
 bool links_fibermpi(const std::string& program);
 
+/// Where a Python interpreter's fibermpi is: the package's extension module and the libmpi it
+/// loads, found by asking `interpreter` (it loads the extension's libraries, runs none of
+/// fibermpi). Nothing when `interpreter` is no Python with the fibermpi package installed.
+struct PythonFibermpi {
+  std::string extension;
+  std::string libmpi;
+};
+std::optional<PythonFibermpi> python_fibermpi(const std::string& interpreter);
+
+/// True when `program` runs fibermpi's master: it is linked with fibermpi, or it is a Python
+/// interpreter with the fibermpi package.
+bool runs_fibermpi(const std::string& program);
+
 /// Loads `path` in a child process and asks it its version. Throws fiber::UsageError when it
 /// cannot be loaded or is no MPI fibermpi knows.
 MpiLibrary probe_library(const std::string& path);
 
-/// The MPI of `program` (linked_libmpi, probe_library) and its launcher, as mpi_of_library finds
-/// them. Throws fiber::UsageError for a program that links no libmpi.
+/// The MPI of `program` (linked_libmpi, probe_library; for a Python interpreter, the libmpi its
+/// fibermpi extension loads) and its launcher, as mpi_of_library finds them. Throws
+/// fiber::UsageError for a program that links no libmpi and is no Python with fibermpi.
 ProgramMpi find_program_mpi(const std::string& program);
 
 /// The MPI of library `libmpi` and the mpirun of the installation it belongs to: FIBER_MPIRUN

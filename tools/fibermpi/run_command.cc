@@ -94,7 +94,7 @@ ReportPlace report_place(const LaunchSite& site, const std::string& program) {
                                       "), and the working folder cannot hold the report";
     }
   }
-  if (!links_fibermpi(program)) {
+  if (!runs_fibermpi(program)) {
     place.expectation.expected = false;
     place.expectation.why_missing =
         "it is not linked with fibermpi, whose master reports it; mpirun's own status may hide a "
