@@ -48,3 +48,11 @@ def test_the_python_examples_run(example):
     done = run_program([PYTHON, str(EXAMPLES / example)])
     assert done.returncode == 0, done.stdout
     assert "Traceback" not in done.stdout, done.stdout
+
+
+def test_init_takes_the_configuration_keys():
+    done = launch("singleton", "init_settings.py")
+    assert done.returncode == 0, done.stdout
+    assert "CONFIG ERROR:" in done.stdout and "no_such_key" in done.stdout, done.stdout
+    assert "USAGE ERROR: fibermpi.init(): the runtime has already started" in done.stdout, done.stdout
+    assert "EXITCODE 42" in done.stdout, done.stdout
