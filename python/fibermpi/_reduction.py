@@ -25,10 +25,13 @@ def main_is_importable() -> bool:
     return bool(path) and not str(path).startswith("<")
 
 
-def dumps(obj: object, what: str = "object") -> bytes:
+def dumps(obj: object, what: str = "object", importable_main: bool | None = None) -> bytes:
     """Pickled bytes of ``obj``; raises ``pickle.PicklingError`` (a ``TypeError`` for Python's own
-    refusals) naming ``what`` when neither pickle nor cloudpickle can take it."""
-    if main_is_importable():
+    refusals) naming ``what`` when neither pickle nor cloudpickle can take it.
+    ``importable_main``: :func:`main_is_importable`, where the caller knows it already."""
+    if importable_main is None:
+        importable_main = main_is_importable()
+    if importable_main:
         try:
             return pickle.dumps(obj, PROTOCOL)
         except (pickle.PicklingError, AttributeError, TypeError):

@@ -91,7 +91,8 @@ def payload_and_producers(body: Any, what: str) -> tuple[bytes, list[int]]:
 
 def payloads(bodies: list[Any], what: str) -> list[bytes]:
     context = _context.current()
-    return [context + _reduction.dumps(body, what) for body in bodies]
+    importable = _reduction.main_is_importable()
+    return [context + _reduction.dumps(body, what, importable) for body in bodies]
 
 
 def decode_outcome(outcome: bytes) -> Any:
