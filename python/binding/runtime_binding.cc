@@ -11,6 +11,7 @@
 #include "fiber/init.h"
 #include "fiber/pool.h"
 #include "fiber/runtime/config_file.h"
+#include "fiber/runtime/runtime.h"
 #include "mpi_bridge/launch_environment.h"
 
 namespace fibermpi::binding {
@@ -53,7 +54,14 @@ void bind_runtime(py::module_& m) {
         "Sets what MPI's runtime needs in the environment (each variable unless already set), "
         "before another library (mpi4py) may initialise MPI");
   m.def("is_initialized", &fiber::is_initialized);
-  m.def("shutdown", &fiber::shutdown, py::call_guard<py::gil_scoped_release>());
+  m.def(
+      "shutdown_before_exit",
+      [] {
+        if (fiber::detail::Runtime::exists()) fiber::detail::Runtime::instance().shutdown_before_exit();
+      },
+      py::call_guard<py::gil_scoped_release>(),
+      "Ends the runtime before the interpreter ends; MPI_Finalize waits for the process's exit, "
+      "where the exit status is known");
   m.def("listen", &fiber::listen, py::call_guard<py::gil_scoped_release>());
   m.def("usable_physical_cores", &fiber::usable_physical_cores);
   m.def("default_pool_size", &fiber::default_pool_size);

@@ -116,4 +116,6 @@ def _at_exit() -> None:
             pool._end_at_exit()
         except Exception:
             pass
-    _core.shutdown()
+    # MPI_Finalize waits for the C exit handlers, which know the exit status: a finalize that
+    # hangs (after a process of the run was killed) then ends the process with that status.
+    _core.shutdown_before_exit()

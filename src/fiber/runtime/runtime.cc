@@ -385,15 +385,34 @@ void Runtime::set_current(uint64_t id, const std::string& name) {
 
 void Runtime::shutdown() {
   if (!master_) return;
+  bool first = false;
+  {
+    auto held = lock();
+    // A second call finalises only what shutdown_before_exit() left for the exit.
+    if (shut_down_ && !finalize_pending_) return;
+    first = !shut_down_;
+    shut_down_ = true;
+    finalize_pending_ = false;
+  }
+  if (first) {
+    const bool master_quiet = master_->shutdown();
+    pending_quiet_ = engine_->stop(settings_.worker_drain_limit) && master_quiet;
+    g_running.store(false, std::memory_order_release);
+  }
+  finalize(pending_quiet_, master_->worker_lost(), g_exit_status.load());
+}
+
+void Runtime::shutdown_before_exit() {
+  if (!master_) return;
   {
     auto held = lock();
     if (shut_down_) return;
     shut_down_ = true;
+    finalize_pending_ = true;
   }
   const bool master_quiet = master_->shutdown();
-  const bool polls_quiet = engine_->stop(settings_.worker_drain_limit);
+  pending_quiet_ = engine_->stop(settings_.worker_drain_limit) && master_quiet;
   g_running.store(false, std::memory_order_release);
-  finalize(master_quiet && polls_quiet, master_->worker_lost(), g_exit_status.load());
 }
 
 void Runtime::finish_worker(int code, bool with_the_job) {

@@ -72,6 +72,10 @@ class Runtime {
 
   /// Ends the runtime in the master (at exit, or fiber::shutdown()).
   void shutdown();
+  /// shutdown() but for MPI_Finalize, which waits for the process's exit (where the exit status
+  /// is known, so the finalize watchdog can leave with it): an interpreter's front end ends the
+  /// runtime before the interpreter does.
+  void shutdown_before_exit();
   /// Ends a worker process with `code`, without running the program's destructors.
   /// `with_the_job`: every worker of the run is ending now (the master's shutdown), so a
   /// finalize that waits for the other processes of this MPI job can complete.
@@ -109,6 +113,9 @@ class Runtime {
   uint64_t self_id_ = 0;
   std::string self_name_ = "MainProcess";
   bool shut_down_ = false;
+  /// shutdown_before_exit() left MPI_Finalize to the exit; whether the engine stopped quietly.
+  bool finalize_pending_ = false;
+  bool pending_quiet_ = false;
 };
 
 }  // namespace fiber::detail
