@@ -6,7 +6,9 @@
 - A program started on its own (``python prog.py``) starts it at its first use of a Pool,
   Process or the like, or at ``fibermpi.init()``.
 - The master ends it from :mod:`atexit`, before the interpreter finalizes: live pools are
-  terminated, running children joined (daemonic ones terminated), MPI finalized.
+  terminated, running children joined (daemonic ones terminated). MPI is finalized by the C exit
+  handlers after that, where the exit status is known (a finalize that hangs after a process of
+  the run was killed then ends the process with that status).
 """
 
 from __future__ import annotations
