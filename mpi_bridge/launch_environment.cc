@@ -36,8 +36,7 @@ bool on_path(const char* program) {
 // another one: only the library actually loaded says where its programs are.
 std::string loaded_mpi_prefix() {
   Dl_info info{};
-  if (::dladdr(reinterpret_cast<const void*>(&MPI_Init), &info) == 0 || !info.dli_fname)
-    return {};
+  if (::dladdr(reinterpret_cast<const void*>(&MPI_Init), &info) == 0 || !info.dli_fname) return {};
   std::error_code ignored;
   const std::filesystem::path library = std::filesystem::canonical(info.dli_fname, ignored);
   if (library.empty()) return {};

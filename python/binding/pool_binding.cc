@@ -46,9 +46,8 @@ class Result {
     return to_python(value);
   }
   bool wait(std::optional<double> timeout) {
-    return wait_interruptibly(timeout, [this](std::chrono::nanoseconds slice) {
-      return result_.wait(slice);
-    });
+    return wait_interruptibly(
+        timeout, [this](std::chrono::nanoseconds slice) { return result_.wait(slice); });
   }
   bool ready() const { return result_.ready(); }
   bool successful() const { return result_.successful(); }

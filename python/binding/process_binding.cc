@@ -29,9 +29,8 @@ class ProcessHandle {
   }
   /// True when it has ended (within `timeout` seconds; none waits for good).
   bool join(std::optional<double> timeout) {
-    return wait_interruptibly(timeout, [this](std::chrono::nanoseconds slice) {
-      return process_.join(slice);
-    });
+    return wait_interruptibly(
+        timeout, [this](std::chrono::nanoseconds slice) { return process_.join(slice); });
   }
   bool is_alive() const { return process_.is_alive(); }
   void terminate() {

@@ -69,8 +69,9 @@ class Queue {
     for (;;) {
       auto limit = kSlice;
       if (deadline) {
-        limit = std::clamp(std::chrono::duration_cast<std::chrono::microseconds>(*deadline - Clock::now()),
-                           kNow, kSlice);
+        limit = std::clamp(
+            std::chrono::duration_cast<std::chrono::microseconds>(*deadline - Clock::now()), kNow,
+            kSlice);
       }
       try {
         py::gil_scoped_release unlocked;
@@ -87,8 +88,8 @@ class Queue {
   py::bytes get(std::optional<double> timeout, const std::string& what) {
     const auto deadline = deadline_after(timeout);
     for (;;) {
-      const bool ready = wait_interruptibly(
-          left_until(deadline), [this](std::chrono::nanoseconds slice) {
+      const bool ready =
+          wait_interruptibly(left_until(deadline), [this](std::chrono::nanoseconds slice) {
             return ref_.poll(std::chrono::duration_cast<std::chrono::microseconds>(slice));
           });
       if (!ready) throw fiber::Empty(what + ": nothing arrived within the timeout");

@@ -57,7 +57,8 @@ void bind_runtime(py::module_& m) {
   m.def(
       "shutdown_before_exit",
       [] {
-        if (fiber::detail::Runtime::exists()) fiber::detail::Runtime::instance().shutdown_before_exit();
+        if (fiber::detail::Runtime::exists())
+          fiber::detail::Runtime::instance().shutdown_before_exit();
       },
       py::call_guard<py::gil_scoped_release>(),
       "Ends the runtime before the interpreter ends; MPI_Finalize waits for the process's exit, "

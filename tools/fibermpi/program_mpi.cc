@@ -322,8 +322,8 @@ for folder in (spec.submodule_search_locations or []) if spec else []:
                 sys.exit(0)
 sys.exit(3)
 )";
-  const Captured asked =
-      capture({interpreter, "-c", kAsk}, {{"PYTHONDONTWRITEBYTECODE", "1"}}, std::chrono::seconds(30));
+  const Captured asked = capture({interpreter, "-c", kAsk}, {{"PYTHONDONTWRITEBYTECODE", "1"}},
+                                 std::chrono::seconds(30));
   if (asked.status != 0) return std::nullopt;
   std::stringstream lines(asked.out);
   PythonFibermpi found;

@@ -282,7 +282,8 @@ void Master::terminate_locked(const std::shared_ptr<ProcessState>& process, int 
   if (process->status == ProcessStatus::kPending) {
     std::erase(table_.pending(), process);
     end_process_locked(process, -signal,
-                       describe(*process) + (signal == SIGKILL ? " was killed" : " was terminated") +
+                       describe(*process) +
+                           (signal == SIGKILL ? " was killed" : " was terminated") +
                            " before it started");
     return;
   }

@@ -190,8 +190,7 @@ void Runtime::begin(int& argc, char**& argv, const Config&) {
   bridge::Environment::initialize(&argc, &argv);
   if (pod && pod->role == KubernetesPod::Role::kWorker)
     find_launcher(*pod, settings_.pod_start_timeout);
-  if (settings_.spawn.executable.empty())
-    settings_.spawn.executable = ModuleTable::program_path();
+  if (settings_.spawn.executable.empty()) settings_.spawn.executable = ModuleTable::program_path();
   settings_.spawn.env.emplace_back("FIBER_WORKER", "1");
   for (int i = 1; i < argc; ++i) settings_.spawn.args.emplace_back(argv[i]);
 
