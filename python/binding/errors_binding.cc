@@ -33,6 +33,8 @@ std::pair<py::object, std::string> python_class_of(const std::exception_ptr& err
     return {errors.attr("TerminatedError"), e.what()};
   } catch (const fiber::RemoteError& e) {
     return {errors.attr("RemoteError"), e.what()};
+  } catch (const fiber::BrokenBarrierError& e) {
+    return {py::module_::import("threading").attr("BrokenBarrierError"), e.what()};
   } catch (const fiber::Error& e) {
     return {errors.attr("Error"), e.what()};
   }

@@ -12,4 +12,5 @@ PYBIND11_MODULE(_core, m) {
   fibermpi::binding::bind_pool(m);
   fibermpi::binding::bind_process(m);
   fibermpi::binding::bind_queue(m);
+  fibermpi::binding::bind_manager(m);
 }

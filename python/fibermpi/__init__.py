@@ -24,12 +24,18 @@ from fibermpi.pool import AsyncResult, Autoscale, IMapIterator, MapResult, Pool
 from fibermpi.process import Process, active_children, current_process, parent_process
 from fibermpi.queues import JoinableQueue, Queue, SimpleQueue
 from fibermpi.connection import Pipe
+from fibermpi.synchronize import (Barrier, BoundedSemaphore, Condition, Event, Lock, RLock,
+                                  Semaphore)
+from fibermpi.sharedctypes import Array, RawArray, RawValue, Value
+from fibermpi.managers import Manager
 from fibermpi._runtime import init
 
 __all__ = [
     "Pool", "AsyncResult", "MapResult", "IMapIterator", "Autoscale",
     "Process", "current_process", "active_children", "parent_process",
     "SimpleQueue", "Queue", "JoinableQueue", "Pipe",
+    "Lock", "RLock", "Semaphore", "BoundedSemaphore", "Condition", "Event", "Barrier",
+    "Value", "Array", "RawValue", "RawArray", "Manager",
     "cpu_count", "get_context", "set_start_method", "get_start_method", "get_all_start_methods",
     "freeze_support", "init",
     "Error", "TimeoutError", "WorkerLost", "SpawnError", "RemoteError", "TerminatedError",

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -199,6 +200,99 @@ TEST_F(ManagerHubTest, BarrierTimeoutBreaksItForEveryWaiter) {
   EXPECT_EQ(patient.result().failure, Failure::kBrokenBarrier);
   EXPECT_EQ(hasty.result().failure, Failure::kBrokenBarrier);
   EXPECT_NE(hasty.result().reason.find("timed out"), std::string::npos);
+}
+
+Bytes words(uint64_t first, std::optional<uint8_t> flag = std::nullopt) {
+  fiber::serial::Writer writer;
+  fiber::serial::save(writer, first);
+  if (flag) fiber::serial::save(writer, *flag);
+  return writer.take();
+}
+
+TEST_F(ManagerHubTest, BarrierSliceThatEndsWithdrawsThePartyWithoutBreakingIt) {
+  const uint64_t barrier = hub_.create(ObjectType::kBarrier, fiber::serial::to_bytes(uint64_t{2}));
+  const auto soon = Clock::now() + 5ms;
+  const Bytes slice{std::byte{1}};
+  Call sliced = call(barrier, ObjectOp::kBarrierWait, kAlice, slice, soon);
+  hub_.expire(soon);
+  EXPECT_EQ(sliced.result().outcome, Outcome::kTimeout);
+  EXPECT_EQ(now(barrier, ObjectOp::kBarrierBroken).value, 0u);
+  EXPECT_EQ(now(barrier, ObjectOp::kBarrierWaiting).value, 0u);
+  Call again = call(barrier, ObjectOp::kBarrierWait, kAlice, slice);
+  EXPECT_EQ(now(barrier, ObjectOp::kBarrierWait, kBob).value, 1u);
+  EXPECT_EQ(again.result().value, 0u);
+}
+
+TEST_F(ManagerHubTest, BarrierPartyThatEndsBetweenSlicesBreaksIt) {
+  const uint64_t barrier = hub_.create(ObjectType::kBarrier, fiber::serial::to_bytes(uint64_t{3}));
+  const auto soon = Clock::now() + 5ms;
+  Call bob = call(barrier, ObjectOp::kBarrierWait, kBob);
+  Call sliced = call(barrier, ObjectOp::kBarrierWait, kAlice, Bytes{std::byte{1}}, soon);
+  hub_.expire(soon);
+  ASSERT_EQ(sliced.result().outcome, Outcome::kTimeout);
+  EXPECT_FALSE(bob.done());
+  hub_.process_ended(kAlice, "Process-7 (pid 70) was killed by signal 9");
+  ASSERT_TRUE(bob.done());
+  EXPECT_EQ(bob.result().failure, Failure::kBrokenBarrier);
+}
+
+TEST_F(ManagerHubTest, SemaphoreCountsAndItsBoundRefusesAnExtraRelease) {
+  fiber::serial::Writer payload;
+  fiber::serial::save(payload, uint64_t{1});
+  fiber::serial::save(payload, uint64_t{2});
+  const uint64_t semaphore = hub_.create(ObjectType::kSemaphore, payload.take());
+  EXPECT_EQ(now(semaphore, ObjectOp::kSemaphoreAcquire).outcome, Outcome::kItem);
+  EXPECT_EQ(call(semaphore, ObjectOp::kSemaphoreAcquire, kBob, {}, Clock::now()).result().outcome,
+            Outcome::kTimeout);
+  Call waiting = call(semaphore, ObjectOp::kSemaphoreAcquire, kBob);
+  EXPECT_FALSE(waiting.done());
+  now(semaphore, ObjectOp::kSemaphoreRelease, kAlice, words(2));
+  EXPECT_EQ(waiting.result().outcome, Outcome::kItem);
+  EXPECT_EQ(now(semaphore, ObjectOp::kSemaphoreValue).value, 1u);
+  const auto extra = now(semaphore, ObjectOp::kSemaphoreRelease, kAlice, words(2));
+  EXPECT_EQ(extra.failure, Failure::kUsage);
+  EXPECT_NE(extra.reason.find("released too many times"), std::string::npos) << extra.reason;
+  EXPECT_EQ(now(semaphore, ObjectOp::kSemaphoreValue).value, 1u);
+  fiber::serial::Writer above;
+  fiber::serial::save(above, uint64_t{3});
+  fiber::serial::save(above, uint64_t{2});
+  EXPECT_THROW(hub_.create(ObjectType::kSemaphore, above.take()), fiber::UsageError);
+}
+
+TEST_F(ManagerHubTest, ConditionWakesTicketsOldestFirstAndRemembersAnEarlyNotify) {
+  const uint64_t condition = hub_.create(ObjectType::kCondition, {});
+  const uint64_t first = now(condition, ObjectOp::kConditionEnqueue, kAlice).value;
+  const uint64_t second = now(condition, ObjectOp::kConditionEnqueue, kBob).value;
+  Call bob = call(condition, ObjectOp::kConditionWait, kBob, words(second));
+  EXPECT_EQ(now(condition, ObjectOp::kConditionWaiting).value, 2u);
+  // Alice is notified before she waits (she was between unlocking and waiting).
+  EXPECT_EQ(now(condition, ObjectOp::kConditionNotify, kBob + 1, words(1)).value, 1u);
+  EXPECT_FALSE(bob.done());
+  EXPECT_EQ(now(condition, ObjectOp::kConditionWait, kAlice, words(first)).outcome, Outcome::kItem);
+  EXPECT_EQ(now(condition, ObjectOp::kConditionNotify, kBob + 1, words(5)).value, 1u);
+  EXPECT_EQ(bob.result().outcome, Outcome::kItem);
+  EXPECT_EQ(now(condition, ObjectOp::kConditionWait, kAlice, words(first)).failure,
+            Failure::kUsage);
+}
+
+TEST_F(ManagerHubTest, ConditionSliceKeepsTheTicketAndADeadWaitersTicketGoes) {
+  const uint64_t condition = hub_.create(ObjectType::kCondition, {});
+  const uint64_t ticket = now(condition, ObjectOp::kConditionEnqueue, kAlice).value;
+  const auto soon = Clock::now() + 5ms;
+  Call slice = call(condition, ObjectOp::kConditionWait, kAlice, words(ticket, 1), soon);
+  hub_.expire(soon);
+  EXPECT_EQ(slice.result().outcome, Outcome::kTimeout);
+  EXPECT_EQ(now(condition, ObjectOp::kConditionWaiting).value, 1u);
+  // A whole wait that times out gives its ticket up: notify does not count it.
+  Call last = call(condition, ObjectOp::kConditionWait, kAlice, words(ticket), Clock::now());
+  EXPECT_EQ(last.result().outcome, Outcome::kTimeout);
+  EXPECT_EQ(now(condition, ObjectOp::kConditionWaiting).value, 0u);
+  const uint64_t bobs = now(condition, ObjectOp::kConditionEnqueue, kBob).value;
+  Call bob = call(condition, ObjectOp::kConditionWait, kBob, words(bobs));
+  hub_.process_ended(kBob, "ended");
+  EXPECT_EQ(now(condition, ObjectOp::kConditionWaiting).value, 0u);
+  EXPECT_EQ(now(condition, ObjectOp::kConditionNotify, kAlice, words(1)).value, 0u);
+  EXPECT_FALSE(bob.done());
 }
 
 void double_it(Bytes& value, fiber::serial::Reader& argument) {

@@ -18,8 +18,10 @@ enum class ObjectType : uint32_t {
   kValue = 3,  ///< payload: the initial value's bytes
   kLock = 4,
   kEvent = 5,
-  kBarrier = 6,  ///< payload: the number of parties (uint64)
-  kHosted = 7,   ///< an object of a user's class; payload: its factory (manager_service.h)
+  kBarrier = 6,    ///< payload: the number of parties (uint64)
+  kHosted = 7,     ///< an object of a user's class; payload: its factory (manager_service.h)
+  kSemaphore = 8,  ///< payload: the initial value, then the bound (uint64 each; bound 0: none)
+  kCondition = 9,  ///< a condition variable's waiting list (the lock is the caller's own Lock)
 };
 
 /// The operations on shared objects. Arguments and answers (master/manager_hub.cc answers them):
@@ -48,12 +50,21 @@ enum class ObjectOp : uint32_t {
   kEventClear,
   kEventIsSet,         ///< -> kValue 0/1
   kEventWait,          ///< waits -> kItem set, kTimeout
-  kBarrierWait = 100,  ///< waits -> kValue arrival index; kBrokenBarrier (a timeout breaks it)
+  kBarrierWait = 100,  ///< [slice (uint8)]; waits -> kValue arrival index; kBrokenBarrier (a
+                       ///< timeout breaks it, but that of a slice withdraws the party: kTimeout)
   kBarrierReset,
   kBarrierAbort,
-  kBarrierWaiting,    ///< -> kValue parties waiting now
-  kBarrierBroken,     ///< -> kValue 0/1
-  kHostedCall = 120,  ///< FunctionRef of the invoker (HostedInvoker), its arguments -> kItem
+  kBarrierWaiting,          ///< -> kValue parties waiting now
+  kBarrierBroken,           ///< -> kValue 0/1
+  kHostedCall = 120,        ///< FunctionRef of the invoker (HostedInvoker), its arguments -> kItem
+  kSemaphoreAcquire = 140,  ///< waits -> kItem acquired, kTimeout
+  kSemaphoreRelease,        ///< count (uint64); kUsage when it would pass the bound
+  kSemaphoreValue,          ///< -> kValue
+  kConditionEnqueue = 160,  ///< -> kValue a ticket: the caller will wait (before it unlocks)
+  kConditionWait,           ///< ticket (uint64), [slice (uint8)]; waits -> kItem notified,
+                            ///< kTimeout (a slice's timeout keeps the ticket)
+  kConditionNotify,         ///< count (uint64): wakes that many tickets, oldest first -> kValue
+  kConditionWaiting,        ///< -> kValue tickets not yet notified
 };
 
 /// What an operation answered: nothing or bytes (an item), a number, or a timeout.

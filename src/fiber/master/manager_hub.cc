@@ -63,6 +63,19 @@ uint64_t ManagerHub::create(ObjectType type, std::span<const std::byte> payload)
       object = std::move(barrier);
       break;
     }
+    case ObjectType::kSemaphore: {
+      Semaphore semaphore;
+      semaphore.value = serial::read<uint64_t>(reader);
+      semaphore.bound = serial::read<uint64_t>(reader);
+      if (semaphore.bound != 0 && semaphore.value > semaphore.bound)
+        throw UsageError("Semaphore: the initial value " + std::to_string(semaphore.value) +
+                         " is above the bound " + std::to_string(semaphore.bound));
+      object = std::move(semaphore);
+      break;
+    }
+    case ObjectType::kCondition:
+      object = Condition{};
+      break;
     default:
       throw ProtocolError("the manager hub does not keep objects of type " +
                           std::to_string(static_cast<uint32_t>(type)));
@@ -89,13 +102,17 @@ void ManagerHub::call(uint64_t object_id, ObjectOp op, uint64_t requester, const
         } else if constexpr (std::is_same_v<T, Value>) {
           call_value(object, op, reader, done);
         } else {
-          Waiter waiter{requester, who, deadline, std::move(done)};
+          Waiter waiter{requester, who, deadline, std::move(done), false};
           if constexpr (std::is_same_v<T, Lock>) {
             call_lock(object_id, object, op, std::move(waiter));
           } else if constexpr (std::is_same_v<T, Event>) {
             call_event(object, op, std::move(waiter));
+          } else if constexpr (std::is_same_v<T, Semaphore>) {
+            call_semaphore(object_id, object, op, reader, std::move(waiter));
+          } else if constexpr (std::is_same_v<T, Condition>) {
+            call_condition(object_id, object, op, reader, std::move(waiter));
           } else {
-            call_barrier(object_id, object, op, std::move(waiter));
+            call_barrier(object_id, object, op, reader, std::move(waiter));
           }
         }
       },
@@ -273,6 +290,93 @@ void ManagerHub::call_event(Event& event, ObjectOp op, Waiter waiter) {
   }
 }
 
+void ManagerHub::call_semaphore(uint64_t id, Semaphore& semaphore, ObjectOp op,
+                                serial::Reader& args, Waiter waiter) {
+  switch (op) {
+    case ObjectOp::kSemaphoreAcquire:
+      if (semaphore.value > 0 && semaphore.waiters.empty()) {
+        --semaphore.value;
+        return waiter.done(ObjectResult::item());
+      }
+      if (waiter.deadline && *waiter.deadline <= Clock::now())
+        return waiter.done({Outcome::kTimeout, 0, {}, {}, {}});
+      semaphore.waiters.push_back(std::move(waiter));
+      return;
+    case ObjectOp::kSemaphoreRelease: {
+      const auto count = serial::read<uint64_t>(args);
+      if (semaphore.bound != 0 && (count > semaphore.bound - semaphore.value))
+        return waiter.done(
+            ObjectResult::error(Failure::kUsage, "semaphore " + std::to_string(id) +
+                                                     " released too many times (its bound is " +
+                                                     std::to_string(semaphore.bound) + ")"));
+      semaphore.value += count;
+      waiter.done(ObjectResult::item());
+      while (semaphore.value > 0 && !semaphore.waiters.empty()) {
+        Waiter next = std::move(semaphore.waiters.front());
+        semaphore.waiters.pop_front();
+        --semaphore.value;
+        next.done(ObjectResult::item());
+      }
+      return;
+    }
+    case ObjectOp::kSemaphoreValue:
+      return waiter.done(ObjectResult::number(semaphore.value));
+    default:
+      wrong_op(op, "Semaphore");
+  }
+}
+
+void ManagerHub::call_condition(uint64_t id, Condition& condition, ObjectOp op,
+                                serial::Reader& args, Waiter waiter) {
+  switch (op) {
+    case ObjectOp::kConditionEnqueue: {
+      const uint64_t ticket = condition.next_ticket++;
+      condition.queued.push_back({ticket, waiter.requester});
+      return waiter.done(ObjectResult::number(ticket));
+    }
+    case ObjectOp::kConditionWait: {
+      const auto ticket = serial::read<uint64_t>(args);
+      if (args.remaining() != 0) waiter.slice = serial::read<uint8_t>(args) != 0;
+      if (condition.notified.erase(ticket) != 0) return waiter.done(ObjectResult::item());
+      const auto queued =
+          std::find_if(condition.queued.begin(), condition.queued.end(),
+                       [ticket](const Condition::Ticket& t) { return t.number == ticket; });
+      if (queued == condition.queued.end() || condition.waiting.count(ticket) != 0)
+        return waiter.done(ObjectResult::error(
+            Failure::kUsage, "condition " + std::to_string(id) + ": ticket " +
+                                 std::to_string(ticket) + " is not one waiting to be notified"));
+      if (waiter.deadline && *waiter.deadline <= Clock::now()) {
+        if (!waiter.slice) condition.queued.erase(queued);
+        return waiter.done({Outcome::kTimeout, 0, {}, {}, {}});
+      }
+      condition.waiting.emplace(ticket, std::move(waiter));
+      return;
+    }
+    case ObjectOp::kConditionNotify: {
+      const auto count = serial::read<uint64_t>(args);
+      uint64_t woken = 0;
+      while (woken < count && !condition.queued.empty()) {
+        const Condition::Ticket ticket = condition.queued.front();
+        condition.queued.pop_front();
+        ++woken;
+        if (auto waiting = condition.waiting.find(ticket.number);
+            waiting != condition.waiting.end()) {
+          Waiter woken_waiter = std::move(waiting->second);
+          condition.waiting.erase(waiting);
+          woken_waiter.done(ObjectResult::item());
+        } else {
+          condition.notified.emplace(ticket.number, ticket.requester);
+        }
+      }
+      return waiter.done(ObjectResult::number(woken));
+    }
+    case ObjectOp::kConditionWaiting:
+      return waiter.done(ObjectResult::number(condition.queued.size()));
+    default:
+      wrong_op(op, "Condition");
+  }
+}
+
 void ManagerHub::break_barrier(uint64_t id, Barrier& barrier, const std::string& why) {
   barrier.broken = true;
   barrier.broken_why = "barrier " + std::to_string(id) + " is broken: " + why;
@@ -280,19 +384,27 @@ void ManagerHub::break_barrier(uint64_t id, Barrier& barrier, const std::string&
     waiter.done(ObjectResult::error(Failure::kBrokenBarrier, barrier.broken_why));
 }
 
-void ManagerHub::call_barrier(uint64_t id, Barrier& barrier, ObjectOp op, Waiter waiter) {
+void ManagerHub::call_barrier(uint64_t id, Barrier& barrier, ObjectOp op, serial::Reader& args,
+                              Waiter waiter) {
   switch (op) {
     case ObjectOp::kBarrierWait: {
+      if (args.remaining() != 0) waiter.slice = serial::read<uint8_t>(args) != 0;
+      barrier.between_slices.erase(waiter.requester);
       if (barrier.broken)
         return waiter.done(ObjectResult::error(Failure::kBrokenBarrier, barrier.broken_why));
       const uint64_t index = barrier.waiting.size();
       if (index + 1 == barrier.parties) {
         // The last party: everybody passes, each with its arrival index.
         auto waiting = std::exchange(barrier.waiting, {});
+        barrier.between_slices.clear();
         for (size_t i = 0; i < waiting.size(); ++i) waiting[i].done(ObjectResult::number(i));
         return waiter.done(ObjectResult::number(index));
       }
       if (waiter.deadline && *waiter.deadline <= Clock::now()) {
+        if (waiter.slice) {
+          barrier.between_slices.insert(waiter.requester);
+          return waiter.done({Outcome::kTimeout, 0, {}, {}, {}});
+        }
         const std::string who = waiter.who;
         waiter.done(ObjectResult::error(
             Failure::kBrokenBarrier,
@@ -306,6 +418,7 @@ void ManagerHub::call_barrier(uint64_t id, Barrier& barrier, ObjectOp op, Waiter
       if (!barrier.waiting.empty()) break_barrier(id, barrier, "it was reset while parties waited");
       barrier.broken = false;
       barrier.broken_why.clear();
+      barrier.between_slices.clear();
       return waiter.done(ObjectResult::item());
     case ObjectOp::kBarrierAbort:
       break_barrier(id, barrier, "it was aborted by " + waiter.who);
@@ -332,8 +445,20 @@ void ManagerHub::process_ended(uint64_t process, const std::string& how) {
       }
     } else if (auto* event = std::get_if<Event>(&object)) {
       std::erase_if(event->waiters, own);
+    } else if (auto* semaphore = std::get_if<Semaphore>(&object)) {
+      std::erase_if(semaphore->waiters, own);
+    } else if (auto* condition = std::get_if<Condition>(&object)) {
+      std::erase_if(condition->queued, [process](const Condition::Ticket& ticket) {
+        return ticket.requester == process;
+      });
+      std::erase_if(condition->notified,
+                    [process](const auto& entry) { return entry.second == process; });
+      std::erase_if(condition->waiting,
+                    [process](const auto& entry) { return entry.second.requester == process; });
     } else if (auto* barrier = std::get_if<Barrier>(&object)) {
-      if (std::none_of(barrier->waiting.begin(), barrier->waiting.end(), own)) continue;
+      const bool was_between = barrier->between_slices.erase(process) != 0;
+      if (!was_between && std::none_of(barrier->waiting.begin(), barrier->waiting.end(), own))
+        continue;
       std::erase_if(barrier->waiting, own);
       break_barrier(id, *barrier, "a party waiting at it ended (" + how + ")");
     }
@@ -363,7 +488,36 @@ std::optional<ManagerHub::Clock::time_point> ManagerHub::expire(Clock::time_poin
       time_out(lock->waiters);
     } else if (auto* event = std::get_if<Event>(&object)) {
       time_out(event->waiters);
+    } else if (auto* semaphore = std::get_if<Semaphore>(&object)) {
+      time_out(semaphore->waiters);
+    } else if (auto* condition = std::get_if<Condition>(&object)) {
+      for (auto it = condition->waiting.begin(); it != condition->waiting.end();) {
+        if (due(it->second)) {
+          const uint64_t ticket = it->first;
+          Waiter waiter = std::move(it->second);
+          it = condition->waiting.erase(it);
+          // A ticket that timed out is no longer counted by notify (one slice's still is).
+          if (!waiter.slice)
+            std::erase_if(condition->queued,
+                          [ticket](const Condition::Ticket& t) { return t.number == ticket; });
+          waiter.done({Outcome::kTimeout, 0, {}, {}, {}});
+        } else {
+          note(it->second);
+          ++it;
+        }
+      }
     } else if (auto* barrier = std::get_if<Barrier>(&object)) {
+      // A slice that ends withdraws its party; it comes back for the next slice.
+      for (auto it = barrier->waiting.begin(); it != barrier->waiting.end();) {
+        if (it->slice && due(*it)) {
+          barrier->between_slices.insert(it->requester);
+          Waiter waiter = std::move(*it);
+          it = barrier->waiting.erase(it);
+          waiter.done({Outcome::kTimeout, 0, {}, {}, {}});
+        } else {
+          ++it;
+        }
+      }
       auto late = std::find_if(barrier->waiting.begin(), barrier->waiting.end(), due);
       if (late != barrier->waiting.end()) {
         // Python's rule: a wait that times out breaks the barrier, for itself and the others.

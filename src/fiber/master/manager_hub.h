@@ -1,7 +1,8 @@
 // The store behind every fiber::Manager: the shared objects (Dict, List, Value, Lock, Event,
-// Barrier) as bytes, each operation atomic, the waits of locks, events and barriers with their
-// deadlines, and what a process's end releases. It lives in the master; objects of users'
-// classes are kept by the manager service (manager_service.h), which only takes their ids here.
+// Barrier, Semaphore, Condition) as bytes, each operation atomic, the waits of locks, events and
+// barriers with their deadlines, and what a process's end releases. It lives in the master; objects
+// of users' classes are kept by the manager service (manager_service.h), which only takes their ids
+// here.
 #pragma once
 
 #include <chrono>
@@ -14,6 +15,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <variant>
 #include <vector>
 
@@ -65,6 +67,9 @@ class ManagerHub {
     std::string who;
     std::optional<Clock::time_point> deadline;
     Completion done;
+    /// One slice of a longer wait (a front end that checks for signals between slices): its
+    /// timeout neither breaks a barrier nor gives up a condition's ticket.
+    bool slice = false;
   };
   struct Dict {
     std::list<std::pair<std::string, Bytes>> entries;  ///< In insertion order, as Python's.
@@ -90,15 +95,40 @@ class ManagerHub {
     bool broken = false;
     std::string broken_why;
     std::vector<Waiter> waiting;
+    /// Parties whose slice of a wait ended and who are expected back: one that ends before it
+    /// comes back breaks the barrier as a waiting one does.
+    std::unordered_set<uint64_t> between_slices;
   };
-  using Object = std::variant<Dict, List, Value, Lock, Event, Barrier>;
+  struct Semaphore {
+    uint64_t value = 0;
+    uint64_t bound = 0;  ///< 0: unbounded
+    std::deque<Waiter> waiters;
+  };
+  /// Tickets in the order they were taken; a notify wakes the oldest. A ticket notified before
+  /// its holder waits is remembered, so the notify between unlocking and waiting is not lost.
+  struct Condition {
+    struct Ticket {
+      uint64_t number = 0;
+      uint64_t requester = 0;
+    };
+    uint64_t next_ticket = 1;
+    std::deque<Ticket> queued;                        ///< Not yet notified.
+    std::unordered_map<uint64_t, uint64_t> notified;  ///< ticket -> its requester
+    std::unordered_map<uint64_t, Waiter> waiting;     ///< ticket -> its wait
+  };
+  using Object = std::variant<Dict, List, Value, Lock, Event, Barrier, Semaphore, Condition>;
 
   void call_dict(Dict& dict, ObjectOp op, serial::Reader& args, const Completion& done);
   void call_list(List& list, ObjectOp op, serial::Reader& args, const Completion& done);
   void call_value(Value& value, ObjectOp op, serial::Reader& args, const Completion& done);
   void call_lock(uint64_t id, Lock& lock, ObjectOp op, Waiter waiter);
   void call_event(Event& event, ObjectOp op, Waiter waiter);
-  void call_barrier(uint64_t id, Barrier& barrier, ObjectOp op, Waiter waiter);
+  void call_barrier(uint64_t id, Barrier& barrier, ObjectOp op, serial::Reader& args,
+                    Waiter waiter);
+  void call_semaphore(uint64_t id, Semaphore& semaphore, ObjectOp op, serial::Reader& args,
+                      Waiter waiter);
+  void call_condition(uint64_t id, Condition& condition, ObjectOp op, serial::Reader& args,
+                      Waiter waiter);
   void break_barrier(uint64_t id, Barrier& barrier, const std::string& why);
   void grant_next(Lock& lock);
 

@@ -15,7 +15,7 @@ ObjectCreate ObjectCreate::decode(bridge::Received& in) {
   expect_kind(in, Kind::kObjectCreate);
   const auto type = static_cast<ObjectType>(in.envelope.flags);
   if (in.envelope.flags < static_cast<uint32_t>(ObjectType::kDict) ||
-      in.envelope.flags > static_cast<uint32_t>(ObjectType::kHosted))
+      in.envelope.flags > static_cast<uint32_t>(ObjectType::kCondition))
     throw ProtocolError("unknown shared object type " + std::to_string(in.envelope.flags));
   return ObjectCreate{in.envelope.id, type, std::move(in.payload)};
 }
