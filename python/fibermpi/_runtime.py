@@ -112,6 +112,11 @@ def track_pool(pool: Any) -> None:
     _pools.add(pool)
 
 
+def live_pools() -> list[Any]:
+    """The pools of this process that are running or closed (not yet terminated or joined)."""
+    return [pool for pool in list(_pools) if getattr(pool, "_state", None) in ("running", "closed")]
+
+
 def _at_exit() -> None:
     for pool in list(_pools):
         try:

@@ -279,9 +279,51 @@ def parent_process() -> Any:
     return None
 
 
-def active_children() -> list[Process]:
-    """The Processes this program started that are still running."""
-    return [child for child in list(_children) if child.is_alive()]
+class _PoolWorker:
+    """What :func:`active_children` lists for a worker of a live pool: its ``name``, ``pid``
+    (on the host it runs on), ``daemon`` (True) and ``is_alive()``; it cannot be started,
+    joined or terminated alone (terminate the pool)."""
+
+    daemon = True
+    exitcode = None
+
+    def __init__(self, pool: Any, pid: int, number: int) -> None:
+        self._pool, self.pid, self.ident = pool, pid, pid
+        self.name = f"PoolWorker-{number}"
+
+    def is_alive(self) -> bool:
+        return (getattr(self._pool, "_state", None) in ("running", "closed")
+                and self.pid in self._pool._pool.worker_pids())
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} name={self.name!r} pid={self.pid} daemon>"
+
+
+# Pool workers already listed, by (pool, pid): the same object each time, as multiprocessing's.
+_pool_workers: dict[tuple[int, int], _PoolWorker] = {}
+_pool_worker_count = itertools.count(1)
+
+
+def active_children() -> list[Any]:
+    """The Processes this program started that are still running, and the workers of its live
+    pools (never the runtime's idle reserve)."""
+    children: list[Any] = [child for child in list(_children) if child.is_alive()]
+    live: set[tuple[int, int]] = set()
+    for pool in _runtime.live_pools():
+        try:
+            pids = pool._pool.worker_pids()
+        except Exception:  # ended meanwhile
+            continue
+        for pid in pids:
+            key = (id(pool), pid)
+            worker = _pool_workers.get(key)
+            if worker is None:
+                worker = _pool_workers[key] = _PoolWorker(pool, pid, next(_pool_worker_count))
+            live.add(key)
+            children.append(worker)
+    for key in set(_pool_workers) - live:
+        del _pool_workers[key]
+    return children
 
 
 def _run_here(process: Process) -> int:

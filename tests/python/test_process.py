@@ -116,6 +116,18 @@ def test_join_with_timeout_and_active_children():
     assert process not in fibermpi.active_children()
 
 
+def test_active_children_lists_a_live_pools_workers_and_not_after_it_ends():
+    before = len(fibermpi.active_children())
+    with fibermpi.Pool(2) as pool:
+        pool.wait_until_workers_up()
+        workers = [child for child in fibermpi.active_children() if child.name.startswith("PoolWorker-")]
+        assert sorted(worker.pid for worker in workers) == sorted(pool._pool.worker_pids())
+        assert all(worker.is_alive() and worker.daemon for worker in workers)
+        assert fibermpi.active_children()[-1] is workers[-1]  # the same objects each time
+    assert len(fibermpi.active_children()) == before
+    assert not any(worker.is_alive() for worker in workers)
+
+
 def test_sentinel_becomes_readable_at_the_end():
     process = fibermpi.Process(target=sleep_for, args=(0.5,))
     process.start()
