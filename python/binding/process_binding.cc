@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -50,6 +51,10 @@ class ProcessHandle {
   void set_name(std::string name) { process_.set_name(std::move(name)); }
   bool daemon() const { return process_.daemon(); }
   void set_daemon(bool daemon) { process_.set_daemon(daemon); }
+  void set_resources(int cpus, uint64_t memory, int gpus) {
+    py::gil_scoped_release unlocked;
+    process_.set_resources(cpus, memory, gpus);
+  }
 
  private:
   fiber::Process process_;
@@ -70,7 +75,9 @@ void bind_process(py::module_& m) {
       .def("name", &ProcessHandle::name)
       .def("set_name", &ProcessHandle::set_name)
       .def("daemon", &ProcessHandle::daemon)
-      .def("set_daemon", &ProcessHandle::set_daemon);
+      .def("set_daemon", &ProcessHandle::set_daemon)
+      .def("set_resources", &ProcessHandle::set_resources, py::arg("cpus"), py::arg("memory"),
+           py::arg("gpus"));
   m.def(
       "current_process",
       [] {

@@ -4,7 +4,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <stdexcept>
+#include <string>
 
 namespace fibermpi::binding {
 namespace py = pybind11;
@@ -27,11 +29,31 @@ py::handle task_function(const char* name) {
   throw std::runtime_error("fibermpi's task runner failed: " + what);
 }
 
+// The engine sets CUDA_VISIBLE_DEVICES in the C environment before each Process or pool
+// membership starts (the GPUs the master gave it); Python's os.environ is a copy taken when the
+// interpreter started, so it is brought up to date before the user's code runs. With the GIL.
+void sync_visible_gpus() {
+  static std::optional<std::string> synced;
+  static bool first = true;
+  const char* now = std::getenv("CUDA_VISIBLE_DEVICES");
+  const std::optional<std::string> value = now ? std::optional<std::string>(now) : std::nullopt;
+  if (!first && value == synced) return;
+  py::object environ = py::module_::import("os").attr("environ");
+  if (value) {
+    environ["CUDA_VISIBLE_DEVICES"] = *value;
+  } else {
+    environ.attr("pop")("CUDA_VISIBLE_DEVICES", py::none());
+  }
+  synced = value;
+  first = false;
+}
+
 }  // namespace
 
 std::string run_python_task(std::string payload) {
   py::gil_scoped_acquire locked;
   static py::handle run = task_function("run_task");
+  sync_visible_gpus();
   try {
     py::bytes outcome = run(py::bytes(payload));
     return std::string(outcome);
@@ -43,6 +65,7 @@ std::string run_python_task(std::string payload) {
 void run_python_initializer(std::string payload) {
   py::gil_scoped_acquire locked;
   static py::handle run = task_function("run_initializer");
+  sync_visible_gpus();
   try {
     run(py::bytes(payload));
   } catch (py::error_already_set& error) {
@@ -55,6 +78,7 @@ void run_python_process(ProcessPayload payload) {
   {
     py::gil_scoped_acquire locked;
     static py::handle run = task_function("run_process");
+    sync_visible_gpus();
     try {
       code = run(py::bytes(payload.bytes)).cast<int>();
     } catch (py::error_already_set& error) {

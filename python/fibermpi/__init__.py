@@ -28,6 +28,7 @@ from fibermpi.synchronize import (Barrier, BoundedSemaphore, Condition, Event, L
                                   Semaphore)
 from fibermpi.sharedctypes import Array, RawArray, RawValue, Value
 from fibermpi.managers import Manager
+from fibermpi._meta import meta
 from fibermpi._runtime import init
 
 __all__ = [
@@ -37,7 +38,7 @@ __all__ = [
     "Lock", "RLock", "Semaphore", "BoundedSemaphore", "Condition", "Event", "Barrier",
     "Value", "Array", "RawValue", "RawArray", "Manager",
     "cpu_count", "get_context", "set_start_method", "get_start_method", "get_all_start_methods",
-    "freeze_support", "init",
+    "freeze_support", "init", "meta",
     "Error", "TimeoutError", "WorkerLost", "SpawnError", "RemoteError", "TerminatedError",
     "UsageError", "ConfigError",
 ]

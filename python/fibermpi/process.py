@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from fibermpi import _core, _runtime, _task
+from fibermpi._meta import requirements_of
 
 __all__ = ["Process", "current_process", "active_children", "parent_process"]
 
@@ -97,9 +98,19 @@ class Process:
         handle = _core.Process(payload, produces)
         handle.set_name(self._name)
         handle.set_daemon(self._daemon)
+        needs = self._requirements()
+        if needs:
+            handle.set_resources(needs.get("cpu", 0), needs.get("memory", 0) * 2**20,
+                                 needs.get("gpu", 0))
         handle.start()
         self._handle = handle
         _children.add(self)
+
+    def _requirements(self) -> dict[str, int]:
+        """What :func:`fibermpi.meta` says the target (or an overriding ``run``) needs."""
+        if self._target is not None:
+            return requirements_of(self._target)
+        return requirements_of(type(self).run)
 
     def join(self, timeout: float | None = None) -> None:
         """Waits until it ends, or ``timeout`` seconds."""

@@ -2,12 +2,15 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
+#include <string>
 
 #include "fiber/errors.h"
 #include "fiber/runtime/process_control.h"
 #include "fiber/runtime/runtime.h"
+#include "fiber/runtime/worker_resources.h"
 
 namespace fiber {
 namespace detail {
@@ -116,6 +119,24 @@ void Process::set_daemon(bool daemon) {
     throw UsageError("cannot change daemon of " + state_->name + " after it started");
   }
   state_->daemon = daemon;
+}
+
+void Process::set_resources(int cpus, uint64_t memory, int gpus) {
+  if (cpus < 0 || gpus < 0)
+    throw UsageError("Process::set_resources: cpus and gpus must be at least 0 (got " +
+                     std::to_string(cpus) + " and " + std::to_string(gpus) + ")");
+  if (cpus > 0 || memory > 0 || gpus > 0) {
+    const detail::MachineFacts machine =
+        memory > 0 || gpus > 0 ? detail::read_machine() : detail::MachineFacts{};
+    detail::check_worker_request(
+        {.who = name(), .processes = 1, .cpus = cpus, .memory = memory, .gpus = gpus},
+        detail::process_environment(), machine);
+  }
+  auto lock = runtime().lock();
+  if (state_->status != detail::ProcessStatus::kCreated)
+    throw UsageError("cannot change the resources of " + state_->name + " after it started");
+  state_->cores = std::max(1, cpus);
+  state_->gpus = gpus;
 }
 
 Process current_process() {

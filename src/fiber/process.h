@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -58,6 +59,13 @@ class Process {
   /// Daemonic processes are terminated when the program ends instead of being waited for.
   bool daemon() const;
   void set_daemon(bool daemon);
+  /// What it needs, as a pool's Options::cpus_per_worker, memory_per_worker (bytes) and
+  /// gpus_per_worker (Fiber's @meta(cpu, memory, gpu)): the process is bound to `cpus` cores of
+  /// its own and given `gpus` GPUs of its host (CUDA_VISIBLE_DEVICES) while it runs; 0 asks for
+  /// nothing in particular. Before start(); throws fiber::UsageError when the request cannot fit
+  /// where the program runs (a Slurm allocation, a FiberJob's pods, this machine), naming both
+  /// sides.
+  void set_resources(int cpus, uint64_t memory, int gpus);
 
  private:
   friend Process current_process();

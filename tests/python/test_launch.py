@@ -3,6 +3,7 @@ program of its own, with a timeout, in an environment with no launcher or root s
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -56,3 +57,15 @@ def test_init_takes_the_configuration_keys():
     assert "CONFIG ERROR:" in done.stdout and "no_such_key" in done.stdout, done.stdout
     assert "USAGE ERROR: fibermpi.init(): the runtime has already started" in done.stdout, done.stdout
     assert "EXITCODE 42" in done.stdout, done.stdout
+
+
+def test_meta_gives_a_process_its_gpus_and_cores_and_refuses_what_cannot_fit():
+    done = launch("singleton", "meta_resources.py", CUDA_VISIBLE_DEVICES="GPU-a,GPU-b,GPU-c,GPU-d")
+    assert done.returncode == 0, done.stdout
+    gpus = next(line for line in done.stdout.splitlines() if line.startswith("REPORT_GPUS "))
+    assert len(gpus.split()[1].split(",")) == 2 and set(gpus.split()[1].split(",")) <= set(
+        "GPU-a GPU-b GPU-c GPU-d".split()), done.stdout
+    assert "REPORT_CORES 1" in done.stdout, done.stdout
+    subclass = next(line for line in done.stdout.splitlines() if line.startswith("SUBCLASS GPUS "))
+    assert subclass.split()[2] in "GPU-a GPU-b GPU-c GPU-d".split(), done.stdout
+    assert re.search(r"REFUSED Process-\d+ asks for 1.0 EiB", done.stdout), done.stdout

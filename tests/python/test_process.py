@@ -167,3 +167,16 @@ def test_module_helpers():
     with pytest.raises(ValueError, match="fibermpi"):
         fibermpi.set_start_method("fork")
     fibermpi.freeze_support()
+
+
+def test_meta_marks_a_function_and_refuses_bad_values():
+    @fibermpi.meta(cpu=2, gpu=1)
+    def marked():
+        pass
+    assert marked.__fibermpi_meta__ == {"cpu": 2, "gpu": 1}
+    with pytest.raises(ValueError, match="cpu must be at least 1"):
+        fibermpi.meta(cpu=0)
+    with pytest.raises(TypeError, match="memory must be an int"):
+        fibermpi.meta(memory=1.5)
+    with pytest.raises(TypeError):
+        fibermpi.meta(disk=3)

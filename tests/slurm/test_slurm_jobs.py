@@ -1,8 +1,9 @@
 """fibermpi programs under a real Slurm (scripts/dev-slurm: slurmctld, slurmd and munged of Debian's
 slurm-wlm on this machine): a batch job, an allocation whose tasks are the static world, a direct
-`srun --mpi=pmix` launch, a worker killed inside an allocation, and `scancel`. The commands run as a
-user runs them: PATH, HOME and SLURM_CONF, nothing of Open MPI's. FIBERMPI, FIBER_TEST_POOL_JOB,
-FIBER_TEST_MPI and DEV_SLURM come from CTest (tests/slurm/CMakeLists.txt)."""
+`srun --mpi=pmix` launch, a worker killed inside an allocation, `scancel`, and a Python program in a
+batch job and an allocation. The commands run as a user runs them: PATH, HOME and SLURM_CONF,
+nothing of Open MPI's. FIBERMPI, FIBER_TEST_POOL_JOB, FIBER_TEST_MPI, FIBER_TEST_VENV and DEV_SLURM
+come from CTest (tests/slurm/CMakeLists.txt)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,9 @@ POOL_JOB = os.environ["FIBER_TEST_POOL_JOB"]
 MPI = os.environ["FIBER_TEST_MPI"]
 DEV_SLURM = os.environ["DEV_SLURM"]
 RESOURCES_CHECK = os.environ["FIBER_TEST_RESOURCES_CHECK"]
+# The Python package is built against Open MPI 5 (pyproject.toml's default), in .venv/.
+VENV = pathlib.Path(os.environ.get("FIBER_TEST_VENV", "/nonexistent"))
+PYTHON_POOL_JOB = pathlib.Path(__file__).with_name("python_pool_job.py")
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the development Slurm needs root")
 
@@ -176,3 +180,22 @@ def test_scancel_ends_the_job_and_every_process_of_it(slurm: Slurm) -> None:
     wait_without_leftovers()
     assert time.monotonic() - cancelled_at < 30
     assert re.search(rf"^{job} ", slurm.queue(), re.M) is None
+
+
+@pytest.mark.skipif(MPI != "openmpi5", reason="the Python package is built against Open MPI 5")
+def test_a_python_program_runs_as_a_batch_job_and_in_an_allocation(slurm: Slurm) -> None:
+    fibermpi, python = VENV / "bin" / "fibermpi", VENV / "bin" / "python"
+    submitted = slurm.run("sbatch", "--parsable", "-n", "4", "-o", "python-%j.out", "--wrap",
+                          f"{fibermpi} run {python} {PYTHON_POOL_JOB} 3")
+    assert submitted.returncode == 0, submitted.stderr
+    job = submitted.stdout.strip().split(";")[0]
+    record = slurm.wait_for_end(job)
+    output = (slurm.directory / f"python-{job}.out").read_text()
+    # Rank 0 runs the program's main; the allocation's 3 other tasks are the pool's workers.
+    assert "python pool of 3 workers" in output, output
+    assert "100 python results exact, exiting with 3" in output, output
+    assert record["JobState"] == "FAILED" and record["ExitCode"] == "3:0", record
+    done = slurm.run("salloc", "-n", "3", str(fibermpi), "run", str(python), str(PYTHON_POOL_JOB), "0")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "python pool of 2 workers" in done.stdout, done.stdout + done.stderr
+    assert "100 python results exact, exiting with 0" in done.stdout, done.stdout

@@ -297,6 +297,30 @@ TEST(Wire, NestingMessagesKeepErrorTypes) {
   EXPECT_EQ(wire::ErrorAccount::of(nullptr).rethrowable(), nullptr);
 }
 
+TEST(Wire, ProcessStartCarriesItsResourcesAndRefusesImpossibleOnes) {
+  wire::ProcessStart start;
+  start.request = 4;
+  start.name = "Process-2";
+  start.daemon = true;
+  start.cores = 3;
+  start.gpus = 2;
+  start.task = TaskSpec{{1, 2}, {3, 4}, bytes_of("args"), {5}};
+  const auto read = round_trip(start);
+  EXPECT_EQ(read.name, "Process-2");
+  EXPECT_TRUE(read.daemon);
+  EXPECT_EQ(read.cores, 3);
+  EXPECT_EQ(read.gpus, 2);
+  EXPECT_EQ(read.task.args, bytes_of("args"));
+  EXPECT_EQ(read.task.produces, (std::vector<uint64_t>{5}));
+  start.cores = 0;
+  bridge::Received no_cores = as_received(start.encode());
+  EXPECT_THROW(wire::ProcessStart::decode(no_cores), ProtocolError);
+  start.cores = 1;
+  start.gpus = -1;
+  bridge::Received negative_gpus = as_received(start.encode());
+  EXPECT_THROW(wire::ProcessStart::decode(negative_gpus), ProtocolError);
+}
+
 TEST(Wire, AMessageIsNeverReadAsAnotherKind) {
   bridge::Received in = as_received(wire::Terminate{3}.encode());
   try {

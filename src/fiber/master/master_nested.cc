@@ -63,6 +63,8 @@ void Master::on_nested_request_locked(Kind kind, Slot& slot, bridge::Received& m
         auto process = table_.create(std::move(start.task), "Process");
         process->name = start.name;
         process->daemon = start.daemon;
+        process->cores = start.cores;
+        process->gpus = start.gpus;
         process->owner = owner;
         // The id first: the events about it come after.
         reply_locked(slot, wire::Reply{request, Outcome::kValue, process->id, {}});

@@ -69,8 +69,10 @@ int nvidia_gpus(const EnvironmentLookup& environment) {
 
 [[noreturn]] void refuse(const WorkerRequest& request, const std::string& asked,
                          const std::string& offered, const std::string& remedy) {
-  throw UsageError("Pool of " + plural(request.processes, "worker", "workers") + " asks for " +
-                   asked + ", and " + offered + "; " + remedy);
+  const std::string who = request.who.empty()
+                              ? "Pool of " + plural(request.processes, "worker", "workers")
+                              : request.who;
+  throw UsageError(who + " asks for " + asked + ", and " + offered + "; " + remedy);
 }
 
 void check_fiberjob(const WorkerRequest& request, const EnvironmentLookup& environment) {

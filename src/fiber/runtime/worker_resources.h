@@ -16,6 +16,8 @@ namespace fiber::detail {
 
 /// One pool's request.
 struct WorkerRequest {
+  /// Who asks, in messages: empty for a pool ("Pool of 3 workers"), else a process's name.
+  std::string who = {};
   int processes = 1;
   int cpus = 0;         ///< Cores per worker; 0 asks for nothing in particular.
   uint64_t memory = 0;  ///< Bytes per worker; 0 asks for nothing in particular.

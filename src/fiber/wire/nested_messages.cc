@@ -87,6 +87,8 @@ Outgoing ProcessStart::encode() const {
   out.id = request;
   out.flags = daemon ? 1 : 0;
   serial::save(out.body, name);
+  serial::save(out.body, cores);
+  serial::save(out.body, gpus);
   save_task_with_queues(out.body, task);
   return out;
 }
@@ -98,6 +100,11 @@ ProcessStart ProcessStart::decode(const bridge::Received& in) {
   start.daemon = (in.envelope.flags & 1) != 0;
   serial::Reader reader(in.payload);
   start.name = serial::read<std::string>(reader);
+  start.cores = serial::read<int32_t>(reader);
+  start.gpus = serial::read<int32_t>(reader);
+  if (start.cores < 1 || start.gpus < 0)
+    throw ProtocolError("a Process asks for " + std::to_string(start.cores) + " cores and " +
+                        std::to_string(start.gpus) + " GPUs");
   start.task = load_task_with_queues(reader);
   return start;
 }

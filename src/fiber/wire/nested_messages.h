@@ -36,7 +36,9 @@ struct ProcessStart {
   uint64_t request = 0;
   std::string name;
   bool daemon = false;
-  TaskSpec task;  ///< With the queues it may put into.
+  int32_t cores = 1;  ///< Process::set_resources: cores to bind it to (at least 1)
+  int32_t gpus = 0;   ///< and GPUs to give it.
+  TaskSpec task;      ///< With the queues it may put into.
 
   Outgoing encode() const;
   static ProcessStart decode(const bridge::Received& in);

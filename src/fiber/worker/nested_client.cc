@@ -207,6 +207,8 @@ void NestedClient::start_process(const std::shared_ptr<ProcessState>& process) {
     process->status = ProcessStatus::kPending;
     start.name = process->name;
     start.daemon = process->daemon;
+    start.cores = process->cores;
+    start.gpus = process->gpus;
     start.task = process->task;
   }
   wire::Reply reply;
