@@ -41,6 +41,13 @@ def record(shared, log, key):
     return key
 
 
+def make_in_a_worker(size):
+    manager = fibermpi.Manager()  # its store lives in the master, like the master's own
+    made = manager.list(range(size))
+    value = fibermpi.Value("i", size)
+    return manager, made, value
+
+
 def bump(counter, times):
     for _ in range(times):
         counter.add()
@@ -122,3 +129,14 @@ def test_shutdown_drops_the_objects_and_bad_uses_are_named():
         manager.dict()
     with pytest.raises(fibermpi.UsageError, match="no address"):
         BaseManager(address=("", 50000))
+
+
+def test_a_manager_and_a_value_made_in_a_pool_worker_live_in_the_master():
+    with fibermpi.Pool(1) as pool:
+        manager, made, value = pool.apply(make_in_a_worker, (4,))
+        pool.terminate()  # the worker is gone; the objects are not
+    assert made[:] == [0, 1, 2, 3] and value.value == 4
+    made.append(4)
+    assert len(made) == 5
+    assert manager.dict(a=1)["a"] == 1
+    manager.shutdown()
