@@ -113,6 +113,12 @@ def _store() -> _Values:
         return _values
 
 
+def _forwarded(getter: str, setter: str, doc: str) -> property:
+    """A property read and written by two methods of the object's proxy."""
+    return property(lambda self: getattr(self._proxy, getter)(),
+                    lambda self, new: getattr(self._proxy, setter)(new), doc=doc)
+
+
 class _Raw:
     """A shared ctypes value without a lock."""
 
@@ -120,13 +126,7 @@ class _Raw:
         self._proxy = proxy
         self._typename = typename
 
-    @property
-    def value(self) -> Any:
-        return self._proxy.get()
-
-    @value.setter
-    def value(self, new: Any) -> None:
-        self._proxy.set(new)
+    value = _forwarded("get", "set", "The value, read or set in the master.")
 
     def __repr__(self) -> str:
         return f"<{self._typename} {self.value!r} kept by the master>"
@@ -151,46 +151,20 @@ class _RawArray:
     def __iter__(self) -> Any:
         return iter(self._proxy.__getitem__(slice(None)))
 
-    # A char array's value (up to its first NUL) and raw bytes, as ctypes gives them.
-    @property
-    def value(self) -> Any:
-        return self._proxy.get_value()
-
-    @value.setter
-    def value(self, new: Any) -> None:
-        self._proxy.set_value(new)
-
-    @property
-    def raw(self) -> Any:
-        return self._proxy.get_raw()
-
-    @raw.setter
-    def raw(self, new: Any) -> None:
-        self._proxy.set_raw(new)
+    value = _forwarded("get_value", "set_value", "A char array's value, up to its first NUL.")
+    raw = _forwarded("get_raw", "set_raw", "A char array's bytes, all of them.")
 
     def __repr__(self) -> str:
         return f"<{self._typename} array of {len(self)} kept by the master>"
 
 
-class _WithLock:
+class _WithLock(synchronize.LockHolder):
     def __init__(self, lock: Any) -> None:
         self._lock = lock
 
     def get_lock(self) -> Any:
         """The lock that makes a read and a write of the object one step."""
         return self._lock
-
-    def acquire(self, *args: Any) -> bool:
-        return self._lock.acquire(*args)
-
-    def release(self) -> None:
-        self._lock.release()
-
-    def __enter__(self) -> bool:
-        return self._lock.__enter__()
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self._lock.__exit__(*exc_info)
 
 
 class Synchronized(_WithLock, _Raw):

@@ -238,7 +238,26 @@ class Event(_Shared):
         return self._ref.wait(_OPS["event_wait"], b"", b"", "Event.wait", timeout) is not None
 
 
-class Condition(_Shared):
+class LockHolder:
+    """What an object guarded by a lock of its own (``self._lock``) offers: ``acquire``,
+    ``release`` and ``with``, passed on to that lock."""
+
+    _lock: Lock
+
+    def acquire(self, block: bool = True, timeout: float | None = None) -> bool:
+        return self._lock.acquire(block, timeout)
+
+    def release(self) -> None:
+        self._lock.release()
+
+    def __enter__(self) -> bool:
+        return self._lock.__enter__()
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self._lock.__exit__(*exc_info)
+
+
+class Condition(LockHolder, _Shared):
     """A condition variable over ``lock`` (a new :class:`RLock` when none is given), as
     :class:`multiprocessing.Condition`: ``wait`` releases the lock, waits for a ``notify`` and
     takes the lock back. Waiters are woken oldest first."""
@@ -257,18 +276,6 @@ class Condition(_Shared):
 
     def _restore(self, state: Any) -> None:
         self._lock = state
-
-    def acquire(self, block: bool = True, timeout: float | None = None) -> bool:
-        return self._lock.acquire(block, timeout)
-
-    def release(self) -> None:
-        self._lock.release()
-
-    def __enter__(self) -> bool:
-        return self._lock.__enter__()
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self._lock.__exit__(*exc_info)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Releases the lock, waits until notified (at most ``timeout`` seconds), takes the lock
