@@ -122,6 +122,10 @@ class PoolHandle {
     options.processes = processes;
     if (initializer) options.initializer.emplace(run_python_initializer, std::move(*initializer));
     options.maxtasksperchild = maxtasksperchild;
+    // A Python program asking for maxtasksperchild wants each worker's state fresh: workers run
+    // in processes the pool can replace (spawned ones), never in a rank that runs one after
+    // another.
+    options.fresh_processes = maxtasksperchild > 0;
     options.max_task_retries = max_task_retries;
     if (autoscale) {
       const auto& [min, max, idle_s] = *autoscale;

@@ -149,7 +149,9 @@ class Pool:
     ``processes``: the number of workers (default: the usable physical cores; under a launcher,
     the world's ranks less the master's). ``initializer(*initargs)`` runs in every worker before
     its first task. ``maxtasksperchild``: a worker is replaced by a fresh process after this many
-    tasks (chunks).
+    tasks (chunks); such a pool's workers run only in spawned processes that ran nothing before
+    (never in a rank of the launcher's world, which runs one worker after another), so that no
+    state carries over.
 
     fibermpi's own keywords: ``max_task_retries`` (a task whose worker died is run again at most
     this many times, then fails with :class:`fibermpi.WorkerLost`), ``autoscale`` (an

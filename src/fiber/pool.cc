@@ -143,6 +143,7 @@ detail::PoolSettings Pool::settings_from(Options options) {
   settings.cover_spawn_pauses = options.cover_spawn_pauses;
   settings.max_task_retries = options.max_task_retries;
   settings.take_joined_workers = options.take_joined_workers;
+  settings.fresh_processes = options.fresh_processes;
   settings.cpus_per_worker = options.cpus_per_worker;
   settings.memory_per_worker = options.memory_per_worker;
   settings.gpus_per_worker = options.gpus_per_worker;

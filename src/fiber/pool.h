@@ -124,6 +124,11 @@ class Pool {
     /// Grow by one worker for every worker of a job that joins through fiber::listen() (and
     /// shrink back when that job leaves or dies).
     bool take_joined_workers = true;
+    /// Each worker runs in a process that has run nothing before (a spawned one: never a rank
+    /// of the static world, a joined pod or a process of the reserve that served already), and
+    /// that process ends with it. With maxtasksperchild, every replacement then starts from a
+    /// fresh process's state; each worker costs a spawn.
+    bool fresh_processes = false;
     /// What each worker needs, like Fiber's @meta(cpu, memory, gpu); 0 asks for nothing in
     /// particular. Where the program runs decides what they do:
     /// - in a Slurm allocation a worker must fit on one node, and all of them (every size the

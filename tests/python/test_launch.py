@@ -69,3 +69,11 @@ def test_meta_gives_a_process_its_gpus_and_cores_and_refuses_what_cannot_fit():
     subclass = next(line for line in done.stdout.splitlines() if line.startswith("SUBCLASS GPUS "))
     assert subclass.split()[2] in "GPU-a GPU-b GPU-c GPU-d".split(), done.stdout
     assert re.search(r"REFUSED Process-\d+ asks for 1.0 EiB", done.stdout), done.stdout
+
+
+@pytest.mark.parametrize("mode", ["singleton", "run4"])
+def test_maxtasksperchild_gives_each_worker_a_fresh_process(mode):
+    done = launch(mode, "fresh_workers.py", timeout=180)
+    assert done.returncode == 0, done.stdout
+    for line in ("FRESH DISTINCT True", "FRESH FIRST CALLS True", "FRESH APART FROM ORDINARY True"):
+        assert line in done.stdout, done.stdout

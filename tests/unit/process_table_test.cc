@@ -85,6 +85,17 @@ TEST_F(ProcessTableTest, AProcessNeverRunsInAWorkerThatRanSomethingElse) {
   EXPECT_EQ(table_.pick_idle_slot(plain_process(), kProgram), nullptr);
 }
 
+TEST_F(ProcessTableTest, AWorkerOfAFreshProcessesPoolTakesOnlyANeverUsedSpawnedWorker) {
+  ProcessState fresh_worker = pool_worker();
+  fresh_worker.needs_fresh_process = true;
+  add(static_world_, 10);
+  add(joined_, 20);
+  add(spawned_, 30, /*used=*/true);
+  EXPECT_EQ(table_.pick_idle_slot(fresh_worker, kProgram), nullptr);
+  Slot& never_used = add(spawned_, 40);
+  EXPECT_EQ(table_.pick_idle_slot(fresh_worker, kProgram), &never_used);
+}
+
 TEST_F(ProcessTableTest, BusyClosingLeavingAndOtherProgramsAreNotPicked) {
   add(spawned_, 51).state = Slot::State::kBusy;
   add(spawned_, 52).state = Slot::State::kClosing;

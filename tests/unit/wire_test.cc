@@ -248,6 +248,7 @@ TEST(Wire, NestingMessagesKeepErrorTypes) {
   settings.max_processes = 6;
   settings.idle_timeout = 1500ms;
   settings.take_joined_workers = false;
+  settings.fresh_processes = true;
   settings.cpus_per_worker = 2;
   settings.memory_per_worker = uint64_t{3} << 30;
   settings.gpus_per_worker = 1;
@@ -257,6 +258,7 @@ TEST(Wire, NestingMessagesKeepErrorTypes) {
   EXPECT_EQ(create.settings.max_processes, 6);
   EXPECT_EQ(create.settings.idle_timeout, 1500ms);
   EXPECT_FALSE(create.settings.take_joined_workers);
+  EXPECT_TRUE(create.settings.fresh_processes);
   EXPECT_EQ(create.settings.cpus_per_worker, 2);
   EXPECT_EQ(create.settings.memory_per_worker, uint64_t{3} << 30);
   EXPECT_EQ(create.settings.gpus_per_worker, 1);
@@ -356,11 +358,13 @@ TEST(Wire, ABoolOfAPoolsSettingsIsZeroOrOne) {
   const bridge::Received good = as_received(wire::PoolCreate{4, settings}.encode());
   ASSERT_EQ(wire::PoolCreate::decode(good).settings.processes, 2);
   // The flags' offsets: processes (4 bytes), has an initializer (1), maxtasksperchild (8),
-  // tasks in flight (4), cover spawn pauses (1), ..., take joined workers.
+  // tasks in flight (4), cover spawn pauses (1), ..., take joined workers, fresh processes.
   const size_t has_initializer = 4;
   const size_t cover_spawn_pauses = 4 + 1 + 8 + 4;
   const size_t take_joined_workers = cover_spawn_pauses + 1 + 4 + 4 + 4 + 8;
-  for (const size_t at : {has_initializer, cover_spawn_pauses, take_joined_workers}) {
+  const size_t fresh_processes = take_joined_workers + 1;
+  for (const size_t at :
+       {has_initializer, cover_spawn_pauses, take_joined_workers, fresh_processes}) {
     ASSERT_LE(good.payload.at(at), std::byte{1}) << "byte " << at << " is not a flag";
     bridge::Received bad = good;
     bad.payload.at(at) = std::byte{2};

@@ -56,6 +56,9 @@ void PoolCore::launch_worker_locked() {
   process->pool = id_;
   process->cores = std::max(1, settings_.cpus_per_worker);
   process->gpus = settings_.gpus_per_worker;
+  // Its process leaves with it, so that no later worker or Process inherits its state.
+  process->needs_fresh_process = settings_.fresh_processes;
+  process->retire_worker_after = settings_.fresh_processes;
   // Daemonic: a pool left alive at exit is terminated rather than waited for forever.
   process->daemon = true;
   workers_[process->id].process = process;

@@ -40,6 +40,8 @@ struct ProcessState {
   /// The worker process it runs in leaves when it ends instead of waiting in the reserve (a pool
   /// worker at maxtasksperchild wants a fresh process next).
   bool retire_worker_after = false;
+  /// It runs only in a process that has run nothing before (Pool::Options::fresh_processes).
+  bool needs_fresh_process = false;
   /// Cores its worker is bound to while it runs there (a pool's cpus_per_worker).
   int cores = 1;
   /// GPUs its worker is given while it runs there, when on the master's host (a pool's

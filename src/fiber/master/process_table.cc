@@ -41,13 +41,15 @@ void ProcessTable::erase_gone() {
 
 Slot* ProcessTable::pick_idle_slot(const ProcessState& process,
                                    const std::string& executable) const {
-  const bool needs_fresh_process = process.pool == 0;
+  const bool needs_fresh_process = process.pool == 0 || process.needs_fresh_process;
   Slot* best = nullptr;
   int best_preference = 0;
   for (const auto& [key, slot] : slots_) {
     if (slot->state != Slot::State::kIdle || slot->leaving || slot->releasing ||
         !runs(*slot, executable))
       continue;
+    // A pool worker that wants a fresh process never takes one that runs one after another.
+    if (process.needs_fresh_process && !slot->spawned()) continue;
     int preference = 0;  // lower is better
     if (!slot->spawned()) {
       // The static world's ranks and joined jobs are there anyway; they run one process after

@@ -25,6 +25,8 @@ struct PoolSettings {
   std::chrono::milliseconds idle_timeout{0};
   /// Grow onto workers of jobs that join through the rendezvous.
   bool take_joined_workers = true;
+  /// Workers only in processes that ran nothing before, each leaving with its process.
+  bool fresh_processes = false;
   /// Each worker's share (Pool::Options): cores it is bound to (0 = 1), memory, GPUs.
   int cpus_per_worker = 0;
   uint64_t memory_per_worker = 0;

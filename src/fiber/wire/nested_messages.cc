@@ -164,6 +164,7 @@ Outgoing PoolCreate::encode() const {
   serial::save(out.body, settings.max_processes);
   serial::save(out.body, static_cast<int64_t>(settings.idle_timeout.count()));
   serial::save(out.body, settings.take_joined_workers);
+  serial::save(out.body, settings.fresh_processes);
   serial::save(out.body, settings.cpus_per_worker);
   serial::save(out.body, settings.memory_per_worker);
   serial::save(out.body, settings.gpus_per_worker);
@@ -186,6 +187,7 @@ PoolCreate PoolCreate::decode(const bridge::Received& in) {
   settings.max_processes = serial::read<int>(reader);
   settings.idle_timeout = std::chrono::milliseconds(serial::read<int64_t>(reader));
   settings.take_joined_workers = serial::read<bool>(reader);
+  settings.fresh_processes = serial::read<bool>(reader);
   settings.cpus_per_worker = serial::read<int>(reader);
   settings.memory_per_worker = serial::read<uint64_t>(reader);
   settings.gpus_per_worker = serial::read<int>(reader);
