@@ -1,11 +1,21 @@
 #include "gil.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace fibermpi::binding {
 
+std::optional<double> checked_timeout(std::optional<double> timeout) {
+  if (!timeout) return std::nullopt;
+  if (std::isnan(*timeout)) throw py::value_error("a timeout must be a number of seconds, not nan");
+  // Beyond 10^9 s a deadline would overflow the clock (and wait not at all).
+  if (*timeout > 1e9) return std::nullopt;
+  return timeout;
+}
+
 bool wait_interruptibly(std::optional<double> timeout,
                         const std::function<bool(std::chrono::nanoseconds)>& ready_within) {
+  timeout = checked_timeout(timeout);
   using Clock = std::chrono::steady_clock;
   // Long enough that a waiting thread costs nothing, short enough that Ctrl-C feels immediate.
   constexpr std::chrono::nanoseconds kSlice = std::chrono::milliseconds(50);

@@ -12,6 +12,10 @@ namespace fibermpi::binding {
 
 namespace py = pybind11;
 
+/// A timeout in seconds as the waits take it: one too long for a clock (an infinity, above 10^9
+/// s, threading.TIMEOUT_MAX) is none; NaN is refused (ValueError).
+std::optional<double> checked_timeout(std::optional<double> timeout);
+
 /// Waits until `ready_within(slice)` says true, or `timeout` seconds pass (none: no limit).
 /// Called with the GIL held; releases it while waiting and, between slices, runs Python's signal
 /// handlers: one that raises (KeyboardInterrupt) ends the wait with that exception. False when

@@ -126,6 +126,7 @@ class ObjectRef {
     constexpr std::chrono::microseconds kSlice = std::chrono::milliseconds(50);
     const auto whole = to_bytes(args);
     const auto sliced = to_bytes(slice_args);
+    timeout = checked_timeout(timeout);
     std::optional<Clock::time_point> deadline;
     if (timeout) {
       deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -167,6 +168,7 @@ class ObjectRef {
 
  private:
   static std::optional<std::chrono::microseconds> micros(std::optional<double> timeout) {
+    timeout = checked_timeout(timeout);
     if (!timeout) return std::nullopt;
     return std::chrono::duration_cast<std::chrono::microseconds>(
         std::chrono::duration<double>(std::max(*timeout, 0.0)));
@@ -205,6 +207,7 @@ void bind_manager(py::module_& m) {
       {"event_clear", ObjectOp::kEventClear},
       {"event_is_set", ObjectOp::kEventIsSet},
       {"event_wait", ObjectOp::kEventWait},
+      {"event_state", ObjectOp::kEventState},
       {"barrier_wait", ObjectOp::kBarrierWait},
       {"barrier_reset", ObjectOp::kBarrierReset},
       {"barrier_abort", ObjectOp::kBarrierAbort},

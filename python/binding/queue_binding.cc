@@ -41,6 +41,7 @@ std::optional<double> left_until(const std::optional<Clock::time_point>& deadlin
 }
 
 std::optional<Clock::time_point> deadline_after(std::optional<double> timeout) {
+  timeout = checked_timeout(timeout);
   if (!timeout) return std::nullopt;
   return Clock::now() + std::chrono::duration_cast<Clock::duration>(
                             std::chrono::duration<double>(std::max(*timeout, 0.0)));

@@ -16,7 +16,11 @@ which the master serves too.
 What differs from :mod:`multiprocessing`: there is no manager process and no address: a manager
 cannot be reached from outside the program (``address``, ``connect``, ``get_server`` are refused
 with :class:`fibermpi.UsageError`). Objects live until ``shutdown()`` (or the program's end), not
-until their last proxy is collected.
+until their last proxy is collected, and a store and its thread until the program's end. A store
+runs one method call at a time: a method that blocks (a registered ``queue.Queue``'s ``get``, a wait
+on a ``threading.Event``) holds up every other call on that manager's objects until it returns, so
+share queues and events through fibermpi's own ``Queue`` and ``Event`` (what ``Manager().Queue()``
+and ``Manager().Event()`` give).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import array
 import pickle
 import sys
+import threading
 from typing import Any, Callable
 
 from fibermpi import _core, _reduction, _runtime, _task, queues, synchronize
@@ -46,6 +51,11 @@ class _Store:
         self._shut_down = False
 
     def _serve(self, request: bytes) -> bytes:
+        # While it serves, a call of its own objects' proxies (a dict updated from another
+        # managed dict, a managed list compared with one) is served here, directly: through the
+        # engine it would wait for this very call to end.
+        outer = getattr(_serving, "store", None)
+        _serving.store = self
         try:
             operation, key, name, args, kwargs = pickle.loads(request)
             if self._shut_down:
@@ -53,7 +63,13 @@ class _Store:
             value = getattr(self, "_op_" + operation)(key, name, args, kwargs)
         except BaseException as error:  # the caller gets it, with its own type
             return _task._raised(error)
+        finally:
+            _serving.store = outer
         return _task._returned(value)
+
+    def _op_bind(self, key: int, store_id: int, args: tuple, kwargs: dict) -> Any:
+        """Learns its own object id, by which proxies name it (once, when the manager starts)."""
+        _local_stores[store_id] = self
 
     def _keep(self, obj: Any) -> tuple[int, list[str]]:
         key = self._next_key
@@ -101,6 +117,11 @@ class _Store:
         self._shut_down = True
 
 
+# The stores kept in this process (the master), by object id, and the one this thread is serving.
+_local_stores: dict[int, _Store] = {}
+_serving = threading.local()
+
+
 def _public_methods(obj: Any) -> list[str]:
     return [name for name in dir(obj)
             if not name.startswith("_") and callable(getattr(obj, name, None))]
@@ -113,6 +134,9 @@ def _request(store: Any, operation: str, key: int, name: Any, args: tuple = (),
         request = pickle.dumps(body, _reduction.PROTOCOL)
     except (pickle.PicklingError, TypeError, AttributeError):
         request = _reduction.dumps(body, f"the arguments of {name!r}")
+    serving = getattr(_serving, "store", None)
+    if serving is not None and _local_stores.get(store.id) is serving:
+        return _task.decode_outcome(serving._serve(request))
     return _task.decode_outcome(store.serve(request))
 
 
@@ -171,8 +195,9 @@ class BaseProxy:
                 f"in the store {self._store.id}>")
 
     def __str__(self) -> str:
+        """The object's own repr, made in the master."""
         try:
-            return self._callmethod("__repr__")
+            return _request(self._store, "call", self._key, "__repr__")
         except Exception:
             return repr(self)
 
@@ -222,7 +247,7 @@ class _SnapshotIteration:
 
 _DICT_METHODS = ("__contains__", "__delitem__", "__getitem__", "__len__", "__setitem__",
                  "clear", "copy", "get", "items", "keys", "pop", "popitem", "setdefault",
-                 "update", "values", "__eq__", "__ne__")
+                 "update", "values")
 
 
 _DictBase = MakeProxyType("_DictBase", _DICT_METHODS)
@@ -230,9 +255,8 @@ _DictBase = MakeProxyType("_DictBase", _DICT_METHODS)
 
 class DictProxy(_SnapshotIteration, _DictBase):  # type: ignore
     """A managed dict. Iteration walks a snapshot of its keys; ``keys()``, ``values()`` and
-    ``items()`` return lists."""
-
-    __hash__ = None  # type: ignore[assignment]
+    ``items()`` return lists. Proxies compare by identity, as multiprocessing's: compare
+    ``copy()``s for the contents."""
 
     def __iter__(self) -> Any:
         return iter(self._callmethod("keys"))
@@ -240,8 +264,7 @@ class DictProxy(_SnapshotIteration, _DictBase):  # type: ignore
 
 _LIST_METHODS = ("__add__", "__contains__", "__delitem__", "__getitem__", "__len__", "__mul__",
                  "__reversed__", "__rmul__", "__setitem__", "append", "count", "extend", "index",
-                 "insert", "pop", "remove", "reverse", "sort", "copy", "clear", "__imul__", "__eq__",
-                 "__ne__", "__lt__", "__le__", "__gt__", "__ge__")
+                 "insert", "pop", "remove", "reverse", "sort", "copy", "clear", "__imul__")
 
 
 _ListBase = MakeProxyType("_ListBase", _LIST_METHODS)
@@ -249,8 +272,6 @@ _ListBase = MakeProxyType("_ListBase", _LIST_METHODS)
 
 class ListProxy(_SnapshotIteration, _ListBase):  # type: ignore
     """A managed list. Iteration walks a snapshot; ``+=`` and ``*=`` change it in place."""
-
-    __hash__ = None  # type: ignore[assignment]
 
     def __iadd__(self, other: Any) -> ListProxy:
         self._callmethod("extend", (other,))
@@ -295,8 +316,6 @@ class NamespaceProxy(BaseProxy):
         else:
             _request(self._store, "delattr", self._key, name)
 
-    def __repr__(self) -> str:
-        return str(self)
 
 
 class _ValueHolder:
@@ -423,6 +442,7 @@ class BaseManager:
             raise TypeError("initializer must be a callable")
         _runtime.ensure_started(starts_processes=False)
         self._store = _core.ObjectRef.create_store()
+        _request(self._store, "bind", 0, self._store.id)
         if initializer is not None:
             _request(self._store, "run", 0, initializer, tuple(initargs))
 

@@ -299,12 +299,14 @@ class _PoolWorker:
     exitcode = None
 
     def __init__(self, pool: Any, pid: int, number: int) -> None:
-        self._pool, self.pid, self.ident = pool, pid, pid
+        # Weakly: listing a pool's workers must not keep a pool the program dropped alive.
+        self._pool, self.pid, self.ident = weakref.ref(pool), pid, pid
         self.name = f"PoolWorker-{number}"
 
     def is_alive(self) -> bool:
-        return (getattr(self._pool, "_state", None) in ("running", "closed")
-                and self.pid in self._pool._pool.worker_pids())
+        pool = self._pool()
+        return (pool is not None and getattr(pool, "_state", None) in ("running", "closed")
+                and self.pid in pool._pool.worker_pids())
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} name={self.name!r} pid={self.pid} daemon>"
@@ -312,6 +314,7 @@ class _PoolWorker:
 
 # Pool workers already listed, by (pool, pid): the same object each time, as multiprocessing's.
 _pool_workers: dict[tuple[int, int], _PoolWorker] = {}
+_pool_workers_guard = threading.Lock()
 _pool_worker_count = itertools.count(1)
 
 
@@ -320,20 +323,21 @@ def active_children() -> list[Any]:
     pools (never the runtime's idle reserve)."""
     children: list[Any] = [child for child in list(_children) if child.is_alive()]
     live: set[tuple[int, int]] = set()
-    for pool in _runtime.live_pools():
-        try:
-            pids = pool._pool.worker_pids()
-        except Exception:  # ended meanwhile
-            continue
-        for pid in pids:
-            key = (id(pool), pid)
-            worker = _pool_workers.get(key)
-            if worker is None:
-                worker = _pool_workers[key] = _PoolWorker(pool, pid, next(_pool_worker_count))
-            live.add(key)
-            children.append(worker)
-    for key in set(_pool_workers) - live:
-        del _pool_workers[key]
+    with _pool_workers_guard:
+        for pool in _runtime.live_pools():
+            try:
+                pids = pool._pool.worker_pids()
+            except Exception:  # ended meanwhile
+                continue
+            for pid in dict.fromkeys(pids):  # workers on other hosts may share a pid
+                key = (id(pool), pid)
+                worker = _pool_workers.get(key)
+                if worker is None or worker._pool() is not pool:
+                    worker = _pool_workers[key] = _PoolWorker(pool, pid, next(_pool_worker_count))
+                live.add(key)
+                children.append(worker)
+        for key in set(_pool_workers) - live:
+            del _pool_workers[key]
     return children
 
 

@@ -39,7 +39,12 @@ def _ctype(typecode_or_type: Any) -> Any:
                             f"{''.join(_TYPECODES)}, or a ctypes type)") from None
     if isinstance(typecode_or_type, type) and issubclass(typecode_or_type, ctypes._SimpleCData):
         return typecode_or_type
-    raise TypeError(f"a typecode or a ctypes type, not {typecode_or_type!r}")
+    if isinstance(typecode_or_type, type) and issubclass(typecode_or_type, (ctypes.Structure,
+                                                                            ctypes.Union)):
+        raise TypeError(f"fibermpi keeps Values and Arrays of simple ctypes types only (a "
+                        f"typecode, or c_int and the like), not the structure "
+                        f"{typecode_or_type.__name__}: keep it in a Manager's Namespace or dict")
+    raise TypeError(f"a typecode or a simple ctypes type, not {typecode_or_type!r}")
 
 
 class _CValue:

@@ -33,6 +33,7 @@ _TYPES = _core.OBJECT_TYPES
 _OPS = _core.OBJECT_OPS
 _SLICE = b"\x01"  # tells the master a wait goes on after this slice of it
 _ALL = 2**63  # notify_all: every ticket
+_UNBOUNDED = 2**64 - 1  # a semaphore's bound that is none
 
 
 def _word(number: int) -> bytes:
@@ -185,7 +186,7 @@ class Semaphore(_Shared):
             raise TypeError(f"a semaphore's value must be an integer, not {type(value).__name__}")
         if value < 0:
             raise ValueError("semaphore initial value must be >= 0")
-        self._make(_word(value) + _word(value if self._bounded else 0))
+        self._make(_word(value) + _word(value if self._bounded else _UNBOUNDED))
 
     def acquire(self, block: bool = True, timeout: float | None = None) -> bool:
         """Takes one (waiting at most ``timeout`` seconds); False when none came free."""
@@ -232,10 +233,16 @@ class Event(_Shared):
         self._ref.call(_OPS["event_clear"], b"", "Event.clear")
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Waits until the flag is set (at most ``timeout`` seconds); returns the flag."""
+        """Waits until the flag is set (at most ``timeout`` seconds); True when it was, or was
+        set while this waited (a ``set()`` then ``clear()`` wakes it too), False on timeout."""
         if timeout is not None:
             timeout = max(float(timeout), 0.0)
-        return self._ref.wait(_OPS["event_wait"], b"", b"", "Event.wait", timeout) is not None
+        state = self._ref.call(_OPS["event_state"], b"", "Event.wait")
+        if state & 1:
+            return True
+        # Every slice of the wait asks about the generation it started from.
+        since = _word(state >> 1)
+        return self._ref.wait(_OPS["event_wait"], since, since, "Event.wait", timeout) is not None
 
 
 class LockHolder:
@@ -286,18 +293,27 @@ class Condition(LockHolder, _Shared):
             timeout = max(float(timeout), 0.0)
         # The ticket is taken before the lock is let go: a notify in between is not lost.
         ticket = self._ref.call(_OPS["condition_enqueue"], b"", "Condition.wait")
-        saved = self._lock._release_save()
+        try:
+            saved = self._lock._release_save()
+        except BaseException:
+            self._give_up(ticket)
+            raise
         try:
             return self._ref.wait(_OPS["condition_wait"], _word(ticket), _word(ticket) + _SLICE,
                                   "Condition.wait", timeout) is not None
         except BaseException:
-            try:  # give the ticket up, so that a notify does not go to nobody
-                self._ref.call(_OPS["condition_wait"], _word(ticket), "Condition.wait", 0.0)
-            except Exception:
-                pass
+            self._give_up(ticket)
             raise
         finally:
             self._lock._acquire_restore(saved)
+
+    def _give_up(self, ticket: int) -> None:
+        """Withdraws a ticket whose wait will not happen, so that a notify does not go to
+        nobody."""
+        try:
+            self._ref.call(_OPS["condition_wait"], _word(ticket), "Condition.wait", 0.0)
+        except Exception:
+            pass
 
     def wait_for(self, predicate: Callable[[], Any], timeout: float | None = None) -> Any:
         """Waits until ``predicate()`` is true (at most ``timeout`` seconds); returns its last

@@ -140,3 +140,16 @@ def test_a_manager_and_a_value_made_in_a_pool_worker_live_in_the_master():
     assert len(made) == 5
     assert manager.dict(a=1)["a"] == 1
     manager.shutdown()
+
+
+def test_calls_between_objects_of_one_manager_and_their_text():
+    with fibermpi.Manager() as manager:
+        first, second = manager.dict(a=1), manager.dict(b=2)
+        first.update(second)  # the master reads `second` while it serves `first`
+        assert first.copy() == {"a": 1, "b": 2}
+        items = manager.list([first])
+        items.extend(manager.list([3, 4]))
+        assert len(items) == 3 and items[0]["b"] == 2 and items[1:] == [3, 4]
+        namespace = manager.Namespace(x=1)
+        assert str(namespace) == "Namespace(x=1)" and "NamespaceProxy" in repr(namespace)
+        assert str(second) == "{'b': 2}"

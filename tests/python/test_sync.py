@@ -210,3 +210,30 @@ def test_value_and_array_are_ctypes_kept_by_the_master():
     assert fibermpi.Value("i", 0, lock=own_lock).get_lock() == own_lock
     with pytest.raises(AttributeError, match="acquire"):
         fibermpi.Value("i", 0, lock=object())
+
+
+def test_an_event_pulse_wakes_a_waiter_and_odd_timeouts_are_handled():
+    event, woken = fibermpi.Event(), []
+    waiter = threading.Thread(target=lambda: woken.append(event.wait(30)))
+    waiter.start()
+    time.sleep(0.5)  # the waiter waits now
+    event.set()
+    event.clear()
+    waiter.join(30)
+    assert woken == [True] and not event.is_set()
+    lock = fibermpi.Lock()
+    assert lock.acquire(timeout=float("inf"))  # threading.TIMEOUT_MAX and the like: no limit
+    lock.release()
+    event.set()
+    assert event.wait(1e12) is True
+    with pytest.raises(ValueError, match="not nan"):
+        fibermpi.Lock().acquire(timeout=float("nan"))
+    with pytest.raises(ValueError, match="released too many times"):
+        fibermpi.BoundedSemaphore(0).release()
+
+
+def test_structures_are_refused_by_value_with_the_reason():
+    class Point(ctypes.Structure):
+        _fields_ = [("x", ctypes.c_int), ("y", ctypes.c_int)]
+    with pytest.raises(TypeError, match="simple ctypes types only .* structure Point"):
+        fibermpi.Value(Point)

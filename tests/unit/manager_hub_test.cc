@@ -42,6 +42,13 @@ class Call {
   std::shared_ptr<std::vector<ObjectResult>> results_;
 };
 
+Bytes words(uint64_t first, std::optional<uint8_t> flag = std::nullopt) {
+  fiber::serial::Writer writer;
+  fiber::serial::save(writer, first);
+  if (flag) fiber::serial::save(writer, *flag);
+  return writer.take();
+}
+
 class ManagerHubTest : public ::testing::Test {
  protected:
   ManagerHubTest() : hub_([this](const std::string& line) { log_.push_back(line); }) {}
@@ -155,6 +162,20 @@ TEST_F(ManagerHubTest, LockWaitTimesOutAndADeadWaiterIsDropped) {
   EXPECT_EQ(now(lock, ObjectOp::kLockHeld).value, 0u);
 }
 
+TEST_F(ManagerHubTest, AnEventWaitFromAGenerationSeesASetThatAClearUndid) {
+  const uint64_t event = hub_.create(ObjectType::kEvent, {});
+  const uint64_t state = now(event, ObjectOp::kEventState).value;
+  EXPECT_EQ(state % 2, 0u);
+  now(event, ObjectOp::kEventSet);
+  now(event, ObjectOp::kEventClear);
+  EXPECT_EQ(now(event, ObjectOp::kEventWait, kAlice, words(state / 2)).outcome, Outcome::kItem);
+  const uint64_t later = now(event, ObjectOp::kEventState).value;
+  EXPECT_EQ(later, state + 2);
+  EXPECT_EQ(
+      call(event, ObjectOp::kEventWait, kAlice, words(later / 2), Clock::now()).result().outcome,
+      Outcome::kTimeout);
+}
+
 TEST_F(ManagerHubTest, EventWakesEveryWaiter) {
   const uint64_t event = hub_.create(ObjectType::kEvent, {});
   Call first = call(event, ObjectOp::kEventWait, kAlice);
@@ -200,13 +221,6 @@ TEST_F(ManagerHubTest, BarrierTimeoutBreaksItForEveryWaiter) {
   EXPECT_EQ(patient.result().failure, Failure::kBrokenBarrier);
   EXPECT_EQ(hasty.result().failure, Failure::kBrokenBarrier);
   EXPECT_NE(hasty.result().reason.find("timed out"), std::string::npos);
-}
-
-Bytes words(uint64_t first, std::optional<uint8_t> flag = std::nullopt) {
-  fiber::serial::Writer writer;
-  fiber::serial::save(writer, first);
-  if (flag) fiber::serial::save(writer, *flag);
-  return writer.take();
 }
 
 TEST_F(ManagerHubTest, BarrierSliceThatEndsWithdrawsThePartyWithoutBreakingIt) {
@@ -257,6 +271,18 @@ TEST_F(ManagerHubTest, SemaphoreCountsAndItsBoundRefusesAnExtraRelease) {
   fiber::serial::save(above, uint64_t{3});
   fiber::serial::save(above, uint64_t{2});
   EXPECT_THROW(hub_.create(ObjectType::kSemaphore, above.take()), fiber::UsageError);
+  // A bound of 0 is a bound (BoundedSemaphore(0)); none is kUnbounded.
+  fiber::serial::Writer zero;
+  fiber::serial::save(zero, uint64_t{0});
+  fiber::serial::save(zero, uint64_t{0});
+  const uint64_t empty = hub_.create(ObjectType::kSemaphore, zero.take());
+  EXPECT_EQ(now(empty, ObjectOp::kSemaphoreRelease, kAlice, words(1)).failure, Failure::kUsage);
+  fiber::serial::Writer open;
+  fiber::serial::save(open, uint64_t{0});
+  fiber::serial::save(open, fiber::detail::kUnbounded);
+  const uint64_t unbounded = hub_.create(ObjectType::kSemaphore, open.take());
+  EXPECT_EQ(now(unbounded, ObjectOp::kSemaphoreRelease, kAlice, words(5)).outcome, Outcome::kItem);
+  EXPECT_EQ(now(unbounded, ObjectOp::kSemaphoreValue).value, 5u);
 }
 
 TEST_F(ManagerHubTest, ConditionWakesTicketsOldestFirstAndRemembersAnEarlyNotify) {

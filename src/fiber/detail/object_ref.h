@@ -20,7 +20,7 @@ enum class ObjectType : uint32_t {
   kEvent = 5,
   kBarrier = 6,    ///< payload: the number of parties (uint64)
   kHosted = 7,     ///< an object of a user's class; payload: its factory (manager_service.h)
-  kSemaphore = 8,  ///< payload: the initial value, then the bound (uint64 each; bound 0: none)
+  kSemaphore = 8,  ///< payload: the initial value, then the bound (uint64 each; kUnbounded: none)
   kCondition = 9,  ///< a condition variable's waiting list (the lock is the caller's own Lock)
 };
 
@@ -49,7 +49,9 @@ enum class ObjectOp : uint32_t {
   kEventSet = 80,
   kEventClear,
   kEventIsSet,         ///< -> kValue 0/1
-  kEventWait,          ///< waits -> kItem set, kTimeout
+  kEventWait,          ///< [generation (uint64)]; waits -> kItem set (or set since that
+                       ///< generation, though cleared again), kTimeout
+  kEventState,         ///< -> kValue generation * 2 + (1 if set): what a sliced wait starts from
   kBarrierWait = 100,  ///< [slice (uint8)]; waits -> kValue arrival index; kBrokenBarrier (a
                        ///< timeout breaks it, but that of a slice withdraws the party: kTimeout)
   kBarrierReset,
@@ -66,6 +68,9 @@ enum class ObjectOp : uint32_t {
   kConditionNotify,         ///< count (uint64): wakes that many tickets, oldest first -> kValue
   kConditionWaiting,        ///< -> kValue tickets not yet notified
 };
+
+/// A semaphore's bound that is none.
+inline constexpr uint64_t kUnbounded = ~uint64_t{0};
 
 /// What an operation answered: nothing or bytes (an item), a number, or a timeout.
 struct ObjectAnswer {

@@ -67,7 +67,7 @@ uint64_t ManagerHub::create(ObjectType type, std::span<const std::byte> payload)
       Semaphore semaphore;
       semaphore.value = serial::read<uint64_t>(reader);
       semaphore.bound = serial::read<uint64_t>(reader);
-      if (semaphore.bound != 0 && semaphore.value > semaphore.bound)
+      if (semaphore.value > semaphore.bound)
         throw UsageError("Semaphore: the initial value " + std::to_string(semaphore.value) +
                          " is above the bound " + std::to_string(semaphore.bound));
       object = std::move(semaphore);
@@ -106,7 +106,7 @@ void ManagerHub::call(uint64_t object_id, ObjectOp op, uint64_t requester, const
           if constexpr (std::is_same_v<T, Lock>) {
             call_lock(object_id, object, op, std::move(waiter));
           } else if constexpr (std::is_same_v<T, Event>) {
-            call_event(object, op, std::move(waiter));
+            call_event(object, op, reader, std::move(waiter));
           } else if constexpr (std::is_same_v<T, Semaphore>) {
             call_semaphore(object_id, object, op, reader, std::move(waiter));
           } else if constexpr (std::is_same_v<T, Condition>) {
@@ -265,10 +265,11 @@ void ManagerHub::call_lock(uint64_t id, Lock& lock, ObjectOp op, Waiter waiter) 
   }
 }
 
-void ManagerHub::call_event(Event& event, ObjectOp op, Waiter waiter) {
+void ManagerHub::call_event(Event& event, ObjectOp op, serial::Reader& args, Waiter waiter) {
   switch (op) {
     case ObjectOp::kEventSet: {
       event.set = true;
+      ++event.generation;
       auto waiters = std::exchange(event.waiters, {});
       waiter.done(ObjectResult::item());
       for (auto& w : waiters) w.done(ObjectResult::item());
@@ -279,8 +280,12 @@ void ManagerHub::call_event(Event& event, ObjectOp op, Waiter waiter) {
       return waiter.done(ObjectResult::item());
     case ObjectOp::kEventIsSet:
       return waiter.done(ObjectResult::number(event.set ? 1 : 0));
+    case ObjectOp::kEventState:
+      return waiter.done(ObjectResult::number(event.generation * 2 + (event.set ? 1 : 0)));
     case ObjectOp::kEventWait:
       if (event.set) return waiter.done(ObjectResult::item());
+      if (args.remaining() != 0 && serial::read<uint64_t>(args) != event.generation)
+        return waiter.done(ObjectResult::item());
       if (waiter.deadline && *waiter.deadline <= Clock::now())
         return waiter.done({Outcome::kTimeout, 0, {}, {}, {}});
       event.waiters.push_back(std::move(waiter));
@@ -304,7 +309,7 @@ void ManagerHub::call_semaphore(uint64_t id, Semaphore& semaphore, ObjectOp op,
       return;
     case ObjectOp::kSemaphoreRelease: {
       const auto count = serial::read<uint64_t>(args);
-      if (semaphore.bound != 0 && (count > semaphore.bound - semaphore.value))
+      if (count > semaphore.bound - semaphore.value)
         return waiter.done(
             ObjectResult::error(Failure::kUsage, "semaphore " + std::to_string(id) +
                                                      " released too many times (its bound is " +

@@ -88,6 +88,8 @@ class ManagerHub {
   };
   struct Event {
     bool set = false;
+    uint64_t generation = 0;  ///< How many times it was set: a waiter between slices sees a
+                              ///< set() that a clear() undid before it came back.
     std::deque<Waiter> waiters;
   };
   struct Barrier {
@@ -101,7 +103,7 @@ class ManagerHub {
   };
   struct Semaphore {
     uint64_t value = 0;
-    uint64_t bound = 0;  ///< 0: unbounded
+    uint64_t bound = kUnbounded;
     std::deque<Waiter> waiters;
   };
   /// Tickets in the order they were taken; a notify wakes the oldest. A ticket notified before
@@ -122,7 +124,7 @@ class ManagerHub {
   void call_list(List& list, ObjectOp op, serial::Reader& args, const Completion& done);
   void call_value(Value& value, ObjectOp op, serial::Reader& args, const Completion& done);
   void call_lock(uint64_t id, Lock& lock, ObjectOp op, Waiter waiter);
-  void call_event(Event& event, ObjectOp op, Waiter waiter);
+  void call_event(Event& event, ObjectOp op, serial::Reader& args, Waiter waiter);
   void call_barrier(uint64_t id, Barrier& barrier, ObjectOp op, serial::Reader& args,
                     Waiter waiter);
   void call_semaphore(uint64_t id, Semaphore& semaphore, ObjectOp op, serial::Reader& args,
