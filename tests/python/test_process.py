@@ -180,3 +180,28 @@ def test_meta_marks_a_function_and_refuses_bad_values():
         fibermpi.meta(memory=1.5)
     with pytest.raises(TypeError):
         fibermpi.meta(disk=3)
+
+
+def map_in_a_nested_pool(report):
+    with fibermpi.Pool(2) as pool:
+        report.put(pool.map(abs, range(-5, 0)))
+
+
+def start_a_nested_process(value):
+    report = fibermpi.Queue()
+    child = fibermpi.Process(target=report.put, args=(value * 10,))
+    child.start()
+    child.join(60)
+    return child.exitcode, report.get(timeout=60), child.name
+
+
+def test_pools_and_processes_nest_inside_workers():
+    report = fibermpi.Queue()
+    process = fibermpi.Process(target=map_in_a_nested_pool, args=(report,))
+    process.start()
+    assert report.get(timeout=120) == [5, 4, 3, 2, 1]
+    process.join(60)
+    assert process.exitcode == 0
+    with fibermpi.Pool(1) as pool:
+        code, value, name = pool.apply(start_a_nested_process, (4,))
+    assert (code, value) == (0, 40) and name.startswith("Process-")
