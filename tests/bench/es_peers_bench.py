@@ -122,18 +122,23 @@ def main():
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--peers", default="mp,fiber,ray,dask,ipyparallel")
     parser.add_argument("--timeout", type=float, default=900)
+    parser.add_argument("--skip-cpp", action="store_true",
+                        help="leave out es_estool_port (a run for the Python peers only; under a "
+                             "launcher, ranks other than 0 become fibermpi's workers)")
     args = parser.parse_args()
     if args.population < 2 or args.population % 2:
         parser.error("--population must be even and at least 2 (antithetic pairs)")
     if args.iterations < 2:
         parser.error("--iterations must be at least 2 (the first one is left out)")
     common = dict(bench="es_iteration", population=args.population, workers=args.workers)
-    try:
-        seconds = fibermpi_es(args.build, args.population, args.iterations, args.workers,
-                              args.timeout)
-        emit(impl="fibermpi spawned", median_s=round(statistics.median(seconds), 4), **common)
-    except Exception as error:  # reported, not fatal: the peers still run
-        emit(impl="fibermpi spawned", error=str(error), **common)
+    if not args.skip_cpp:
+        try:
+            seconds = fibermpi_es(args.build, args.population, args.iterations, args.workers,
+                                  args.timeout)
+            emit(impl="fibermpi C++ spawned", median_s=round(statistics.median(seconds), 4),
+                 **common)
+        except Exception as error:  # reported, not fatal: the peers still run
+            emit(impl="fibermpi C++ spawned", error=str(error), **common)
     for name in args.peers.split(","):
         adapter = python_pool_bench.ADAPTERS.get(name)
         if adapter is None:

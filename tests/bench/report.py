@@ -128,17 +128,20 @@ def peers_table(rows):
             print(f"  peers: {row['error']}")
     es = [row for row in rows if row["bench"] == "es_iteration"]
     if es:
-        ours = find_exact(rows, "es_iteration", "fibermpi spawned")
+        # Python against Python: the ratios are to fibermpi's Python front end (spawned);
+        # es_estool_port, the same ES in C++ on fibermpi, stands beside them.
+        ours = find_exact(rows, "es_iteration", "fibermpi python (spawned)")
         print()
         print(f"An ES iteration, population {es[0]['population']}, {es[0]['workers']} workers "
-              "(one CartPole-v1 episode per member; fibermpi: es_estool_port in C++, the peers: "
-              "the same ES in Python with Gymnasium)")
+              "(one CartPole-v1 episode per member: the same ES in Python with Gymnasium on each, "
+              "and fibermpi's es_estool_port in C++ beside them)")
         for row in es:
             if "error" in row:
-                print(f"  {row['impl']:<18} failed: {row['error']}")
+                print(f"  {row['impl']:<32} failed: {row['error']}")
             else:
-                print(f"  {row['impl']:<18} {row['median_s']:>9.4f} s  "
-                      f"{ratio(row['median_s'], ours['median_s'] if ours else None):>9} of fibermpi's")
+                print(f"  {row['impl']:<32} {row['median_s']:>9.4f} s  "
+                      f"{ratio(row['median_s'], ours['median_s'] if ours else None):>9} of "
+                      "fibermpi python's")
 
 
 def resilience_table(rows):
