@@ -88,8 +88,8 @@ def python_es(adapter_type, population, iterations, workers):
         seconds.append(time.perf_counter() - start)
         returns.append(float(fitness.mean()))
     if not python_pool_bench.closed_within(pool, 30):
-        emit(bench="es_iteration", impl=adapter_type.name, error="close() did not return within 30 s")
-    return seconds, returns
+        emit(bench="es_iteration", impl=pool.name, error="close() did not return within 30 s")
+    return pool.name, seconds, returns
 
 
 def fibermpi_es(build, population, iterations, workers, timeout):
@@ -145,8 +145,9 @@ def main():
             emit(impl=name, error="no such peer", **common)
             continue
         try:
-            seconds, returns = python_es(adapter, args.population, args.iterations, args.workers)
-            emit(impl=adapter.name, median_s=round(statistics.median(seconds[1:]), 4),
+            name, seconds, returns = python_es(adapter, args.population, args.iterations,
+                                               args.workers)
+            emit(impl=name, median_s=round(statistics.median(seconds[1:]), 4),
                  mean_return_last=round(returns[-1], 1), **common)
         except Exception as error:
             emit(impl=adapter.name, error=f"{type(error).__name__}: {error}", **common)
