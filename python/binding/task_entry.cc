@@ -33,19 +33,15 @@ py::handle task_function(const char* name) {
 // membership starts (the GPUs the master gave it); Python's os.environ is a copy taken when the
 // interpreter started, so it is brought up to date before the user's code runs. With the GIL.
 void sync_visible_gpus() {
-  static std::optional<std::string> synced;
-  static bool first = true;
+  // Compared with os.environ each time: the user's code may have changed it since.
+  static py::handle environ = py::object(py::module_::import("os").attr("environ")).release();
   const char* now = std::getenv("CUDA_VISIBLE_DEVICES");
-  const std::optional<std::string> value = now ? std::optional<std::string>(now) : std::nullopt;
-  if (!first && value == synced) return;
-  py::object environ = py::module_::import("os").attr("environ");
-  if (value) {
-    environ["CUDA_VISIBLE_DEVICES"] = *value;
-  } else {
+  py::object seen = environ.attr("get")("CUDA_VISIBLE_DEVICES");
+  if (now) {
+    if (seen.is_none() || seen.cast<std::string>() != now) environ["CUDA_VISIBLE_DEVICES"] = now;
+  } else if (!seen.is_none()) {
     environ.attr("pop")("CUDA_VISIBLE_DEVICES", py::none());
   }
-  synced = value;
-  first = false;
 }
 
 }  // namespace

@@ -49,9 +49,20 @@ def meta(*, cpu: int | None = None, memory: int | None = None, gpu: int | None =
 
 
 def requirements_of(function: Any) -> dict[str, int]:
-    """What ``function`` was marked with (fibermpi's or Fiber's decorator); {} when nothing."""
+    """What ``function`` was marked with (fibermpi's or Fiber's decorator, which names memory
+    ``mem``); {} when nothing. ``fibermpi.UsageError`` for a value that is not a positive int."""
+    from fibermpi.errors import UsageError
     for attribute in (_ATTRIBUTE, _FIBERS):
         found = getattr(function, attribute, None)
-        if isinstance(found, dict):
-            return {key: found[key] for key in _KEYS if found.get(key) is not None}
+        if not isinstance(found, dict):
+            continue
+        found = dict(found)
+        if "memory" not in found and "mem" in found:
+            found["memory"] = found["mem"]
+        wanted = {key: found[key] for key in _KEYS if found.get(key) is not None}
+        for key, value in wanted.items():
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value < 2**43:
+                raise UsageError(f"{getattr(function, '__qualname__', function)!r} asks for "
+                                 f"{key}={value!r}: a positive int (memory in MB) is needed")
+        return wanted
     return {}

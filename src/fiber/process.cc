@@ -125,7 +125,8 @@ void Process::set_resources(int cpus, uint64_t memory, int gpus) {
   if (cpus < 0 || gpus < 0)
     throw UsageError("Process::set_resources: cpus and gpus must be at least 0 (got " +
                      std::to_string(cpus) + " and " + std::to_string(gpus) + ")");
-  if (cpus > 0 || memory > 0 || gpus > 0) {
+  // Checked in the master only: a worker sees the GPUs its own work was given, or another host.
+  if ((cpus > 0 || memory > 0 || gpus > 0) && runtime().self_id() == detail::kMasterId) {
     const detail::MachineFacts machine =
         memory > 0 || gpus > 0 ? detail::read_machine() : detail::MachineFacts{};
     detail::check_worker_request(

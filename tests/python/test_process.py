@@ -181,6 +181,14 @@ def test_meta_marks_a_function_and_refuses_bad_values():
     with pytest.raises(TypeError):
         fibermpi.meta(disk=3)
 
+    def fibers_own():  # what Fiber's @fiber.meta(cpu=2, memory=100) leaves on a function
+        pass
+    fibers_own.__fiber_meta__ = {"cpu": 2, "mem": 100}
+    assert fibermpi._meta.requirements_of(fibers_own) == {"cpu": 2, "memory": 100}
+    fibers_own.__fiber_meta__ = {"cpu": 1.5}
+    with pytest.raises(fibermpi.UsageError, match="cpu=1.5: a positive int"):
+        fibermpi._meta.requirements_of(fibers_own)
+
 
 def map_in_a_nested_pool(report):
     with fibermpi.Pool(2) as pool:

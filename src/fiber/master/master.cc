@@ -330,8 +330,26 @@ std::shared_ptr<PoolCore> Master::create_pool(PoolSettings settings) {
   return create_pool_locked(std::move(settings));
 }
 
+const char* Master::why_no_fresh_processes_locked() const {
+  if (pods_) return "a FiberJob's launcher, whose workers are the pods'";
+  if (std::getenv("SLURM_STEP_ID") && !std::getenv("OMPI_COMM_WORLD_SIZE") &&
+      bridge::Environment::recovery_disabled_under_launcher())
+    return "a program srun started, which has no MPI_Comm_spawn";
+  return nullptr;
+}
+
 std::shared_ptr<PoolCore> Master::create_pool_locked(PoolSettings settings) {
   if (stopping_ || shut_down_) throw UsageError("cannot create a Pool: fibermpi is shutting down");
+  if (settings.fresh_processes) {
+    if (const char* why = why_no_fresh_processes_locked()) {
+      // Workers that cannot be fresh still run: in the processes there are, one after another.
+      FIBER_LOG_WARNING(
+          "a pool asked for fresh processes (maxtasksperchild), which %s cannot "
+          "start: its workers run in processes that serve one after another",
+          why);
+      settings.fresh_processes = false;
+    }
+  }
   auto pool = std::make_shared<PoolCore>(*this, next_pool_id_++, std::move(settings));
   pools_[pool->id()] = pool;
   pool->start_workers_locked();

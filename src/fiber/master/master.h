@@ -76,6 +76,9 @@ class Master final : public MessageSink,
 
   // ---- Pools ----
   std::shared_ptr<PoolCore> create_pool(PoolSettings settings);
+  /// Why this master cannot start processes that ran nothing before (a pool's
+  /// fresh_processes), or null when it can.
+  const char* why_no_fresh_processes_locked() const;
   std::shared_ptr<PoolCore> create_pool_locked(PoolSettings settings);
   /// Forgets a pool whose workers have all left.
   void release_pool(uint64_t id);

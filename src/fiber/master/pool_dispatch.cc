@@ -166,7 +166,10 @@ void PoolCore::grow_for_backlog_locked() {
 }
 
 bool PoolCore::adopt_joined_worker_locked() {
-  if (state_ != State::kRunning || !settings_.take_joined_workers || !broken_.empty()) return false;
+  // A pool of fresh processes could not run a worker on the joined job's process anyway.
+  if (state_ != State::kRunning || !settings_.take_joined_workers || !broken_.empty() ||
+      settings_.fresh_processes)
+    return false;
   ++settings_.processes;
   if (autoscaling()) ++settings_.max_processes;
   launch_worker_locked();

@@ -9,7 +9,7 @@
 namespace fiber::detail {
 
 /// Bumped whenever a message layout changes; checked at handshake.
-inline constexpr uint32_t kProtocolVersion = 11;
+inline constexpr uint32_t kProtocolVersion = 12;
 
 enum class Kind : uint32_t {
   kHello = 1,    ///< worker -> master: who it is
