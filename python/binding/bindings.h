@@ -12,5 +12,6 @@ void bind_pool(py::module_& m);
 void bind_process(py::module_& m);
 void bind_queue(py::module_& m);
 void bind_manager(py::module_& m);
+void bind_group(py::module_& m);
 
 }  // namespace fibermpi::binding

@@ -13,4 +13,5 @@ PYBIND11_MODULE(_core, m) {
   fibermpi::binding::bind_process(m);
   fibermpi::binding::bind_queue(m);
   fibermpi::binding::bind_manager(m);
+  fibermpi::binding::bind_group(m);
 }

@@ -69,24 +69,40 @@ void run_python_initializer(std::string payload) {
   }
 }
 
-void run_python_process(ProcessPayload payload) {
+namespace {
+
+// Runs fibermpi._task's `entry` on a Process's or a group member's pickled object and ends the
+// process with the code it returns when that is not 0: sys.exit(n) with n != 0, or an uncaught
+// exception (1), as the engine reports a C++ function that calls std::exit(n). Python's streams
+// were flushed.
+void run_to_exit_code(const char* entry, py::handle& cached, const std::string& bytes) {
   int code = 0;
   {
     py::gil_scoped_acquire locked;
-    static py::handle run = task_function("run_process");
+    if (!cached) cached = task_function(entry);
     sync_visible_gpus();
     try {
-      code = run(py::bytes(payload.bytes)).cast<int>();
+      code = cached(py::bytes(bytes)).cast<int>();
     } catch (py::error_already_set& error) {
       rethrow_as_cpp(error);
     }
   }
-  // sys.exit(n) with n != 0, or an uncaught exception (1): the process ends with that code, as
-  // the engine reports a C++ Process that calls std::exit(n). Python's streams were flushed.
   if (code != 0) {
     std::fflush(nullptr);
     std::exit(code);
   }
+}
+
+}  // namespace
+
+void run_python_process(ProcessPayload payload) {
+  static py::handle run;
+  run_to_exit_code("run_process", run, payload.bytes);
+}
+
+void run_python_group_member(ProcessPayload payload) {
+  static py::handle run;
+  run_to_exit_code("run_group_member", run, payload.bytes);
 }
 
 }  // namespace fibermpi::binding

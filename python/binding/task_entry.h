@@ -20,9 +20,9 @@ std::string run_python_task(std::string payload);
 /// A pool's initializer.
 void run_python_initializer(std::string payload);
 
-/// A Process's pickled object, and the queues it can put into (the handles pickled inside it):
-/// the master counts the process among their producers, so that a get() which no live process
-/// can serve ends with EOFError instead of waiting forever. Only the bytes travel.
+/// A Process's (or a group's) pickled object, and the queues it can put into (the handles pickled
+/// inside it): the master counts the process among their producers, so that a get() which no live
+/// process can serve ends with EOFError instead of waiting forever. Only the bytes travel.
 struct ProcessPayload {
   std::string bytes;
   std::vector<uint64_t> produces;
@@ -38,5 +38,9 @@ struct ProcessPayload {
 
 /// A Process's target (or its run()); ends the process with the target's exit code.
 void run_python_process(ProcessPayload payload);
+
+/// A fibermpi.Group member's target; ends the process with the target's exit code, as
+/// run_python_process. The member's group is fiber::group_comm()'s.
+void run_python_group_member(ProcessPayload payload);
 
 }  // namespace fibermpi::binding

@@ -11,6 +11,8 @@
 The same program runs as ``python prog.py`` (workers are spawned), under a launcher
 (``fibermpi run -n 8 python prog.py``, ``mpirun``, Slurm: ranks 1..n-1 serve as workers and the
 code under ``if __name__ == "__main__":`` runs on rank 0 alone) and in a FiberJob on Kubernetes.
+A :class:`Group` runs an mpi4py program's body in processes that share a real MPI communicator
+(:func:`group_comm`), the port path for SPMD codes written for ``mpirun``.
 Tasks run again elsewhere when their worker dies, and every result arrives once.
 
 A worker process starts serving when it imports fibermpi, and never returns from that import.
@@ -22,6 +24,7 @@ from fibermpi.errors import (ConfigError, Error, RemoteError, SpawnError, Termin
                              TimeoutError, UsageError, WorkerLost)
 from fibermpi.pool import AsyncResult, Autoscale, IMapIterator, MapResult, Pool
 from fibermpi.process import Process, active_children, current_process, parent_process
+from fibermpi.group import Group, group_comm, group_rank, group_restarts, group_size
 from fibermpi.queues import JoinableQueue, Queue, SimpleQueue
 from fibermpi.connection import Pipe
 from fibermpi.synchronize import (Barrier, BoundedSemaphore, Condition, Event, Lock, RLock,
@@ -34,6 +37,7 @@ from fibermpi._runtime import init
 __all__ = [
     "Pool", "AsyncResult", "MapResult", "IMapIterator", "Autoscale",
     "Process", "current_process", "active_children", "parent_process",
+    "Group", "group_comm", "group_rank", "group_size", "group_restarts",
     "SimpleQueue", "Queue", "JoinableQueue", "Pipe",
     "Lock", "RLock", "Semaphore", "BoundedSemaphore", "Condition", "Event", "Barrier",
     "Value", "Array", "RawValue", "RawArray", "Manager",

@@ -25,7 +25,7 @@ from typing import Any
 from fibermpi import _reduction
 
 # Bodies.
-APPLY, MAP, INITIALIZER, PROCESS = range(4)
+APPLY, MAP, INITIALIZER, PROCESS, GROUP = range(5)
 # Outcome statuses.
 OK, RAISED, UNPICKLABLE_RESULT, UNPICKLABLE_ERROR = range(4)
 
@@ -283,5 +283,20 @@ def run_process(payload_bytes: bytes) -> int:
             traceback.print_exc()
             return 1
         return process_module._run_here(process)
+    finally:
+        _flush()
+
+
+def run_group_member(payload_bytes: bytes) -> int:
+    """Runs a group member's target; its exit code, by :func:`run_process`'s rules."""
+    from fibermpi import group as group_module
+    try:
+        try:
+            _, member = _split(payload_bytes)
+        except BaseException:
+            sys.stderr.write("fibermpi: the group's target could not be unpickled in its member:\n")
+            traceback.print_exc()
+            return 1
+        return group_module._run_member(member)
     finally:
         _flush()

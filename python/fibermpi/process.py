@@ -348,20 +348,27 @@ def _run_here(process: Process) -> int:
     _current = process
     process._pid_here = os.getpid()
     try:
-        try:
-            process.run()
-            return 0
-        except SystemExit as exit_request:
-            code = exit_request.code
-            if code is None:
-                return 0
-            if isinstance(code, int):
-                return code
-            sys.stderr.write(str(code) + "\n")
-            return 1
-        except BaseException:
-            sys.stderr.write(f"Process {process.name}:\n")
-            traceback.print_exc()
-            return 1
+        return exit_code_of(process.run, f"Process {process.name}")
     finally:
         _current = previous
+
+
+def exit_code_of(run: Callable[[], Any], label: str) -> int:
+    """Calls ``run()``; the exit code of a process that ran it alone, by multiprocessing's rules:
+    0, the ``sys.exit`` code (a message given instead goes to stderr: 1), 1 after an uncaught
+    exception, whose traceback goes to stderr under ``label``."""
+    try:
+        run()
+        return 0
+    except SystemExit as exit_request:
+        code = exit_request.code
+        if code is None:
+            return 0
+        if isinstance(code, int):
+            return code
+        sys.stderr.write(str(code) + "\n")
+        return 1
+    except BaseException:
+        sys.stderr.write(f"{label}:\n")
+        traceback.print_exc()
+        return 1

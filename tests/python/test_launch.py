@@ -77,3 +77,14 @@ def test_maxtasksperchild_gives_each_worker_a_fresh_process(mode):
     assert done.returncode == 0, done.stdout
     for line in ("FRESH DISTINCT True", "FRESH FIRST CALLS True", "FRESH APART FROM ORDINARY True"):
         assert line in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize("mode", ["singleton", "run1"])
+def test_what_spawned_processes_print_reaches_the_masters_output(mode):
+    done = launch(mode, "spawned_output.py")
+    assert done.returncode == 0, done.stdout
+    expected = ([f"member{rank}" for rank in range(3)] + [f"process{n}" for n in range(6)]
+                + [f"task{n}" for n in range(4)])
+    for tag in expected:
+        assert f"SAID {tag}\n" in done.stdout and f"ERR {tag}\n" in done.stdout, (tag, done.stdout)
+    assert "MAIN done [0, 0, 0]" in done.stdout, done.stdout

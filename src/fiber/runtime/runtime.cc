@@ -243,6 +243,16 @@ Runtime::LaunchPart Runtime::choose_part(const KubernetesPod* pod) {
 void Runtime::start_master(std::unique_ptr<Link> link, const KubernetesPod* pod) {
   set_log_role("master");
   FIBER_LOG_DEBUG("master started (%s)", link ? "with a static world of ranks" : "alone");
+  // Processes spawned on this host write where the master does (a FiberJob's launcher spawns
+  // none).
+  if (!pod) {
+    try {
+      shared_output_ = std::make_unique<SharedOutput>();
+      settings_.spawn.env.emplace_back(kSharedOutputVariable, shared_output_->address());
+    } catch (const std::exception& e) {
+      FIBER_LOG_DEBUG("spawned processes' output goes through MPI's runtime: %s", e.what());
+    }
+  }
   engine_ = std::make_unique<ProgressEngine>(settings_, settings_.liveness_interval,
                                              settings_.liveness_interval);
   master_ = std::make_unique<Master>(settings_, *engine_, std::move(link));
@@ -274,6 +284,9 @@ void Runtime::start_master(std::unique_ptr<Link> link, const KubernetesPod* pod)
 }
 
 void Runtime::start_worker(std::unique_ptr<Link> link, bool spawned, bool joined) {
+  // Before anything is written: the master's stdout and stderr, where it shares them.
+  if (const char* output = std::getenv(kSharedOutputVariable); spawned && output)
+    adopt_shared_output(output);
   set_log_role(spawned || joined ? "worker"
                                  : "rank" + std::to_string(bridge::Environment::world_rank()));
   FIBER_LOG_DEBUG("worker started (%s)", spawned  ? "spawned by the master"

@@ -15,6 +15,7 @@
 #include "fiber/runtime/progress_engine.h"
 #include "fiber/runtime/queue_access.h"
 #include "fiber/runtime/settings.h"
+#include "fiber/runtime/shared_output.h"
 
 namespace fiber::detail {
 
@@ -104,12 +105,13 @@ class Runtime {
   std::unique_ptr<ProgressEngine> engine_;
   std::unique_ptr<Master> master_;
   std::unique_ptr<MasterLink> worker_;
-  std::unique_ptr<NestedClient> nested_;   ///< In a worker: what its code starts.
-  std::unique_ptr<JoinTurns> join_turns_;  ///< Turns for joining pods (a FiberJob's launcher)
-                                           ///< or jobs (fiber::listen() with a join token).
-  std::optional<JoinToken> join_token_;    ///< FIBER_JOIN_TOKEN_FILE's token, when it is set.
-  std::mutex listen_mutex_;                ///< Guards the two above for fiber::listen().
-  std::string published_join_address_;     ///< What fiber::listen() returns with a token.
+  std::unique_ptr<NestedClient> nested_;         ///< In a worker: what its code starts.
+  std::unique_ptr<SharedOutput> shared_output_;  ///< The master's stdout for spawned processes.
+  std::unique_ptr<JoinTurns> join_turns_;        ///< Turns for joining pods (a FiberJob's launcher)
+                                                 ///< or jobs (fiber::listen() with a join token).
+  std::optional<JoinToken> join_token_;          ///< FIBER_JOIN_TOKEN_FILE's token, when it is set.
+  std::mutex listen_mutex_;                      ///< Guards the two above for fiber::listen().
+  std::string published_join_address_;           ///< What fiber::listen() returns with a token.
   uint64_t self_id_ = 0;
   std::string self_name_ = "MainProcess";
   bool shut_down_ = false;

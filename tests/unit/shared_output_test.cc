@@ -1,0 +1,87 @@
+// The master's stdout and stderr handed to another process through SharedOutput's socket: what
+// that process writes lands in the master's pipe, and nothing changes where none is reached.
+#include "fiber/runtime/shared_output.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace {
+
+using fiber::detail::adopt_shared_output;
+using fiber::detail::SharedOutput;
+
+std::string read_all(int fd) {
+  std::string text;
+  char chunk[256];
+  for (ssize_t n; (n = ::read(fd, chunk, sizeof chunk)) > 0;) text.append(chunk, size_t(n));
+  return text;
+}
+
+// In a child: a "master" whose stdout and stderr are the pipe `out`, and a "worker" it forks
+// with both on /dev/null (no inherited descriptor to write through) that adopts the master's.
+void master_and_worker(int out) {
+  ::dup2(out, STDOUT_FILENO);
+  ::dup2(out, STDERR_FILENO);
+  SharedOutput shared;
+  const pid_t worker = ::fork();
+  if (worker == 0) {
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, STDOUT_FILENO);
+    ::dup2(null, STDERR_FILENO);
+    ::close(out);
+    (void)!::write(STDOUT_FILENO, "lost\n", 5);
+    if (!adopt_shared_output(shared.address())) ::_exit(3);
+    (void)!::write(STDOUT_FILENO, "out\n", 4);
+    (void)!::write(STDERR_FILENO, "err\n", 4);
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(worker, &status, 0);
+  ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 4);
+}
+
+TEST(SharedOutput, AnotherProcessWritesWhereTheMasterDoes) {
+  int pipe_ends[2];
+  ASSERT_EQ(::pipe(pipe_ends), 0);
+  const pid_t master = ::fork();
+  ASSERT_GE(master, 0);
+  if (master == 0) {
+    ::close(pipe_ends[0]);
+    master_and_worker(pipe_ends[1]);
+  }
+  ::close(pipe_ends[1]);
+  const std::string written = read_all(pipe_ends[0]);
+  ::close(pipe_ends[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(master, &status, 0), master);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(written, "out\nerr\n");
+}
+
+TEST(SharedOutput, NothingChangesWhereNoMasterAnswers) {
+  const int before = ::dup(STDOUT_FILENO);
+  EXPECT_FALSE(adopt_shared_output("fibermpi-output-no-such-master"));
+  EXPECT_FALSE(adopt_shared_output(""));
+  EXPECT_FALSE(adopt_shared_output(std::string(200, 'x')));
+  struct stat now {
+  }, then{};
+  ASSERT_EQ(::fstat(STDOUT_FILENO, &now), 0);
+  ASSERT_EQ(::fstat(before, &then), 0);
+  EXPECT_EQ(now.st_ino, then.st_ino);
+  ::close(before);
+}
+
+TEST(SharedOutput, EachMasterHasItsOwnAddress) {
+  SharedOutput first, second;
+  EXPECT_NE(first.address(), second.address());
+  EXPECT_EQ(first.address().rfind("fibermpi-output-", 0), 0u);
+}
+
+}  // namespace
