@@ -118,6 +118,11 @@ def live_pools() -> list[Any]:
 
 
 def _at_exit() -> None:
+    from fibermpi import group
+    try:
+        group.join_at_exit()
+    except Exception:
+        pass
     for pool in list(_pools):
         try:
             pool._end_at_exit()

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import signal
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -33,6 +34,7 @@ from fibermpi.process import exit_code_of
 __all__ = ["Group", "group_comm", "group_rank", "group_size", "group_restarts"]
 
 _counter = itertools.count(1)
+_started: "weakref.WeakSet[Group]" = weakref.WeakSet()
 
 
 class Group:
@@ -51,7 +53,9 @@ class Group:
     again (a program resumes from its own checkpoint; :func:`group_restarts` tells the attempt).
 
     ``with Group(...) as group:`` starts it, and at the block's end waits for it (terminates it
-    first when the block raised).
+    first when the block raised). A program waits at its end for the groups still running, as
+    for its non-daemonic Processes (Ctrl-C there terminates them); dropping the last reference
+    to a started group waits for its end too.
     """
 
     def __init__(self, size: int, target: Callable, args: Iterable = (),
@@ -86,6 +90,7 @@ class Group:
         handle = _core.Group(self._size, self._max_restarts, payload, produces)
         handle.start()
         self._handle = handle
+        _started.add(self)
 
     def _started(self, what: str) -> Any:
         if self._handle is None:
@@ -164,6 +169,19 @@ def _code_name(code: int | None) -> str:
     if code is not None and code < 0 and -code in signal.valid_signals():
         return signal.Signals(-code).name
     return str(code)
+
+
+def join_at_exit() -> None:
+    """The master's end: waits for the groups still running; Ctrl-C terminates them."""
+    running = [group for group in list(_started) if group.is_alive()]
+    try:
+        for group in running:
+            group.join()
+    except KeyboardInterrupt:
+        for group in running:
+            group.terminate()
+        for group in running:
+            group.join()
 
 
 # ---------------------------------------------------------------- inside a member
