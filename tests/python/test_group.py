@@ -102,6 +102,7 @@ def test_a_member_killed_mid_allreduce_stops_the_group():
 def fail_until_attempt(good_attempt, seen):
     comm = group_comm()
     seen.put((group_restarts(), comm.Get_rank()))
+    comm.Barrier()  # every member has reported before one fails
     if group_restarts() < good_attempt and comm.Get_rank() == comm.Get_size() - 1:
         sys.exit(5)
     comm.Barrier()
