@@ -1,7 +1,7 @@
 """fibermpi programs under a real Slurm (scripts/dev-slurm: slurmctld, slurmd and munged of Debian's
 slurm-wlm on this machine): a batch job, an allocation whose tasks are the static world, a direct
 `srun --mpi=pmix` launch, a worker killed inside an allocation, `scancel`, and a Python program in a
-batch job and an allocation. The commands run as a user runs them: PATH, HOME and SLURM_CONF,
+batch job and an allocation (a pool job, and the Python ES port of examples/python/ports/). The commands run as a user runs them: PATH, HOME and SLURM_CONF,
 nothing of Open MPI's. FIBERMPI, FIBER_TEST_POOL_JOB, FIBER_TEST_MPI, FIBER_TEST_VENV and DEV_SLURM
 come from CTest (tests/slurm/CMakeLists.txt)."""
 
@@ -26,6 +26,7 @@ RESOURCES_CHECK = os.environ["FIBER_TEST_RESOURCES_CHECK"]
 # The Python package is built against Open MPI 5 (pyproject.toml's default), in .venv/.
 VENV = pathlib.Path(os.environ.get("FIBER_TEST_VENV", "/nonexistent"))
 PYTHON_POOL_JOB = pathlib.Path(__file__).with_name("python_pool_job.py")
+ES_PORT = pathlib.Path(__file__).resolve().parents[2] / "examples" / "python" / "ports" / "es_estool" / "port.py"
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the development Slurm needs root")
 
@@ -199,3 +200,26 @@ def test_a_python_program_runs_as_a_batch_job_and_in_an_allocation(slurm: Slurm)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "python pool of 2 workers" in done.stdout, done.stdout + done.stderr
     assert "100 python results exact, exiting with 0" in done.stdout, done.stdout
+
+
+@pytest.mark.skipif(MPI != "openmpi5", reason="the Python package is built against Open MPI 5")
+def test_the_python_es_port_runs_as_a_batch_job_and_in_an_allocation(slurm: Slurm) -> None:
+    fibermpi, python = VENV / "bin" / "fibermpi", VENV / "bin" / "python"
+    port = [str(ES_PORT), "--workers", "3", "--iterations", "2"]
+    submitted = slurm.run("sbatch", "--parsable", "-n", "4", "-o", "es-%j.out", "--wrap",
+                          " ".join([str(fibermpi), "run", str(python), *port]))
+    assert submitted.returncode == 0, submitted.stderr
+    job = submitted.stdout.strip().split(";")[0]
+    record = slurm.wait_for_end(job)
+    batch = (slurm.directory / f"es-{job}.out").read_text()
+    assert record["JobState"] == "COMPLETED", (record, batch)
+    allocated = slurm.run("salloc", "-n", "4", str(fibermpi), "run", str(python), *port)
+    assert allocated.returncode == 0, allocated.stdout + allocated.stderr
+
+    def figures(output: str) -> list[str]:
+        return [line for line in output.splitlines()
+                if line.startswith(("iteration ", "es_estool_port: final"))]
+    # Rank 0 runs the ES loop, the allocation's 3 other tasks evaluate: the same seed gives the
+    # same figures in both (and as a singleton: fitnesses depend on solution and seed alone).
+    assert len(figures(batch)) == 3, batch
+    assert figures(allocated.stdout) == figures(batch), allocated.stdout + "\n----\n" + batch
