@@ -32,7 +32,8 @@ def layer_sizes(name: str, hidden: tuple[int, ...]) -> tuple[int, ...]:
     """The MLP's sizes for environment ``name``: observations, ``hidden``, one output per
     discrete action or per dimension of a continuous action."""
     env = environment(name)
-    outputs = env.action_space.n if isinstance(env.action_space, gym.spaces.Discrete) else env.action_space.shape[0]
+    space = env.action_space
+    outputs = space.n if isinstance(space, gym.spaces.Discrete) else space.shape[0]
     return (env.observation_space.shape[0], *hidden, int(outputs))
 
 
@@ -51,7 +52,8 @@ def unflatten(sizes: tuple[int, ...], params: np.ndarray) -> list[tuple[np.ndarr
     return layers
 
 
-def initial_parameters(sizes: tuple[int, ...], rng: np.random.Generator, last_scale: float = 1.0) -> np.ndarray:
+def initial_parameters(sizes: tuple[int, ...], rng: np.random.Generator,
+                       last_scale: float = 1.0) -> np.ndarray:
     """Weights drawn from N(0, 1 / fan_in) (the last layer's times ``last_scale``), biases 0."""
     parts = []
     for index, (fan_in, fan_out) in enumerate(zip(sizes, sizes[1:])):
@@ -121,7 +123,8 @@ class Adam:
 
     def __init__(self, size: int, learning_rate: float, beta1: float = 0.9, beta2: float = 0.999,
                  epsilon: float = 1e-8):
-        self.learning_rate, self.beta1, self.beta2, self.epsilon = learning_rate, beta1, beta2, epsilon
+        self.learning_rate, self.beta1, self.beta2 = learning_rate, beta1, beta2
+        self.epsilon = epsilon
         self.m = np.zeros(size)
         self.v = np.zeros(size)
         self.t = 0
@@ -146,7 +149,8 @@ class OpenEs:
     """OpenAI-ES (Salimans et al., 2017) as estool has it: antithetic sampling around a mean,
     centered-rank fitness shaping, an Adam step on the estimated gradient."""
 
-    def __init__(self, mean: np.ndarray, population: int, sigma: float, learning_rate: float, seed: int):
+    def __init__(self, mean: np.ndarray, population: int, sigma: float, learning_rate: float,
+                 seed: int):
         self.mean = np.array(mean, dtype=np.float64)
         self.population, self.sigma = population, sigma
         self.optimizer = Adam(self.mean.size, learning_rate)
@@ -175,7 +179,8 @@ def decode_genome(sizes: tuple[int, ...], genome: list[int], sigma: float) -> np
     return params
 
 
-def parse_options(description: str, defaults: dict, extra: dict | None = None) -> argparse.Namespace:
+def parse_options(description: str, defaults: dict,
+                  extra: dict | None = None) -> argparse.Namespace:
     """Options ``--name value`` for each entry of ``defaults`` (typed by its default), plus
     ``extra`` (the port's --workers/--members); ``--env`` picks the environment and ``--target``
     defaults to its reward threshold."""
@@ -183,7 +188,8 @@ def parse_options(description: str, defaults: dict, extra: dict | None = None) -
     for name, default in {**defaults, **(extra or {})}.items():
         parser.add_argument("--" + name.replace("_", "-"), type=type(default), default=default)
     parser.add_argument("--target", type=float, default=None,
-                        help="average evaluation return to stop at (default: the environment's threshold)")
+                        help="average evaluation return to stop at "
+                        "(default: the environment's threshold)")
     options = parser.parse_args()
     if options.target is None and "env" in defaults:
         options.target = TARGETS.get(options.env, float("inf"))
@@ -200,6 +206,8 @@ def relay(group, reports) -> tuple | None:
         except queue.Empty:
             if group.is_alive():
                 continue
+            return None
+        except EOFError:  # fibermpi's get: the queue is empty and none of its writers is alive
             return None
         if not isinstance(report, str):
             return report

@@ -51,7 +51,8 @@ def evaluate_elite(comm, env, sizes, elite, seeds):
     """The elite's average return over one episode per seed, rank r playing episodes r,
     r + size, ...; summed in episode order, so the same value on every rank and for any size."""
     rank, size = comm.Get_rank(), comm.Get_size()
-    played = comm.allgather([evaluate(env, sizes, elite, seeds[e]) for e in range(rank, len(seeds), size)])
+    played = comm.allgather([evaluate(env, sizes, elite, seeds[e])
+                             for e in range(rank, len(seeds), size)])
     return sum(played[e % size][e // size] for e in range(len(seeds))) / len(seeds)
 
 
@@ -81,8 +82,9 @@ def run(comm, options, report):
         average = evaluate_elite(comm, options.env, sizes, population[ranking[0]],
                                  rl.draw_seeds(rng, rl.EVALUATION_EPISODES))
         if rank == 0:
-            report(f"generation {generation}: best {float(fitness[ranking[0]])!r}, parents' average "
-                   f"{float(fitness[ranking[:options.parents]].mean())!r}, elite's average {average!r}")
+            parents_average = float(fitness[ranking[:options.parents]].mean())
+            report(f"generation {generation}: best {float(fitness[ranking[0]])!r}, "
+                   f"parents' average {parents_average!r}, elite's average {average!r}")
         if average >= options.target:
             break
         population = next_generation(population, ranking, options.parents, rng)
@@ -102,4 +104,5 @@ if __name__ == "__main__":
         raise SystemExit(2)
     average, generations = run(comm, options, functools.partial(print, flush=True))
     if comm.Get_rank() == 0:
-        print(f"{NAME}: final average return {average!r} after {generations} generations", flush=True)
+        print(f"{NAME}: final average return {average!r} after {generations} generations",
+              flush=True)

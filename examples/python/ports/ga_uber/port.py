@@ -48,7 +48,8 @@ def evaluate_elite(comm, env, sizes, elite, seeds):
     """The elite's average return over one episode per seed, rank r playing episodes r,
     r + size, ...; summed in episode order, so the same value on every rank and for any size."""
     rank, size = comm.Get_rank(), comm.Get_size()
-    played = comm.allgather([evaluate(env, sizes, elite, seeds[e]) for e in range(rank, len(seeds), size)])
+    played = comm.allgather([evaluate(env, sizes, elite, seeds[e])
+                             for e in range(rank, len(seeds), size)])
     return sum(played[e % size][e // size] for e in range(len(seeds))) / len(seeds)
 
 
@@ -78,8 +79,9 @@ def run(comm, options, report):
         average = evaluate_elite(comm, options.env, sizes, population[ranking[0]],
                                  rl.draw_seeds(rng, rl.EVALUATION_EPISODES))
         if rank == 0:
-            report(f"generation {generation}: best {float(fitness[ranking[0]])!r}, parents' average "
-                   f"{float(fitness[ranking[:options.parents]].mean())!r}, elite's average {average!r}")
+            parents_average = float(fitness[ranking[:options.parents]].mean())
+            report(f"generation {generation}: best {float(fitness[ranking[0]])!r}, "
+                   f"parents' average {parents_average!r}, elite's average {average!r}")
         if average >= options.target:
             break
         population = next_generation(population, ranking, options.parents, rng)
@@ -99,7 +101,8 @@ if __name__ == "__main__":
     options = rl.parse_options(__doc__.splitlines()[0], {
         "env": "CartPole-v1", "generations": 100, "population": 64, "parents": 10, "seed": 0},
         {"members": 2})
-    if options.population % options.members != 0 or options.parents > options.population:
+    if (options.members < 1 or options.population % options.members != 0
+            or options.parents > options.population):
         print(f"{NAME}: --population must be a multiple of the {options.members} members "
               "and --parents at most --population")
         raise SystemExit(2)
@@ -110,4 +113,5 @@ if __name__ == "__main__":
         print(f"{NAME}: the group failed, exit codes {group.exitcodes}")
         raise SystemExit(1)
     average, generations = result
-    print(f"{NAME}: final average return {average!r} after {generations} generations", flush=True)
+    print(f"{NAME}: final average return {average!r} after {generations} generations",
+          flush=True)

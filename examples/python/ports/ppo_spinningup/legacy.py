@@ -19,13 +19,18 @@ Usage: mpirun -n 2 python legacy.py [--env Pendulum-v1|CartPole-v1] [--epochs N]
 """
 
 import functools
+import os
 import sys
 import time
 from pathlib import Path
 
-import gymnasium as gym
-import numpy as np
-from mpi4py import MPI
+# One BLAS thread a process, as Spinning Up's mpi_fork asks of MKL and OpenMP: the ranks are
+# the parallelism.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import gymnasium as gym  # noqa: E402
+import numpy as np  # noqa: E402
+from mpi4py import MPI  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # rl_common.py
 import rl_common as rl  # noqa: E402
@@ -84,8 +89,9 @@ class ActorCritic:
         self.policy_sizes = rl.layer_sizes(env, hidden)
         self.value_sizes = (self.policy_sizes[0], *hidden, 1)
         actions = self.policy_sizes[-1]
-        self.policy = np.concatenate([rl.initial_parameters(self.policy_sizes, rng, last_scale=0.01),
-                                      np.zeros(0 if self.discrete else actions) - 0.5])
+        log_std = np.full(0 if self.discrete else actions, -0.5)
+        self.policy = np.concatenate(
+            [rl.initial_parameters(self.policy_sizes, rng, last_scale=0.01), log_std])
         self.value = rl.initial_parameters(self.value_sizes, rng)
 
     def split_policy(self):
@@ -126,7 +132,8 @@ class ActorCritic:
         outputs = values[-1]
         log_probabilities = self.log_probabilities(outputs, log_std, actions)
         ratio = np.exp(log_probabilities - old_log_probabilities)
-        clipped = ((advantages > 0) & (ratio > 1 + CLIP_RATIO)) | ((advantages < 0) & (ratio < 1 - CLIP_RATIO))
+        clipped = (((advantages > 0) & (ratio > 1 + CLIP_RATIO))
+                   | ((advantages < 0) & (ratio < 1 - CLIP_RATIO)))
         # d(loss)/d(log pi) per sample, the loss being minus the mean clipped surrogate.
         weight = np.where(clipped, 0.0, -ratio * advantages / len(advantages))[:, None]
         if self.discrete:
@@ -162,7 +169,8 @@ class Buffer:
 
     def __init__(self, gamma, lam):
         self.gamma, self.lam = gamma, lam
-        self.observations, self.actions, self.rewards, self.values, self.log_probabilities = [], [], [], [], []
+        self.observations, self.actions, self.rewards = [], [], []
+        self.values, self.log_probabilities = [], []
         self.advantages, self.returns = [], []
         self.path_start = 0
 
@@ -201,7 +209,8 @@ def collect(comm, model, env, steps, settings, rng, episode_returns):
         action, log_probability, value = model.step(observation, rng)
         next_observation, reward, terminated, truncated, _ = env.step(action)
         episode_return += float(reward)
-        buffer.store(observation, action, float(reward) * settings["reward_scale"], value, log_probability)
+        buffer.store(observation, action, float(reward) * settings["reward_scale"], value,
+                     log_probability)
         observation = next_observation
         if terminated or truncated or t == steps - 1:
             buffer.finish_path(0.0 if terminated else float(model.values(observation)))
@@ -218,7 +227,8 @@ def update(comm, model, optimizers, data):
     observations, actions, advantages, returns, log_probabilities = data
     policy_steps, kl = 0, 0.0
     for _ in range(POLICY_ITERATIONS):
-        gradient, local_kl = model.policy_loss_gradient(observations, actions, advantages, log_probabilities)
+        gradient, local_kl = model.policy_loss_gradient(observations, actions, advantages,
+                                                        log_probabilities)
         kl = mpi_avg(comm, local_kl)
         if kl > 1.5 * TARGET_KL:
             break
@@ -250,7 +260,8 @@ def run(comm, options, report):
     model = ActorCritic(options.env, settings["hidden"], np.random.default_rng(options.seed))
     sync_params(comm, model.policy)
     sync_params(comm, model.value)
-    optimizers = (rl.Adam(model.policy.size, settings["policy_lr"]), rl.Adam(model.value.size, settings["value_lr"]))
+    optimizers = (rl.Adam(model.policy.size, settings["policy_lr"]),
+                  rl.Adam(model.value.size, settings["value_lr"]))
     env = rl.environment(options.env)
     rng = np.random.default_rng(options.seed + 10000 * rank)  # each rank its own episodes
     evaluation_seeder = np.random.default_rng(options.seed + 1)  # alike on every rank
@@ -263,11 +274,12 @@ def run(comm, options, report):
         policy_steps, kl = update(comm, model, optimizers, data)
         totals = np.array([sum(episode_returns), len(episode_returns)], dtype=np.float64)
         comm.Allreduce(MPI.IN_PLACE, totals, op=MPI.SUM)
-        average = evaluate(comm, options.env, model, rl.draw_seeds(evaluation_seeder, rl.EVALUATION_EPISODES))
+        average = evaluate(comm, options.env, model,
+                           rl.draw_seeds(evaluation_seeder, rl.EVALUATION_EPISODES))
         if rank == 0:
             report(f"epoch {epoch}: episodes {int(totals[1])}, average episode return "
-                   f"{float(totals[0] / max(totals[1], 1))!r}, policy steps {policy_steps}, KL {float(kl)!r}, "
-                   f"evaluation average {average!r}")
+                   f"{float(totals[0] / max(totals[1], 1))!r}, policy steps {policy_steps}, "
+                   f"KL {float(kl)!r}, evaluation average {average!r}")
         if average >= options.target:
             break
     if rank == 0:
@@ -278,7 +290,7 @@ def run(comm, options, report):
 if __name__ == "__main__":
     comm = MPI.COMM_WORLD
     options = rl.parse_options(__doc__.splitlines()[0], {
-        "env": "Pendulum-v1", "epochs": 100, "steps": 4000, "seed": 0})
+        "env": "Pendulum-v1", "epochs": 100, "steps": 2000, "seed": 0})
     if options.env not in SETTINGS or options.steps < comm.Get_size():
         if comm.Get_rank() == 0:
             print(f"{NAME}: --env must be one of {', '.join(SETTINGS)}, --steps at least the ranks")
