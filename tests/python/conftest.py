@@ -47,12 +47,20 @@ def run_program(words: list[str], timeout: float = 120, **extra: str) -> subproc
 
 def launch(mode: str, program: str, *args: str, timeout: float = 120, **extra: str) -> subprocess.CompletedProcess:
     """``programs/<program>`` in launch mode ``mode``: "singleton" (python prog.py),
-    "run1"/"run4" (fibermpi run -n 1/4 python prog.py)."""
+    "run1"/"run4" (fibermpi run -n 1/4 python prog.py), "mpirun4" (Open MPI 5's mpirun -n 4)."""
     script = str(PROGRAMS / program)
     if mode == "singleton":
         words = [PYTHON, script, *args]
     elif mode.startswith("run"):
         words = [FIBERMPI, "run", "-n", mode[3:], PYTHON, script, *args]
+    elif mode.startswith("mpirun"):
+        # Open MPI 5's own launcher with the README's recovery options; as root it needs the
+        # opt-in variables that fibermpi run does without.
+        words = [str(Path(PYTHON).parent / "mpirun"), "--oversubscribe", "--with-ft", "ulfm",
+                 "--prtemca", "state_base_recoverable", "1", "-n", mode[6:], PYTHON, script, *args]
+        extra = {**{name: "1" for name in ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM",
+                                            "PRTE_ALLOW_RUN_AS_ROOT", "PRTE_ALLOW_RUN_AS_ROOT_CONFIRM")},
+                 **extra}
     else:
         raise ValueError(mode)
     return run_program(words, timeout=timeout, **extra)

@@ -11,7 +11,7 @@ import pytest
 from conftest import PYTHON, launch, run_program
 
 
-@pytest.mark.parametrize("mode", ["singleton", "run1", "run4"])
+@pytest.mark.parametrize("mode", ["singleton", "run1", "run4", "mpirun4"])
 def test_a_program_runs_in_every_launch_mode(mode):
     done = launch(mode, "modes.py")
     assert done.returncode == 0, done.stdout
@@ -88,3 +88,11 @@ def test_what_spawned_processes_print_reaches_the_masters_output(mode):
     for tag in expected:
         assert f"SAID {tag}\n" in done.stdout and f"ERR {tag}\n" in done.stdout, (tag, done.stdout)
     assert "MAIN done [0, 0, 0]" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize("mode", ["singleton", "run4", "mpirun4"])
+def test_a_group_runs_and_restarts_in_every_launch_mode(mode):
+    done = launch(mode, "group_modes.py")
+    assert done.returncode == 0, done.stdout
+    assert "REPORTS [(1, 0, 3, 6), (1, 1, 3, 6), (1, 2, 3, 6)]" in done.stdout, done.stdout
+    assert "GROUP [0, 0, 0] 1" in done.stdout, done.stdout
