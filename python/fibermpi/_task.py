@@ -275,28 +275,25 @@ def run_process(payload_bytes: bytes) -> int:
     """Runs a Process (its run()); the exit code: 0, the ``sys.exit`` code, 1 after an uncaught
     exception (whose traceback goes to stderr, as multiprocessing prints it)."""
     from fibermpi import process as process_module
-    try:
-        try:
-            _, process = _split(payload_bytes)
-        except BaseException:
-            sys.stderr.write("fibermpi: the process could not be unpickled in its worker:\n")
-            traceback.print_exc()
-            return 1
-        return process_module._run_here(process)
-    finally:
-        _flush()
+    return _run_to_exit_code(payload_bytes, "the process", process_module._run_here)
 
 
 def run_group_member(payload_bytes: bytes) -> int:
     """Runs a group member's target; its exit code, by :func:`run_process`'s rules."""
     from fibermpi import group as group_module
+    return _run_to_exit_code(payload_bytes, "the group's target", group_module._run_member)
+
+
+def _run_to_exit_code(payload_bytes: bytes, what: str, run: Any) -> int:
+    """``run(body)`` for the payload's body, whose exit code it returns; 1 when the body cannot be
+    unpickled here (the reason on stderr)."""
     try:
         try:
-            _, member = _split(payload_bytes)
+            _, body = _split(payload_bytes)
         except BaseException:
-            sys.stderr.write("fibermpi: the group's target could not be unpickled in its member:\n")
+            sys.stderr.write(f"fibermpi: {what} could not be unpickled in its worker:\n")
             traceback.print_exc()
             return 1
-        return group_module._run_member(member)
+        return run(body)
     finally:
         _flush()
