@@ -206,7 +206,7 @@ def _member(what: str) -> _Membership:
 def group_comm() -> Any:
     """The :class:`mpi4py.MPI.Intracomm` of all members of this member's group, ranked as
     :func:`group_rank` says: what the program used ``MPI.COMM_WORLD`` for. A real MPI
-    communicator (collectives, point-to-point, one-sided, ``Split``), the same object on each
+    communicator (collectives, point-to-point, ``Split``...), the same object on each
     call. fibermpi owns it: never ``Free`` it; it ends once every member's target returned. A
     failed MPI call on it ends the member with exit code 1 (and its group stops the others)
     unless the program sets its own error handler (``comm.Set_errhandler(MPI.ERRORS_RETURN)``).
