@@ -120,14 +120,16 @@ def live_pools() -> list[Any]:
 def _at_exit() -> None:
     from fibermpi import group
     try:
-        group.join_at_exit()
-    except Exception:
-        pass
-    for pool in list(_pools):
         try:
-            pool._end_at_exit()
-        except Exception:
+            group.join_at_exit()
+        except BaseException:  # a second Ctrl-C: the runtime's shutdown below still runs
             pass
-    # MPI_Finalize waits for the C exit handlers, which know the exit status: a finalize that
-    # hangs (after a process of the run was killed) then ends the process with that status.
-    _core.shutdown_before_exit()
+        for pool in list(_pools):
+            try:
+                pool._end_at_exit()
+            except BaseException:
+                pass
+    finally:
+        # MPI_Finalize waits for the C exit handlers, which know the exit status: a finalize
+        # that hangs (after a process of the run was killed) then ends the process with it.
+        _core.shutdown_before_exit()

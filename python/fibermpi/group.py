@@ -105,7 +105,12 @@ class Group:
 
     def is_alive(self) -> bool:
         """True from :meth:`start` until :meth:`join` would return at once."""
-        return self._handle is not None and not self._handle.join(0.0)
+        if self._handle is None:
+            return False
+        try:
+            return not self._handle.join(0.0)
+        except Exception:  # it ended without starting: join() raises why
+            return False
 
     def terminate(self) -> None:
         """Stops every member now (exit code ``-15``); no restart follows. Nothing happens
@@ -130,10 +135,11 @@ class Group:
     @property
     def exitcodes(self) -> list[int | None]:
         """One per member of the last attempt, by group rank, as :attr:`Process.exitcode`:
-        None while it runs (or before start), 0 after a normal return, 1 after an uncaught
-        exception, ``n`` after ``sys.exit(n)``, ``-N`` when signal N ended it (``-9`` for a
-        SIGKILL); ``-15`` for a member stopped because another failed or by
-        :meth:`terminate`."""
+        None while it runs (or before start, or for a member that never started), 0 after a
+        normal return, 1 after an uncaught exception, ``n`` after ``sys.exit(n)``, ``-N`` when
+        signal N ended it (``-9`` for a SIGKILL); ``-15`` for a member stopped because another
+        failed or by :meth:`terminate` (or 1, where Open MPI's fault tolerance reported the
+        dead member to a collective first)."""
         codes = [] if self._handle is None else self._handle.exitcodes()
         return list(codes) if codes else [None] * self._size
 
@@ -145,7 +151,13 @@ class Group:
     def __exit__(self, kind: Any, value: Any, trace: Any) -> None:
         if kind is not None:
             self.terminate()
-        self.join()
+        try:
+            self.join()
+        except BaseException:
+            self.terminate()  # Ctrl-C in the wait: the group ends with the block
+            if kind is None:
+                raise
+            # Otherwise the block's own exception goes on.
 
     def __reduce__(self) -> Any:
         raise TypeError(f"{self._name}: a Group cannot be pickled; pass what its members need "
@@ -176,12 +188,18 @@ def join_at_exit() -> None:
     running = [group for group in list(_started) if group.is_alive()]
     try:
         for group in running:
-            group.join()
+            try:
+                group.join()
+            except Exception:  # it could not start: nothing to wait for
+                pass
     except KeyboardInterrupt:
         for group in running:
             group.terminate()
         for group in running:
-            group.join()
+            try:
+                group.join(10)
+            except Exception:
+                pass
 
 
 # ---------------------------------------------------------------- inside a member
@@ -207,7 +225,8 @@ def group_comm() -> Any:
     """The :class:`mpi4py.MPI.Intracomm` of all members of this member's group, ranked as
     :func:`group_rank` says: what the program used ``MPI.COMM_WORLD`` for. A real MPI
     communicator (collectives, point-to-point, ``Split``...), the same object on each
-    call. fibermpi owns it: never ``Free`` it; it ends once every member's target returned. A
+    call. fibermpi owns it: never ``Free`` it, and never use it after the target returned (the
+    communicator ends then). A
     failed MPI call on it ends the member with exit code 1 (and its group stops the others)
     unless the program sets its own error handler (``comm.Set_errhandler(MPI.ERRORS_RETURN)``).
     :class:`fibermpi.UsageError` outside a member."""
@@ -244,3 +263,4 @@ def _run_member(member: tuple) -> int:
                             f"{name} member {membership.rank} of {membership.size}")
     finally:
         _membership = None
+        membership.comm = None

@@ -72,24 +72,25 @@ def test_a_failing_member_stops_the_others(codes, expected):
     assert group.exitcodes == expected and group.restarts == 0
 
 
-def allreduce_until_killed(victim, marks):
+def allreduce_until_killed(victim, running):
     comm = group_comm()
     value = array.array("d", [1.0] * 128)
     total = array.array("d", [0.0] * 128)
     for step in range(10**9):
         if step == 50 and comm.Get_rank() == victim:
-            marks.put(time.time())
-            os.kill(os.getpid(), signal.SIGKILL)
+            running.put(os.getpid())  # the master kills it, mid-Allreduce for the others
         comm.Allreduce(value, total)
 
 
 def test_a_member_killed_mid_allreduce_stops_the_group():
-    marks = fibermpi.Queue()
-    group = fibermpi.Group(3, allreduce_until_killed, args=(1, marks))
+    running = fibermpi.Queue()
+    group = fibermpi.Group(3, allreduce_until_killed, args=(1, running))
     group.start()
-    killed_at = marks.get(timeout=END)
+    victim = running.get(timeout=END)  # members run on this host in every mode tested
+    os.kill(victim, signal.SIGKILL)
+    killed_at = time.monotonic()
     group.join(END)
-    ended_after = time.time() - killed_at
+    ended_after = time.monotonic() - killed_at
     codes = group.exitcodes
     assert codes[1] == -9, codes
     # Stopped by their runtime, or ended by the failed Allreduce (Open MPI 5's fault tolerance
@@ -122,15 +123,19 @@ def test_the_whole_group_runs_again_while_restarts_remain():
     assert exhausted.restarts == 1 and exhausted.exitcodes in ([-15, 5], [1, 5])
 
 
-def sleep_forever():
+def sleep_forever(running=None):
     group_comm()
+    if running is not None:
+        running.put(group_rank())
     while True:
         time.sleep(0.1)
 
 
 def test_terminate_stops_every_member_and_join_with_timeout_returns():
-    group = fibermpi.Group(2, sleep_forever)
+    running = fibermpi.Queue()
+    group = fibermpi.Group(2, sleep_forever, args=(running,))
     group.start()
+    assert sorted(running.get(timeout=END) for _ in range(2)) == [0, 1]
     started = time.monotonic()
     group.join(0.5)
     assert time.monotonic() - started >= 0.4 and group.is_alive()
@@ -142,8 +147,10 @@ def test_terminate_stops_every_member_and_join_with_timeout_returns():
 
 
 def test_leaving_a_with_block_by_an_exception_terminates_the_group():
+    running = fibermpi.Queue()
     with pytest.raises(KeyError):
-        with fibermpi.Group(2, sleep_forever) as group:
+        with fibermpi.Group(2, sleep_forever, args=(running,)) as group:
+            assert sorted(running.get(timeout=END) for _ in range(2)) == [0, 1]
             raise KeyError("the block failed")
     assert group.exitcodes == [-15, -15]
 

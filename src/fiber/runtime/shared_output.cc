@@ -6,10 +6,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <random>
 #include <system_error>
 #include <vector>
@@ -40,8 +42,9 @@ std::string random_name() {
   return name;
 }
 
-// Hands this process's descriptors 1 and 2 to the peer of `connection` when it runs as our user.
-void hand_over(int connection) {
+// Hands this process's descriptors 1 and 2 to the peer of `connection` when it runs as our user;
+// none that is one of `own` (a master started with stdout closed gets its socket there).
+void hand_over(int connection, const int (&own)[3]) {
   ucred peer{};
   socklen_t length = sizeof peer;
   if (::getsockopt(connection, SOL_SOCKET, SO_PEERCRED, &peer, &length) != 0 ||
@@ -51,6 +54,7 @@ void hand_over(int connection) {
   unsigned char which = 0;
   for (size_t i = 0; i < std::size(kShared); ++i) {
     if (::fcntl(kShared[i], F_GETFD) == -1) continue;  // closed in the master: left out
+    if (std::find(std::begin(own), std::end(own), kShared[i]) != std::end(own)) continue;
     fds.push_back(kShared[i]);
     which |= static_cast<unsigned char>(1u << i);
   }
@@ -97,16 +101,24 @@ SharedOutput::~SharedOutput() {
 }
 
 void SharedOutput::serve() {
+  const int own[3] = {listener_, stop_[0], stop_[1]};
   for (;;) {
     pollfd ready[2] = {{listener_, POLLIN, 0}, {stop_[0], POLLIN, 0}};
     if (::poll(ready, 2, -1) < 0) {
       if (errno == EINTR) continue;
+      // Nothing serves the socket any more: connecting workers are refused at once and keep
+      // MPI's forwarding, rather than waiting in the backlog.
+      ::shutdown(listener_, SHUT_RDWR);
       return;
     }
     if (ready[1].revents) return;
     const int connection = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (connection < 0) continue;
-    hand_over(connection);
+    if (connection < 0) {
+      // Out of descriptors (EMFILE, ENFILE) the listener stays readable: wait instead of spinning.
+      if (errno != EINTR && errno != ECONNABORTED) ::poll(nullptr, 0, 50);
+      continue;
+    }
+    hand_over(connection, own);
     ::close(connection);
   }
 }
@@ -117,8 +129,11 @@ bool adopt_shared_output(const std::string& address_name) {
   if (connection < 0) return false;
   sockaddr_un address;
   const socklen_t length = abstract_address(address_name, address);
+  // A master that stopped serving must not hold a worker's start: connect (a full backlog) and
+  // the answer each wait 5 s at most.
   const timeval patience{5, 0};
   (void)::setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof patience);
+  (void)::setsockopt(connection, SOL_SOCKET, SO_SNDTIMEO, &patience, sizeof patience);
   unsigned char which = 0;
   iovec data{&which, 1};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * std::size(kShared))] = {};
@@ -144,10 +159,16 @@ bool adopt_shared_output(const std::string& address_name) {
   bool adopted = false;
   for (size_t i = 0; i < std::size(kShared); ++i) {
     if (!(which & (1u << i)) || next >= fds.size()) continue;
-    adopted = ::dup2(fds[next], kShared[i]) == kShared[i] || adopted;
-    ++next;
+    const int received = fds[next++];
+    if (received == kShared[i]) {  // this worker's own was closed: the new one took its number
+      adopted = ::fcntl(received, F_SETFD, 0) == 0 || adopted;
+      continue;
+    }
+    adopted = ::dup2(received, kShared[i]) == kShared[i] || adopted;
   }
-  for (int fd : fds) ::close(fd);
+  for (int fd : fds) {
+    if (std::find(std::begin(kShared), std::end(kShared), fd) == std::end(kShared)) ::close(fd);
+  }
   return adopted;
 }
 
