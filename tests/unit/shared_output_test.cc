@@ -65,6 +65,49 @@ TEST(SharedOutput, AnotherProcessWritesWhereTheMasterDoes) {
   EXPECT_EQ(written, "out\nerr\n");
 }
 
+// A master started with stdout closed: its socket may take descriptor 1, which is never handed
+// out; stderr still is.
+void master_without_stdout(int out) {
+  ::close(STDOUT_FILENO);
+  ::dup2(out, STDERR_FILENO);
+  ::close(out);
+  SharedOutput shared;
+  const pid_t worker = ::fork();
+  if (worker == 0) {
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, STDOUT_FILENO);
+    ::dup2(null, STDERR_FILENO);
+    if (!adopt_shared_output(shared.address())) ::_exit(3);
+    struct stat kept {};
+    // Its stdout is still /dev/null, not the master's socket.
+    if (::fstat(STDOUT_FILENO, &kept) != 0 || !S_ISCHR(kept.st_mode)) ::_exit(5);
+    (void)!::write(STDERR_FILENO, "err\n", 4);
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(worker, &status, 0);
+  ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 4);
+}
+
+TEST(SharedOutput, AClosedStdoutIsNotHandedOut) {
+  int pipe_ends[2];
+  ASSERT_EQ(::pipe(pipe_ends), 0);
+  const pid_t master = ::fork();
+  ASSERT_GE(master, 0);
+  if (master == 0) {
+    ::close(pipe_ends[0]);
+    master_without_stdout(pipe_ends[1]);
+  }
+  ::close(pipe_ends[1]);
+  const std::string written = read_all(pipe_ends[0]);
+  ::close(pipe_ends[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(master, &status, 0), master);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(written, "err\n");
+}
+
 TEST(SharedOutput, NothingChangesWhereNoMasterAnswers) {
   const int before = ::dup(STDOUT_FILENO);
   EXPECT_FALSE(adopt_shared_output("fibermpi-output-no-such-master"));
