@@ -243,9 +243,11 @@ Runtime::LaunchPart Runtime::choose_part(const KubernetesPod* pod) {
 void Runtime::start_master(std::unique_ptr<Link> link, const KubernetesPod* pod) {
   set_log_role("master");
   FIBER_LOG_DEBUG("master started (%s)", link ? "with a static world of ranks" : "alone");
-  // Processes spawned on this host write where the master does (a FiberJob's launcher spawns
+  // Processes spawned on this host write where the master does. Only in a singleton, whose
+  // spawned processes' output Open MPI 5 loses: under a launcher, mpirun forwards it, and a
+  // child holding rank 0's pipe would outlive what mpirun watches (a FiberJob's launcher spawns
   // none).
-  if (!pod) {
+  if (!pod && bridge::Environment::launch_mode() == bridge::LaunchMode::kSingleton) {
     try {
       shared_output_ = std::make_unique<SharedOutput>();
       settings_.spawn.env.emplace_back(kSharedOutputVariable, shared_output_->address());
