@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 namespace {
 
@@ -21,6 +22,25 @@ std::string read_all(int fd) {
   char chunk[256];
   for (ssize_t n; (n = ::read(fd, chunk, sizeof chunk)) > 0;) text.append(chunk, size_t(n));
   return text;
+}
+
+// Runs `master(out)` in a child process, `out` the write end of a pipe; what reached the pipe
+// once every writer ended, and the child's exit code (-1 when it did not exit).
+std::pair<std::string, int> run_master(void (*master)(int out)) {
+  int pipe_ends[2];
+  if (::pipe(pipe_ends) != 0) return {"", -1};
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::close(pipe_ends[0]);
+    master(pipe_ends[1]);
+  }
+  ::close(pipe_ends[1]);
+  std::string written = read_all(pipe_ends[0]);
+  ::close(pipe_ends[0]);
+  int status = 0;
+  if (child < 0 || ::waitpid(child, &status, 0) != child || !WIFEXITED(status))
+    return {written, -1};
+  return {written, WEXITSTATUS(status)};
 }
 
 // In a child: a "master" whose stdout and stderr are the pipe `out`, and a "worker" it forks
@@ -47,21 +67,8 @@ void master_and_worker(int out) {
 }
 
 TEST(SharedOutput, AnotherProcessWritesWhereTheMasterDoes) {
-  int pipe_ends[2];
-  ASSERT_EQ(::pipe(pipe_ends), 0);
-  const pid_t master = ::fork();
-  ASSERT_GE(master, 0);
-  if (master == 0) {
-    ::close(pipe_ends[0]);
-    master_and_worker(pipe_ends[1]);
-  }
-  ::close(pipe_ends[1]);
-  const std::string written = read_all(pipe_ends[0]);
-  ::close(pipe_ends[0]);
-  int status = 0;
-  ASSERT_EQ(::waitpid(master, &status, 0), master);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  const auto [written, code] = run_master(master_and_worker);
+  EXPECT_EQ(code, 0);
   EXPECT_EQ(written, "out\nerr\n");
 }
 
@@ -90,21 +97,8 @@ void master_without_stdout(int out) {
 }
 
 TEST(SharedOutput, AClosedStdoutIsNotHandedOut) {
-  int pipe_ends[2];
-  ASSERT_EQ(::pipe(pipe_ends), 0);
-  const pid_t master = ::fork();
-  ASSERT_GE(master, 0);
-  if (master == 0) {
-    ::close(pipe_ends[0]);
-    master_without_stdout(pipe_ends[1]);
-  }
-  ::close(pipe_ends[1]);
-  const std::string written = read_all(pipe_ends[0]);
-  ::close(pipe_ends[0]);
-  int status = 0;
-  ASSERT_EQ(::waitpid(master, &status, 0), master);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  const auto [written, code] = run_master(master_without_stdout);
+  EXPECT_EQ(code, 0);
   EXPECT_EQ(written, "err\n");
 }
 
