@@ -3,12 +3,14 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace fiber::detail {
 namespace {
 
-constexpr const char* kHooks[] = {"FIBER_FAULT_DROP_MESSAGE", "FIBER_FAULT_LINGER_MS"};
+constexpr const char* kHooks[] = {"FIBER_FAULT_DROP_MESSAGE", "FIBER_FAULT_LINGER_MS",
+                                  "FIBER_FAULT_FINALIZE_WATCHDOG_S"};
 
 }  // namespace
 
@@ -38,6 +40,12 @@ uint64_t claim_message_to_drop() {
 std::chrono::milliseconds linger_after_last_message() {
   const char* linger = std::getenv("FIBER_FAULT_LINGER_MS");
   return std::chrono::milliseconds(linger ? std::atoi(linger) : 0);
+}
+
+std::optional<std::chrono::seconds> finalize_watchdog_override() {
+  const char* seconds = std::getenv("FIBER_FAULT_FINALIZE_WATCHDOG_S");
+  if (!seconds || !*seconds) return std::nullopt;
+  return std::chrono::seconds(std::max(1, std::atoi(seconds)));
 }
 
 }  // namespace fiber::detail

@@ -5,10 +5,13 @@
 //                                        message from its master, as a faulty transport would
 //   FIBER_FAULT_LINGER_MS=<ms>           a worker lingers this long after its last message, its
 //                                        progress thread still running, as a slow exit does
+//   FIBER_FAULT_FINALIZE_WATCHDOG_S=<s>  the watchdog over MPI_Finalize (Settings) fires after <s>
+//                                        seconds instead of 10, so a test reaches it sooner
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace fiber::detail {
@@ -23,5 +26,9 @@ uint64_t claim_message_to_drop();
 
 /// FIBER_FAULT_LINGER_MS: how long a worker lingers after its last message; 0 when unset.
 std::chrono::milliseconds linger_after_last_message();
+
+/// FIBER_FAULT_FINALIZE_WATCHDOG_S: the finalize watchdog's time (at least 1 s); nullopt when
+/// unset.
+std::optional<std::chrono::seconds> finalize_watchdog_override();
 
 }  // namespace fiber::detail

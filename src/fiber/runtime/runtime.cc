@@ -23,6 +23,7 @@
 #include "fiber/runtime/exit_status_report.h"
 #include "fiber/runtime/fault_injection.h"
 #include "fiber/runtime/log.h"
+#include "fiber/runtime/process_presence.h"
 #include "fiber/runtime/spawned_environment.h"
 #include "fiber/worker/master_link.h"
 #include "fiber/worker/nested_client.h"
@@ -72,8 +73,10 @@ void shutdown_at_program_finalize() {
 // that fence sometimes never completes (4.1 with the static world; 5.0 too, ompi#11404). When a
 // process was lost, the exit is made not to depend on it: after a grace period the process
 // leaves with the status it was exiting with.
-void exit_if_finalize_hangs(std::chrono::seconds limit, int status, bool worker_lost) {
-  std::thread([limit, status, worker_lost] {
+void exit_if_finalize_hangs(std::chrono::seconds limit, int status, bool worker_lost,
+                            int hold_while) {
+  std::thread([limit, status, worker_lost, hold_while] {
+    while (process_present(hold_while)) std::this_thread::sleep_for(std::chrono::milliseconds(200));
     std::this_thread::sleep_for(limit);
     FIBER_LOG_WARNING("MPI_Finalize has not returned after %d s (%s); exiting without it",
                       static_cast<int>(limit.count()),
@@ -443,13 +446,19 @@ void Runtime::finish_worker(int code, bool with_the_job) {
   const bool alone = !with_the_job && worker_->spawned() && bridge::finalize_waits_for_the_job();
   // A worker cannot know whether another process of the universe was killed; it must not hang
   // in a finalize that will never complete (mpirun would wait for it forever).
-  if (!alone) finalize(quiet, true, code);
+  // The finalize of a spawned worker that leaves before the run ends is a fence over its spawn
+  // batch: it waits for the siblings still serving (in the reserve, or running a process), which
+  // leave when their master tells them, at the latest when the run ends. Until the master is
+  // gone, a long wait is no sign of a hang; leaving without finalising made mpirun (without
+  // recovery) fail the whole run ("exiting improperly"), once the program ran on for 10 s.
+  const int hold_while = with_the_job || !worker_->spawned() ? 0 : worker_->local_master_pid();
+  if (!alone) finalize(quiet, true, code, hold_while);
   // Like a multiprocessing child: flush what the task printed, skip the program's destructors.
   std::fflush(nullptr);
   bridge::Environment::leave(code);
 }
 
-void Runtime::finalize(bool mpi_quiet, bool worker_lost, int status) {
+void Runtime::finalize(bool mpi_quiet, bool worker_lost, int status, int hold_while) {
   if (!mpi_quiet) {
     // A thread is still inside MPI (a spawn that never returned, an accept that cannot be
     // cancelled, a poll stuck in MPI): finalising now could crash or hang; the process exit
@@ -461,7 +470,7 @@ void Runtime::finalize(bool mpi_quiet, bool worker_lost, int status) {
   // an Open MPI 5 master whose static ranks all left (process_test.mpirun4 hung there, all its
   // tests passed): the master's program has ended, it must not hang its launcher.
   if (status >= 0 && (worker_lost || master_)) {
-    exit_if_finalize_hangs(settings_.finalize_watchdog, status, worker_lost);
+    exit_if_finalize_hangs(settings_.finalize_watchdog, status, worker_lost, hold_while);
   }
   // A worker's program never gets past fiber::init: it finalises MPI whoever initialised it.
   bridge::Environment::finalize(/*always=*/worker_ != nullptr);

@@ -98,8 +98,9 @@ class Runtime {
   /// Never returns.
   [[noreturn]] void start_worker(std::unique_ptr<Link> link, bool spawned, bool joined);
   /// Finalises MPI (with a watchdog when a process of the run was lost) unless a thread may still
-  /// be inside MPI, in which case finalising is left out.
-  void finalize(bool mpi_quiet, bool worker_lost, int status);
+  /// be inside MPI, in which case finalising is left out. The watchdog's clock starts once the
+  /// process `hold_while` (when > 0) is gone.
+  void finalize(bool mpi_quiet, bool worker_lost, int status, int hold_while = 0);
 
   Settings settings_;
   std::unique_ptr<ProgressEngine> engine_;

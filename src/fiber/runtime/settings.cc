@@ -3,6 +3,7 @@
 #include <system_error>
 
 #include "fiber/errors.h"
+#include "fiber/runtime/fault_injection.h"
 
 namespace fiber::detail {
 
@@ -20,6 +21,7 @@ Settings Settings::from(const Config& config, const EnvironmentLookup& environme
   Settings settings;
   static_cast<Config&>(settings) = resolved.config;
   settings.config_file = resolved.file;
+  if (const auto watchdog = finalize_watchdog_override()) settings.finalize_watchdog = *watchdog;
 
   // Each value was checked on its own; what is left are the rules that tie two keys together.
   if (settings.heartbeat_timeout <= settings.heartbeat_interval) {

@@ -284,6 +284,11 @@ void MasterLink::after_receiving(Clock::time_point now, bool tick) {
   send(wire::Heartbeat{0, received, static_cast<int64_t>(now.time_since_epoch().count())}.encode());
 }
 
+int MasterLink::local_master_pid() {
+  auto held = engine_.lock();
+  return master_local_ ? master_pid_ : 0;
+}
+
 void MasterLink::check_master_alive() {
   int pid = 0;
   {

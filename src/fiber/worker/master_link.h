@@ -94,6 +94,8 @@ class MasterLink final : public MessageSink, public QueueAccess, public ManagerA
 
   bool spawned() const noexcept { return spawned_; }
   bool joined() const noexcept { return joined_; }
+  /// The master's pid where it runs on this host (known after the handshake), else 0.
+  int local_master_pid();
   /// The run's directory (doorbells, fatal-signal reports), known after the handshake.
   const std::string& run_directory() const { return run_directory_; }
 
