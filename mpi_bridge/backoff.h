@@ -23,6 +23,10 @@ class Backoff {
 
   Backoff() : Backoff(Policy{}) {}
   explicit Backoff(Policy policy) : policy_(policy) {}
+  /// Quiet since `idle_since` already: a wait that follows another (the same wait resumed after a
+  /// slice) goes on where the quiet spell is instead of spinning again.
+  Backoff(Policy policy, Clock::time_point idle_since)
+      : policy_(policy), idle_since_(std::min(idle_since, Clock::now())) {}
 
   /// Something happened: go back to spinning.
   void reset() noexcept {

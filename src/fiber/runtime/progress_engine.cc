@@ -23,6 +23,8 @@ void precise_sleeps() {
 
 int64_t now_ns() { return Clock::now().time_since_epoch().count(); }
 
+Clock::time_point time_point_of(int64_t ns) { return Clock::time_point(Clock::duration(ns)); }
+
 // Most messages taken from one link in one pass, so that one busy link cannot starve the others.
 constexpr int kMessagesPerLinkAndPass = 64;
 
@@ -132,7 +134,7 @@ void ProgressEngine::progress_loop() {
       const auto pause = waiting ? std::chrono::nanoseconds(10 * take_over_ns)
                                  : std::chrono::nanoseconds(take_over_ns - since_waiter);
       progress_cv_.wait_for(lock, pause, [this] { return stop_progress_.load(); });
-      backoff.reset();
+      backoff = bridge::Backoff(idle_policy(false), time_point_of(last_active_ns_.load()));
       continue;
     }
     // A round that will sleep if it finds nothing announces the sleep before it polls, so that
@@ -212,6 +214,7 @@ bool ProgressEngine::poll_once() {
     }
   }
   const auto now = Clock::now();
+  if (active) last_active_ns_.store(now.time_since_epoch().count());
   const bool tick = now >= next_tick_;
   if (tick) next_tick_ = now + tick_interval_;
   sink_->after_receiving(now, tick);
@@ -272,7 +275,12 @@ bool ProgressEngine::await(std::unique_lock<std::mutex>& lock, const std::functi
       engine.active_waiters_.fetch_sub(1);
     }
   } guard(*this);
-  bridge::Backoff backoff(idle_policy(true));
+  // A wait resumed (a Python wait comes back every 50 ms to run the signal handlers) or one that
+  // begins long after the last message does not spin first: it goes on where the quiet spell is.
+  // Restarting the spin and the doubling sleeps on each slice cost a waiting Python master about
+  // 20 ms of CPU per second. A wait that sends a request still polls before it sleeps, and the
+  // send's activity starts the spin.
+  bridge::Backoff backoff(idle_policy(true), time_point_of(last_active_ns_.load()));
   int missed_polls = 0;
   unsigned idle_polls = 0;
   bool satisfied = pred();

@@ -150,6 +150,8 @@ class ProgressEngine {
   std::atomic<bool> stop_progress_{false};
   std::atomic<int> active_waiters_{0};
   std::atomic<int64_t> last_waiter_left_ns_{0};
+  /// When a poll last found something to do (sent or received), whichever thread polled.
+  std::atomic<int64_t> last_active_ns_{0};
   std::atomic<bool> traffic_held_{false};
   std::atomic<int64_t> hold_until_ns_{0};  ///< When a hold_traffic_until ends; 0: no limit.
   std::atomic<int> polls_running_{0};      ///< Threads inside poll_once's MPI calls.
