@@ -43,27 +43,35 @@ std::pair<std::string, int> run_master(void (*master)(int out)) {
   return {written, WEXITSTATUS(status)};
 }
 
-// In a child: a "master" whose stdout and stderr are the pipe `out`, and a "worker" it forks
-// with both on /dev/null (no inherited descriptor to write through) that adopts the master's.
-void master_and_worker(int out) {
-  ::dup2(out, STDOUT_FILENO);
-  ::dup2(out, STDERR_FILENO);
-  SharedOutput shared;
-  const pid_t worker = ::fork();
-  if (worker == 0) {
+// In a "master" child: forks a "worker" whose stdout and stderr are /dev/null (no inherited
+// descriptor to write through), runs `worker(address)` there, and exits with the worker's code.
+[[noreturn]] void run_worker(const SharedOutput& shared,
+                             int (*worker)(const std::string& address)) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
     const int null = ::open("/dev/null", O_WRONLY);
     ::dup2(null, STDOUT_FILENO);
     ::dup2(null, STDERR_FILENO);
-    ::close(out);
-    (void)!::write(STDOUT_FILENO, "lost\n", 5);
-    if (!adopt_shared_output(shared.address())) ::_exit(3);
-    (void)!::write(STDOUT_FILENO, "out\n", 4);
-    (void)!::write(STDERR_FILENO, "err\n", 4);
-    ::_exit(0);
+    ::_exit(worker(shared.address()));
   }
   int status = 0;
-  ::waitpid(worker, &status, 0);
+  ::waitpid(pid, &status, 0);
   ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 4);
+}
+
+// In a child: a "master" whose stdout and stderr are the pipe `out`, and a worker that adopts them.
+void master_and_worker(int out) {
+  ::dup2(out, STDOUT_FILENO);
+  ::dup2(out, STDERR_FILENO);
+  ::close(out);
+  SharedOutput shared;
+  run_worker(shared, [](const std::string& address) {
+    (void)!::write(STDOUT_FILENO, "lost\n", 5);
+    if (!adopt_shared_output(address)) return 3;
+    (void)!::write(STDOUT_FILENO, "out\n", 4);
+    (void)!::write(STDERR_FILENO, "err\n", 4);
+    return 0;
+  });
 }
 
 TEST(SharedOutput, AnotherProcessWritesWhereTheMasterDoes) {
@@ -79,21 +87,14 @@ void master_without_stdout(int out) {
   ::dup2(out, STDERR_FILENO);
   ::close(out);
   SharedOutput shared;
-  const pid_t worker = ::fork();
-  if (worker == 0) {
-    const int null = ::open("/dev/null", O_WRONLY);
-    ::dup2(null, STDOUT_FILENO);
-    ::dup2(null, STDERR_FILENO);
-    if (!adopt_shared_output(shared.address())) ::_exit(3);
+  run_worker(shared, [](const std::string& address) {
+    if (!adopt_shared_output(address)) return 3;
     struct stat kept {};
     // Its stdout is still /dev/null, not the master's socket.
-    if (::fstat(STDOUT_FILENO, &kept) != 0 || !S_ISCHR(kept.st_mode)) ::_exit(5);
+    if (::fstat(STDOUT_FILENO, &kept) != 0 || !S_ISCHR(kept.st_mode)) return 5;
     (void)!::write(STDERR_FILENO, "err\n", 4);
-    ::_exit(0);
-  }
-  int status = 0;
-  ::waitpid(worker, &status, 0);
-  ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 4);
+    return 0;
+  });
 }
 
 TEST(SharedOutput, AClosedStdoutIsNotHandedOut) {
