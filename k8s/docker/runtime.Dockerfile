@@ -20,7 +20,7 @@ RUN if [ -z "$FIBER_PREBUILT" ]; then \
       apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
         build-essential cmake ninja-build pkg-config libopenmpi-dev openmpi-bin \
         libboost-serialization-dev libhwloc-dev libyaml-cpp-dev \
-        libcurl4-openssl-dev libssl-dev nlohmann-json3-dev \
+        libcurl4-openssl-dev libssl-dev nlohmann-json3-dev libcli11-dev \
       && rm -rf /var/lib/apt/lists/*; \
     fi
 WORKDIR /src
