@@ -98,13 +98,17 @@ const json* first_template_container(const json& pod_template) {
 }
 
 // A worker whose first container names no command runs the program the launcher runs: the
-// program's own binary serves as its worker.
+// program's own binary serves as its worker. A launcher that names its program in args alone
+// keeps its image's ENTRYPOINT (tini in the runtime image): a worker naming neither command nor
+// args then takes those args, under its own image's ENTRYPOINT.
 void take_launcher_command(json& pod, const JobSpec& job) {
   json* worker = first_container(pod);
   const json* launcher = first_template_container(job.launcher_template);
   if (worker == nullptr || launcher == nullptr || worker->contains("command")) return;
-  if (!launcher->contains("command")) return;
-  (*worker)["command"] = (*launcher)["command"];
+  if (launcher->contains("command"))
+    (*worker)["command"] = (*launcher)["command"];
+  else if (worker->contains("args"))
+    return;
   if (!worker->contains("args") && launcher->contains("args")) {
     (*worker)["args"] = (*launcher)["args"];
   }

@@ -238,6 +238,26 @@ TEST(PodBuilder, AWorkerWithoutACommandRunsTheLaunchersProgram) {
   EXPECT_EQ(build_worker_pod(spec, 0, "u")["spec"]["containers"][0]["command"], (json{"own"}));
 }
 
+TEST(PodBuilder, AWorkerWithNeitherCommandNorArgsTakesTheArgsOfALauncherWithArgsAlone) {
+  // The launcher keeps its image's ENTRYPOINT (tini) and names its program in args.
+  JobSpec spec = job();
+  spec.launcher_template["spec"]["containers"][0]["args"] = {"python", "/opt/es.py", "--workers",
+                                                             "4"};
+  json worker = build_worker_pod(spec, 0, "u")["spec"]["containers"][0];
+  EXPECT_FALSE(worker.contains("command"));
+  EXPECT_EQ(worker["args"], (json{"python", "/opt/es.py", "--workers", "4"}));
+  // A worker naming its own args keeps them; one naming a command takes nothing.
+  spec.worker_template["spec"]["containers"][0]["args"] = {"03_elastic_pool"};
+  worker = build_worker_pod(spec, 0, "u")["spec"]["containers"][0];
+  EXPECT_EQ(worker["args"], (json{"03_elastic_pool"}));
+  EXPECT_FALSE(worker.contains("command"));
+  spec.worker_template["spec"]["containers"][0].erase("args");
+  spec.worker_template["spec"]["containers"][0]["command"] = {"own"};
+  worker = build_worker_pod(spec, 0, "u")["spec"]["containers"][0];
+  EXPECT_EQ(worker["command"], (json{"own"}));
+  EXPECT_FALSE(worker.contains("args"));
+}
+
 TEST(PodBuilder, WorkersGetNoApiTokenUnlessTheirTemplateAsks) {
   EXPECT_EQ(build_worker_pod(job(), 0, "uri")["spec"]["automountServiceAccountToken"], false);
   JobSpec spec = job();

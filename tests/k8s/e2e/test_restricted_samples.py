@@ -2,7 +2,8 @@
 it; the development cluster's nodes run its pods as podman containers), applied by kubectl in a
 namespace that enforces the Pod Security Standard `restricted`. pool-demo's program grows its pool
 onto worker pods and shrinks it again and the job succeeds with the program's output; the exit-code
-sample fails with the launcher's code."""
+sample fails with the launcher's code; python-es, on fibermpi/python:dev, runs a Python program's
+Pool on worker pods."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 KUBECTL = "/usr/lib/google-cloud-sdk/bin/kubectl.1.33"
 BUILD_DIR = pathlib.Path(os.environ.get("FIBER_BUILD_DIR", ROOT / "build"))
 RUNTIME_IMAGE = "fibermpi/runtime:dev"
+PYTHON_IMAGE = "fibermpi/python:dev"
 NAMESPACE = "restricted-demo"
 
 
@@ -46,10 +48,11 @@ class Cluster:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory) -> Cluster:
     subprocess.run(["podman", "--version"], check=True, capture_output=True)
-    image = subprocess.run(["podman", "--runtime", "runc", "--cgroup-manager", "cgroupfs", "image", "exists",
-                            RUNTIME_IMAGE], capture_output=True)
-    if image.returncode != 0:
-        pytest.fail(f"{RUNTIME_IMAGE} is not built: run scripts/images")
+    for name in (RUNTIME_IMAGE, PYTHON_IMAGE):
+        image = subprocess.run(["podman", "--runtime", "runc", "--cgroup-manager", "cgroupfs", "image", "exists",
+                                name], capture_output=True)
+        if image.returncode != 0:
+            pytest.fail(f"{name} is not built: run scripts/images")
     if not (BUILD_DIR / "k8s/controller/fiber-controller").exists():
         pytest.fail(f"{BUILD_DIR}/k8s/controller/fiber-controller is not built")
     state_dir = tmp_path_factory.mktemp("cluster")
@@ -96,3 +99,24 @@ def test_the_exit_code_sample_fails_with_the_launchers_code(cluster: Cluster):
     assert job["status"]["launcher"]["exitCode"] == 3, job["status"]
     failure = {c["type"]: c for c in job["status"]["conditions"]}["Failed"]
     assert "code 3" in failure["message"], failure
+
+
+def test_the_python_es_sample_succeeds_on_the_python_image_in_a_restricted_namespace(cluster: Cluster):
+    """A Python program as the launcher (the ES port of examples/python/ports/es_estool), its Pool
+    of 4 on worker pods of fibermpi/python:dev, every pod a real container."""
+    cluster.kubectl("apply", "-n", NAMESPACE, "-f", str(ROOT / "k8s/samples/python-es.yaml"))
+    job = cluster.finished("python-es", timeout_s=360)
+    log = cluster.kubectl("logs", "-n", NAMESPACE, "python-es-launcher", check=False).stdout
+    assert job["status"]["phase"] == "Succeeded", f"{job['status']}\n{log}"
+    assert re.search(r"^iteration 5: population average \S+, mean's average return \S+$", log, re.M), log
+    assert re.search(r"^es_estool_port: final average return \S+ after 5 iterations$", log, re.M), log
+    launcher = cluster.get("pod", "python-es-launcher")
+    assert in_container(launcher), launcher["status"]
+    assert launcher["spec"]["containers"][0]["image"] == PYTHON_IMAGE
+    events = cluster.get("events", "--field-selector", "involvedObject.name=python-es")["items"]
+    assert not [e for e in events if e["reason"] == "FailedCreate"], events
+    # The pool's 4 workers were pods the controller made for it.
+    created = {e["message"] for e in events if e["reason"] == "SuccessfulCreate"
+               and e["message"].startswith("Created Pod: python-es-worker-")}
+    assert len(created) >= 4, events
+    cluster.kubectl("delete", "-n", NAMESPACE, "fj", "python-es", "--wait=false")

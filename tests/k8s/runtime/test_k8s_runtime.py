@@ -106,11 +106,11 @@ def cluster(tmp_path_factory) -> Cluster:
 
 def fiberjob(name: str, scenario: str, config: str | None = FAST_CONFIG, max_replicas: int = 8,
              worker_spec: dict | None = None, launcher_env: list | None = None,
-             run_policy: dict | None = None) -> str:
-    """A FiberJob running the test program as its launcher; its worker template names no command,
-    so worker pods run the launcher's. The default cleanPodPolicy (Running) keeps the finished
-    launcher pod and its log."""
-    launcher = {"name": "main", "image": "fibermpi/test", "command": [PROGRAM, scenario]}
+             run_policy: dict | None = None, command: list[str] | None = None) -> str:
+    """A FiberJob running the test program (or `command`) as its launcher; its worker template
+    names no command, so worker pods run the launcher's. The default cleanPodPolicy (Running)
+    keeps the finished launcher pod and its log."""
+    launcher = {"name": "main", "image": "fibermpi/test", "command": command or [PROGRAM, scenario]}
     if launcher_env:
         launcher["env"] = launcher_env
     job: dict[str, Any] = {
