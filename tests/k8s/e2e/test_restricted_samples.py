@@ -76,19 +76,26 @@ def in_container(pod: dict) -> bool:
     return all(s.get("imageID", "").startswith("podman://sha256:") for s in pod["status"]["containerStatuses"])
 
 
-def test_pool_demo_succeeds_on_the_real_image_in_a_restricted_namespace(cluster: Cluster):
-    cluster.kubectl("apply", "-n", NAMESPACE, "-f", str(ROOT / "k8s/samples/pool-demo.yaml"))
-    job = cluster.finished("pool-demo", timeout_s=360)
-    log = cluster.kubectl("logs", "-n", NAMESPACE, "pool-demo-launcher", check=False).stdout
+def succeeded_in_containers(cluster: Cluster, job_name: str, image: str) -> tuple[str, list[dict]]:
+    """Applies k8s/samples/JOB_NAME.yaml and waits for the job to succeed; checks that its launcher
+    ran as a real container of `image` and that the namespace refused none of its pods (no
+    FailedCreate among the job's events). The launcher's log and the job's events."""
+    cluster.kubectl("apply", "-n", NAMESPACE, "-f", str(ROOT / f"k8s/samples/{job_name}.yaml"))
+    job = cluster.finished(job_name, timeout_s=360)
+    log = cluster.kubectl("logs", "-n", NAMESPACE, f"{job_name}-launcher", check=False).stdout
     assert job["status"]["phase"] == "Succeeded", f"{job['status']}\n{log}"
+    launcher = cluster.get("pod", f"{job_name}-launcher")
+    assert in_container(launcher), launcher["status"]
+    assert launcher["spec"]["containers"][0]["image"] == image
+    events = cluster.get("events", "--field-selector", f"involvedObject.name={job_name}")["items"]
+    assert not [e for e in events if e["reason"] == "FailedCreate"], events
+    return log, events
+
+
+def test_pool_demo_succeeds_on_the_real_image_in_a_restricted_namespace(cluster: Cluster):
+    log, _ = succeeded_in_containers(cluster, "pool-demo", RUNTIME_IMAGE)
     assert "pool resized to 8 workers" in log and "pool resized to 2 workers" in log, log
     assert re.search(r"^final loss", log, re.MULTILINE), log
-    launcher = cluster.get("pod", "pool-demo-launcher")
-    assert in_container(launcher), launcher["status"]
-    assert launcher["spec"]["containers"][0]["image"] == RUNTIME_IMAGE
-    # The namespace refused nothing: no FailedCreate among the job's events.
-    events = cluster.get("events", "--field-selector", "involvedObject.name=pool-demo")["items"]
-    assert not [e for e in events if e["reason"] == "FailedCreate"], events
     cluster.kubectl("delete", "-n", NAMESPACE, "fj", "pool-demo", "--wait=false")
 
 
@@ -104,17 +111,9 @@ def test_the_exit_code_sample_fails_with_the_launchers_code(cluster: Cluster):
 def test_the_python_es_sample_succeeds_on_the_python_image_in_a_restricted_namespace(cluster: Cluster):
     """A Python program as the launcher (the ES port of examples/python/ports/es_estool), its Pool
     of 4 on worker pods of fibermpi/python:dev, every pod a real container."""
-    cluster.kubectl("apply", "-n", NAMESPACE, "-f", str(ROOT / "k8s/samples/python-es.yaml"))
-    job = cluster.finished("python-es", timeout_s=360)
-    log = cluster.kubectl("logs", "-n", NAMESPACE, "python-es-launcher", check=False).stdout
-    assert job["status"]["phase"] == "Succeeded", f"{job['status']}\n{log}"
+    log, events = succeeded_in_containers(cluster, "python-es", PYTHON_IMAGE)
     assert re.search(r"^iteration 5: population average \S+, mean's average return \S+$", log, re.M), log
     assert re.search(r"^es_estool_port: final average return \S+ after 5 iterations$", log, re.M), log
-    launcher = cluster.get("pod", "python-es-launcher")
-    assert in_container(launcher), launcher["status"]
-    assert launcher["spec"]["containers"][0]["image"] == PYTHON_IMAGE
-    events = cluster.get("events", "--field-selector", "involvedObject.name=python-es")["items"]
-    assert not [e for e in events if e["reason"] == "FailedCreate"], events
     # The pool's 4 workers were pods the controller made for it.
     created = {e["message"] for e in events if e["reason"] == "SuccessfulCreate"
                and e["message"].startswith("Created Pod: python-es-worker-")}
