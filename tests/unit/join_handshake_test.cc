@@ -14,11 +14,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 
 #include "fiber/errors.h"
 #include "fiber/kubernetes/join_turns.h"
+#include "fiber/runtime/log.h"
 
 namespace fiber::detail {
 namespace {
@@ -97,26 +99,48 @@ TEST(JoinUri, AJoinAddressNamesTheTurns) {
   EXPECT_THROW(turn_address_of("10.0.0.5:4000"), Error);
 }
 
-// Runs `body` with stderr captured and returns what it printed once `until` shows in it (or 5 s).
+// Runs `body` and returns what the runtime logged from its start until `until` shows (or 5 s
+// pass). The turns' thread logs on its own time, so the lines are read from the process's log
+// file, which keeps every one of them: stderr captured between polls loses what is written
+// between one capture and the next.
 template <typename Body>
-std::string stderr_of(Body body, const std::string& until) {
-  ::testing::internal::CaptureStderr();
+std::string log_lines_during(const std::filesystem::path& log_dir, Body body,
+                             const std::string& until) {
+  const auto read_all = [&] {
+    std::string text;
+    if (!std::filesystem::exists(log_dir)) return text;
+    for (const auto& entry : std::filesystem::directory_iterator(log_dir)) {
+      std::ifstream in(entry.path(), std::ios::binary);
+      text.append(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    return text;
+  };
+  const size_t before = read_all().size();
   body();
   std::string text;
   const auto give_up = Clock::now() + 5s;
-  // The turns' thread logs on its own time; what it printed so far is read at the end.
-  while (Clock::now() < give_up) {
-    std::this_thread::sleep_for(50ms);
-    text = ::testing::internal::GetCapturedStderr();
-    if (text.find(until) != std::string::npos) return text;
-    ::testing::internal::CaptureStderr();
-    std::fputs(text.c_str(), stderr);
-  }
-  return ::testing::internal::GetCapturedStderr();
+  do {
+    text = read_all().substr(before);
+    if (text.find(until) != std::string::npos) break;
+    std::this_thread::sleep_for(20ms);
+  } while (Clock::now() < give_up);
+  return text;
 }
 
 class Handshake : public TokenFiles {
  protected:
+  void SetUp() override {
+    TokenFiles::SetUp();
+    configure_log(LogLevel::kWarning, (dir_ / "log").string());
+  }
+  void TearDown() override {
+    configure_log(LogLevel::kWarning, "");
+    TokenFiles::TearDown();
+  }
+  template <typename Body>
+  std::string logged_during(Body body, const std::string& until) {
+    return log_lines_during(dir_ / "log", body, until);
+  }
   JoinGuard guard(const JoinToken& token, std::chrono::milliseconds limit = kJoinHandshakeLimit) {
     JoinGuard made;
     made.token = token;
@@ -143,7 +167,7 @@ TEST_F(Handshake, AnotherTokenIsRefusedOnBothSidesAndTheTurnsGoOn) {
   const JoinToken wrong = this->token("w", "another-job-token-98765");
   JoinTurns turns("127.0.0.1", 60s, {}, {}, {}, guard(token));
   std::string joiner;
-  const std::string master = stderr_of(
+  const std::string master = logged_during(
       [&] {
         try {
           wait_for_join_turn(turns.address(), 10s, &wrong);
@@ -176,7 +200,7 @@ int raw_connect(const std::string& address) {
 TEST_F(Handshake, AJoinerThatClosesOrStallsMidHandshakeIsDroppedAndOthersStillGetTurns) {
   const JoinToken token = this->token("t", "the-job-token-0123456789");
   JoinTurns turns("127.0.0.1", 60s, {}, {}, {}, guard(token, 500ms));
-  const std::string closed = stderr_of(
+  const std::string closed = logged_during(
       [&] {
         const int fd = raw_connect(turns.address());
         char greeting[36];
@@ -189,7 +213,7 @@ TEST_F(Handshake, AJoinerThatClosesOrStallsMidHandshakeIsDroppedAndOthersStillGe
       << closed;
   int staller = -1;
   const auto start = Clock::now();
-  const std::string stalled = stderr_of(
+  const std::string stalled = logged_during(
       [&] {
         staller = raw_connect(turns.address());
         // While it stalls, a joiner with the token gets its turn.
