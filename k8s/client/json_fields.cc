@@ -27,4 +27,10 @@ std::string label_value(const nlohmann::json& object, std::string_view label) {
   return labels ? string_field(*labels, label) : std::string();
 }
 
+std::string string_at(const nlohmann::json& object, const nlohmann::json::json_pointer& pointer) {
+  if (!object.contains(pointer)) return {};
+  const nlohmann::json& value = object.at(pointer);
+  return value.is_string() ? value.get<std::string>() : std::string();
+}
+
 }  // namespace fiber::k8s

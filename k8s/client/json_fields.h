@@ -19,4 +19,7 @@ std::string metadata_field(const nlohmann::json& object, std::string_view field)
 /// `object.metadata.labels[label]` when it is a string; "" otherwise.
 std::string label_value(const nlohmann::json& object, std::string_view label);
 
+/// The value at `pointer` (e.g. "/status/phase") when it is there and a string; "" otherwise.
+std::string string_at(const nlohmann::json& object, const nlohmann::json::json_pointer& pointer);
+
 }  // namespace fiber::k8s

@@ -8,12 +8,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string string_at(const json& object, const json::json_pointer& pointer) {
-  if (!object.contains(pointer)) return {};
-  const json& value = object.at(pointer);
-  return value.is_string() ? value.get<std::string>() : std::string();
-}
-
 bool has_ready_condition(const json& status, bool* ready) {
   auto conditions = status.find("conditions");
   if (conditions == status.end() || !conditions->is_array()) return false;

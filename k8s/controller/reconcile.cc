@@ -4,6 +4,7 @@
 #include <set>
 #include <string_view>
 
+#include "k8s/client/json_fields.h"
 #include "k8s/controller/conditions.h"
 #include "k8s/controller/job_config_map.h"
 #include "k8s/controller/launcher_access.h"
@@ -30,11 +31,6 @@ struct Outcome {
 std::int64_t integer_at(const json& object, const json::json_pointer& pointer) {
   if (!object.contains(pointer) || !object.at(pointer).is_number_integer()) return 0;
   return object.at(pointer).get<std::int64_t>();
-}
-
-std::string string_at(const json& object, const json::json_pointer& pointer) {
-  if (!object.contains(pointer) || !object.at(pointer).is_string()) return {};
-  return object.at(pointer).get<std::string>();
 }
 
 // Names a message lists before it says "and N more".

@@ -37,8 +37,6 @@ class GroupHandle {
 
 namespace {
 
-detail::Runtime& runtime() { return detail::Runtime::instance(); }
-
 const detail::GroupMembership& membership(const char* what) {
   const detail::GroupMembership* member = detail::current_group_membership();
   if (!member) {
@@ -56,7 +54,7 @@ Group::Group(Options options, detail::TaskSpec task) {
   if (options.max_restarts < 0)
     throw UsageError("Group: max_restarts cannot be negative, got " +
                      std::to_string(options.max_restarts));
-  handle_ = std::make_shared<detail::GroupHandle>(runtime().make_group(
+  handle_ = std::make_shared<detail::GroupHandle>(detail::Runtime::instance().make_group(
       detail::GroupSettings{options.size, options.max_restarts, std::move(task)}));
 }
 

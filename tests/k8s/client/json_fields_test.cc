@@ -27,5 +27,16 @@ TEST(JsonFields, ReadsStringsAndToleratesAnythingElse) {
   }
 }
 
+TEST(JsonFields, AStringAtAPointerIsReadWhereverItIsAndNothingElseIs) {
+  const json pod = {{"status", {{"phase", "Running"}, {"podIP", 5}, {"conditions", {"x"}}}}};
+  EXPECT_EQ(string_at(pod, "/status/phase"_json_pointer), "Running");
+  EXPECT_EQ(string_at(pod, "/status/podIP"_json_pointer), "") << "a number is not a string";
+  EXPECT_EQ(string_at(pod, "/status/conditions/0"_json_pointer), "x");
+  EXPECT_EQ(string_at(pod, "/status/absent"_json_pointer), "");
+  EXPECT_EQ(string_at(pod, "/status/phase/deeper"_json_pointer), "");
+  for (const json& odd : {json(nullptr), json("text"), json::array({1}), json{{"status", 5}}})
+    EXPECT_EQ(string_at(odd, "/status/phase"_json_pointer), "");
+}
+
 }  // namespace
 }  // namespace fiber::k8s
