@@ -68,7 +68,7 @@ class Result {
       if (!Py_IsInitialized() || _Py_IsFinalizing()) return;
       py::gil_scoped_acquire locked;
       try {
-        held->get()(false, python_exception(std::make_exception_ptr(failure)));
+        held->get()(false, python_exception(failure));
       } catch (py::error_already_set& error) {
         error.discard_as_unraisable("fibermpi: an error callback");
       }
