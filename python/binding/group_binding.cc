@@ -56,6 +56,10 @@ class GroupHandle {
     py::gil_scoped_release unlocked;
     return group_->exitcodes();
   }
+  std::vector<int> member_pids() const {
+    py::gil_scoped_release unlocked;
+    return group_->member_pids();
+  }
 
  private:
   std::optional<fiber::Group> group_;
@@ -72,7 +76,8 @@ void bind_group(py::module_& m) {
       .def("terminate", &GroupHandle::terminate)
       .def("size", &GroupHandle::size)
       .def("restarts", &GroupHandle::restarts)
-      .def("exitcodes", &GroupHandle::exitcodes);
+      .def("exitcodes", &GroupHandle::exitcodes)
+      .def("member_pids", &GroupHandle::member_pids);
   m.def(
       "group_membership",
       [] {

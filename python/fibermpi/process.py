@@ -290,54 +290,74 @@ def parent_process() -> Any:
     return None
 
 
-class _PoolWorker:
-    """What :func:`active_children` lists for a worker of a live pool: its ``name``, ``pid``
-    (on the host it runs on), ``daemon`` (True) and ``is_alive()``; it cannot be started,
-    joined or terminated alone (terminate the pool)."""
+class _Listed:
+    """What :func:`active_children` lists for a worker of a live pool or a member of a running
+    group: its ``name``, ``pid`` (on the host it runs on), ``daemon`` (True) and ``is_alive()``;
+    it cannot be started, joined or terminated alone (terminate its pool or group)."""
 
     daemon = True
     exitcode = None
 
-    def __init__(self, pool: Any, pid: int, number: int) -> None:
+    def __init__(self, owner: Any, pid: int, name: str) -> None:
         # Weakly: listing a pool's workers must not keep a pool the program dropped alive.
-        self._pool, self.pid, self.ident = weakref.ref(pool), pid, pid
-        self.name = f"PoolWorker-{number}"
+        self._owner, self.pid, self.ident, self.name = weakref.ref(owner), pid, pid, name
 
     def is_alive(self) -> bool:
-        pool = self._pool()
-        return (pool is not None and getattr(pool, "_state", None) in ("running", "closed")
-                and self.pid in pool._pool.worker_pids())
+        owner = self._owner()
+        return owner is not None and self.pid in _running_pids(owner)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} name={self.name!r} pid={self.pid} daemon>"
 
 
-# Pool workers already listed, by (pool, pid): the same object each time, as multiprocessing's.
-_pool_workers: dict[tuple[int, int], _PoolWorker] = {}
-_pool_workers_guard = threading.Lock()
+class _PoolWorker(_Listed):
+    pass
+
+
+class _GroupMember(_Listed):
+    pass
+
+
+def _running_pids(owner: Any) -> list[int]:
+    """The pids of a pool's workers, or of a group's running members; none once it ended."""
+    from fibermpi.group import Group
+    try:
+        if isinstance(owner, Group):
+            return owner._handle.member_pids() if owner._handle is not None else []
+        if getattr(owner, "_state", None) in ("running", "closed"):
+            return owner._pool.worker_pids()
+    except Exception:  # ended meanwhile
+        pass
+    return []
+
+
+# Pool workers and group members already listed, by (owner, pid): the same object each time, as
+# multiprocessing's.
+_listed: dict[tuple[int, int], _Listed] = {}
+_listed_guard = threading.Lock()
 _pool_worker_count = itertools.count(1)
+_group_member_count = itertools.count(1)
 
 
 def active_children() -> list[Any]:
-    """The Processes this program started that are still running, and the workers of its live
-    pools (never the runtime's idle reserve)."""
+    """The Processes this program started that are still running, the workers of its live pools
+    and the members of its running groups (never the runtime's idle reserve)."""
+    from fibermpi import group
     children: list[Any] = [child for child in list(_children) if child.is_alive()]
+    owners = [(pool, _PoolWorker, _pool_worker_count) for pool in _runtime.live_pools()]
+    owners += [(started, _GroupMember, _group_member_count) for started in list(group._started)]
     live: set[tuple[int, int]] = set()
-    with _pool_workers_guard:
-        for pool in _runtime.live_pools():
-            try:
-                pids = pool._pool.worker_pids()
-            except Exception:  # ended meanwhile
-                continue
-            for pid in dict.fromkeys(pids):  # workers on other hosts may share a pid
-                key = (id(pool), pid)
-                worker = _pool_workers.get(key)
-                if worker is None or worker._pool() is not pool:
-                    worker = _pool_workers[key] = _PoolWorker(pool, pid, next(_pool_worker_count))
+    with _listed_guard:
+        for owner, kind, count in owners:
+            for pid in dict.fromkeys(_running_pids(owner)):  # other hosts' may share a pid
+                key = (id(owner), pid)
+                listed = _listed.get(key)
+                if listed is None or listed._owner() is not owner:
+                    listed = _listed[key] = kind(owner, pid, f"{kind.__name__[1:]}-{next(count)}")
                 live.add(key)
-                children.append(worker)
-        for key in set(_pool_workers) - live:
-            del _pool_workers[key]
+                children.append(listed)
+        for key in set(_listed) - live:
+            del _listed[key]
     return children
 
 

@@ -80,6 +80,8 @@ int Group::restarts() const { return handle_->client().restarts(); }
 
 std::vector<std::optional<int>> Group::exitcodes() const { return handle_->client().exitcodes(); }
 
+std::vector<int> Group::member_pids() const { return handle_->client().member_pids(); }
+
 int group_rank() { return membership("group_rank").rank; }
 int group_size() { return membership("group_size").size; }
 int group_restarts() { return membership("group_restarts").restarts; }

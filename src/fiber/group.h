@@ -74,6 +74,10 @@ class Group {
   /// failed MPI call on group_comm(), n after std::exit(n), minus the signal number when
   /// killed; -SIGTERM for a member stopped because another failed or by terminate().
   std::vector<std::optional<int>> exitcodes() const;
+  /// The pids of the members running now (placed and not ended; on the hosts they run on, so
+  /// members on different hosts may share one), by start order: empty before start and after
+  /// the end.
+  std::vector<int> member_pids() const;
 
  private:
   Group(Options options, detail::TaskSpec task);

@@ -177,15 +177,27 @@ TEST(Group, TwoGroupsAtOnce) {
   expect_all_zero(b);
 }
 
-TEST(Group, MembersAreDistinctProcesses) {
-  fiber::SimpleQueue<int> pids;
-  fiber::Group group(3, report_pid, pids);
+void report_pid_then_wait(fiber::SimpleQueue<int> out, fiber::SimpleQueue<int> release) {
+  out.put(static_cast<int>(::getpid()));
+  release.get(120s);
+}
+
+TEST(Group, MembersAreDistinctProcessesListedByPid) {
+  fiber::SimpleQueue<int> pids, release;
+  fiber::Group group(3, report_pid_then_wait, pids, release);
+  EXPECT_TRUE(group.member_pids().empty());
   group.start();
   std::set<int> seen;
   for (int i = 0; i < 3; ++i) seen.insert(pids.get(60s));
-  group.join();
   EXPECT_EQ(seen.size(), 3u);
   EXPECT_EQ(seen.count(static_cast<int>(::getpid())), 0u);
+  // A member is placed before its code runs, so each one that reported is listed.
+  const std::vector<int> listed = group.member_pids();
+  EXPECT_EQ(std::set<int>(listed.begin(), listed.end()), seen);
+  for (int i = 0; i < 3; ++i) release.put(1);
+  group.join();
+  EXPECT_TRUE(group.member_pids().empty());
+  expect_all_zero(group);
 }
 
 TEST(Group, MembershipCallsOutsideAMemberAreUsageErrors) {

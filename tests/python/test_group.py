@@ -175,6 +175,50 @@ def test_a_group_runs_inside_a_pool_worker():
     assert codes == [0, 0] and sums == [21, 21]
 
 
+def report_pid_then_wait(pids, release):
+    pids.put(os.getpid())
+    release.wait(END)
+
+
+def listed_members(size, pids, release):
+    """Starts a group of `size`, returns the pids active_children() lists for it while it runs
+    (checked against what the members report), and whether it lists any after the end."""
+    group = fibermpi.Group(size, report_pid_then_wait, args=(pids, release))
+    group.start()
+    reported = sorted(pids.get(timeout=END) for _ in range(size))
+    deadline = time.monotonic() + 30
+    while True:  # a member is placed before it runs; its pid is known from then on
+        members = [child for child in fibermpi.active_children()
+                   if child.name.startswith("GroupMember-")]
+        if sorted(member.pid for member in members) == reported or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    alive = all(member.is_alive() and member.daemon for member in members)
+    release.set()
+    group.join(END)
+    after = [child for child in fibermpi.active_children() if child.name.startswith("GroupMember-")]
+    return reported, sorted(member.pid for member in members), alive, group.exitcodes, after, members
+
+
+def test_active_children_lists_a_running_groups_members_and_not_after_its_end():
+    reported, listed, alive, codes, after, members = listed_members(
+        2, fibermpi.Queue(), fibermpi.Event())
+    assert listed == reported and alive and codes == [0, 0] and after == []
+    assert not any(member.is_alive() for member in members)
+
+
+def listed_members_in_a_worker(size, pids, release):
+    reported, listed, alive, codes, after, _ = listed_members(size, pids, release)
+    return reported, listed, alive, codes, after
+
+
+def test_a_worker_lists_the_members_of_its_own_group():
+    with fibermpi.Pool(1) as pool:
+        reported, listed, alive, codes, after = pool.apply(
+            listed_members_in_a_worker, (2, fibermpi.Queue(), fibermpi.Event()))
+    assert listed == reported and alive and codes == [0, 0] and after == []
+
+
 def test_misuse_is_refused():
     with pytest.raises(fibermpi.UsageError, match="size must be at least 1, got 0"):
         fibermpi.Group(0, sleep_forever)

@@ -297,6 +297,14 @@ TEST(Wire, NestingMessagesKeepErrorTypes) {
     EXPECT_EQ(type_of(again), type_of(error));
   }
   EXPECT_EQ(wire::ErrorAccount::of(nullptr).rethrowable(), nullptr);
+
+  const auto event = round_trip(wire::GroupEvent{
+      4, 1, false, {0, std::nullopt}, wire::ErrorAccount::of(nullptr), {4242, 4250}});
+  EXPECT_EQ(event.group, 4u);
+  EXPECT_EQ(event.restarts, 1);
+  EXPECT_FALSE(event.ended);
+  EXPECT_EQ(event.exitcodes, (std::vector<std::optional<int>>{0, std::nullopt}));
+  EXPECT_EQ(event.member_pids, (std::vector<int>{4242, 4250}));
 }
 
 TEST(Wire, ProcessStartCarriesItsResourcesAndRefusesImpossibleOnes) {

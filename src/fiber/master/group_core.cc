@@ -64,6 +64,7 @@ void GroupCore::on_member_placed_locked(const ProcessState& process) {
   Member* member = find_locked(process.id);
   if (!member || member->ended) return;
   member->placed = true;
+  if (observer_) observer_();
   if (failed_) {
     // Placed after the attempt failed: it is stopped like the others.
     member->stop_sent_at = host_.now();
@@ -211,6 +212,15 @@ std::vector<std::optional<int>> GroupCore::exitcodes_locked() const {
   std::vector<std::optional<int>> codes;
   for (const auto& member : members_) codes.push_back(member.exitcode);
   return codes;
+}
+
+std::vector<int> GroupCore::member_pids_locked() const {
+  std::vector<int> pids;
+  for (const auto& member : members_) {
+    if (member.placed && !member.ended && member.process->pid > 0)
+      pids.push_back(member.process->pid);
+  }
+  return pids;
 }
 
 }  // namespace fiber::detail

@@ -70,6 +70,9 @@ class GroupCore {
   /// One per member of the last attempt, by group rank (by start order when it ended before
   /// every member was placed): empty for a member still running or that never ran.
   std::vector<std::optional<int>> exitcodes_locked() const;
+  /// The pids (on their hosts) of the current attempt's members that are placed and have not
+  /// ended, by start order.
+  std::vector<int> member_pids_locked() const;
   /// Why the last attempt could not run at all (a member could not be started), or null.
   std::exception_ptr start_error_locked() const { return start_error_; }
 
@@ -80,7 +83,8 @@ class GroupCore {
   void on_ports_locked(const ProcessState& from, const wire::GroupPorts& ports);
   /// Gives up on members that were told to stop and have not ended within the grace.
   void tick_locked(std::chrono::steady_clock::time_point now);
-  /// Called after every change of restarts, exit codes or the end (a nested group's master
+  /// Called after every change of restarts, exit codes, placed members or the end (a nested
+  /// group's master
   /// side tells its owner); with the lock held.
   void set_observer(std::function<void()> observer) { observer_ = std::move(observer); }
 

@@ -35,6 +35,11 @@ std::vector<std::optional<int>> LocalGroup::exitcodes() {
   return core_->exitcodes_locked();
 }
 
+std::vector<int> LocalGroup::member_pids() {
+  auto lock = engine_.lock();
+  return core_->member_pids_locked();
+}
+
 std::exception_ptr LocalGroup::start_error() {
   auto lock = engine_.lock();
   return core_->start_error_locked();

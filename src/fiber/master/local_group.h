@@ -24,6 +24,7 @@ class LocalGroup final : public GroupClient {
   bool wait_ended(std::optional<Clock::time_point> deadline) override;
   int restarts() override;
   std::vector<std::optional<int>> exitcodes() override;
+  std::vector<int> member_pids() override;
   std::exception_ptr start_error() override;
   void release() override;
 

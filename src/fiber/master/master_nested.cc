@@ -107,7 +107,8 @@ void Master::on_nested_request_locked(Kind kind, Slot& slot, bridge::Received& m
           notify_owner_locked(owner,
                               wire::GroupEvent{id, core.restarts_locked(), core.ended_locked(),
                                                core.exitcodes_locked(),
-                                               wire::ErrorAccount::of(core.start_error_locked())}
+                                               wire::ErrorAccount::of(core.start_error_locked()),
+                                               core.member_pids_locked()}
                                   .encode());
         });
         reply_locked(slot, wire::Reply{request, Outcome::kValue, id, {}});

@@ -25,6 +25,8 @@ class GroupClient {
   virtual bool wait_ended(std::optional<Clock::time_point> deadline) = 0;
   virtual int restarts() = 0;
   virtual std::vector<std::optional<int>> exitcodes() = 0;
+  /// The pids of the members running now (placed, not ended), on their hosts.
+  virtual std::vector<int> member_pids() = 0;
   /// Why the last attempt could not run at all, or null.
   virtual std::exception_ptr start_error() = 0;
   /// The last holder is done with it: waits for a started group's end, then forgets it.

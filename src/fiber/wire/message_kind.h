@@ -9,7 +9,7 @@
 namespace fiber::detail {
 
 /// Bumped whenever a message layout changes; checked at handshake.
-inline constexpr uint32_t kProtocolVersion = 12;
+inline constexpr uint32_t kProtocolVersion = 13;
 
 enum class Kind : uint32_t {
   kHello = 1,    ///< worker -> master: who it is

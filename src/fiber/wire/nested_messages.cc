@@ -304,6 +304,7 @@ Outgoing GroupEvent::encode() const {
   serial::save(out.body, restarts);
   serial::save(out.body, exitcodes);
   start_error.save(out.body);
+  serial::save(out.body, member_pids);
   return out;
 }
 
@@ -316,6 +317,7 @@ GroupEvent GroupEvent::decode(const bridge::Received& in) {
   event.restarts = serial::read<int>(reader);
   event.exitcodes = serial::read<std::vector<std::optional<int>>>(reader);
   event.start_error = ErrorAccount::load(reader);
+  event.member_pids = serial::read<std::vector<int>>(reader);
   return event;
 }
 

@@ -154,6 +154,8 @@ struct GroupEvent {
   bool ended = false;
   std::vector<std::optional<int>> exitcodes;
   ErrorAccount start_error;
+  /// The current attempt's members that are placed and running: their pids, on their hosts.
+  std::vector<int> member_pids;
 
   Outgoing encode() const;
   static GroupEvent decode(const bridge::Received& in);

@@ -148,6 +148,10 @@ class RemoteGroup final : public GroupClient {
     auto lock = client_.engine().lock();
     return state_.exitcodes;
   }
+  std::vector<int> member_pids() override {
+    auto lock = client_.engine().lock();
+    return state_.ended ? std::vector<int>{} : state_.member_pids;
+  }
   std::exception_ptr start_error() override {
     auto lock = client_.engine().lock();
     return state_.start_error.rethrowable();
