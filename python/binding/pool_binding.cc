@@ -49,8 +49,16 @@ class Result {
     return wait_interruptibly(
         timeout, [this](std::chrono::nanoseconds slice) { return result_.wait(slice); });
   }
-  bool ready() const { return result_.ready(); }
-  bool successful() const { return result_.successful(); }
+  // Without the GIL, as every call that takes the runtime's lock: a thread of fibermpi's holding
+  // that lock may be waiting for the GIL.
+  bool ready() const {
+    py::gil_scoped_release unlocked;
+    return result_.ready();
+  }
+  bool successful() const {
+    py::gil_scoped_release unlocked;
+    return result_.successful();
+  }
   /// `done(True, value)` or `done(False, exception)` once the result is in, on the pool's
   /// callback thread (or at once, here, when it already is).
   void when_done(py::function done) {
@@ -143,7 +151,11 @@ class PoolHandle {
     if (!pool_) throw fiber::UsageError("the pool has been released");
     return *pool_;
   }
-  int size() { return pool().size(); }
+  int size() {
+    auto& running = pool();
+    py::gil_scoped_release unlocked;
+    return running.size();
+  }
   void wait_ready() {
     py::gil_scoped_release unlocked;
     pool().wait_ready();
@@ -152,7 +164,11 @@ class PoolHandle {
     py::gil_scoped_release unlocked;
     pool().resize(processes);
   }
-  std::vector<int> worker_pids() { return pool().worker_pids(); }
+  std::vector<int> worker_pids() {
+    auto& running = pool();
+    py::gil_scoped_release unlocked;
+    return running.worker_pids();
+  }
 
   ApplyResult apply_async(std::string payload) {
     auto& running = pool();

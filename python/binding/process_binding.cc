@@ -33,7 +33,11 @@ class ProcessHandle {
     return wait_interruptibly(
         timeout, [this](std::chrono::nanoseconds slice) { return process_.join(slice); });
   }
-  bool is_alive() const { return process_.is_alive(); }
+  // Without the GIL, as every call that takes the runtime's lock.
+  bool is_alive() const {
+    py::gil_scoped_release unlocked;
+    return process_.is_alive();
+  }
   void terminate() {
     py::gil_scoped_release unlocked;
     process_.terminate();
@@ -42,7 +46,10 @@ class ProcessHandle {
     py::gil_scoped_release unlocked;
     process_.kill();
   }
-  std::optional<int> exitcode() const { return process_.exitcode(); }
+  std::optional<int> exitcode() const {
+    py::gil_scoped_release unlocked;
+    return process_.exitcode();
+  }
   int pid() {
     py::gil_scoped_release unlocked;
     return process_.pid();

@@ -69,6 +69,9 @@ class MultiprocessingAdapter:
     def map(self, fn, inputs, chunksize):
         return self.pool.map(fn, inputs, chunksize)
 
+    def imap(self, fn, inputs, chunksize):
+        return self.pool.imap(fn, inputs, chunksize)
+
     def close(self):
         self.pool.close()
         self.pool.join()
@@ -283,6 +286,19 @@ def run(adapter_type, repeats, round_trips, tasks):
             results = pool.map(noop, inputs, chunksize)
             rates.append(len(results) / (time.perf_counter() - start))
         emit(bench="throughput", impl=name, chunksize=label, tasks_per_s=round(statistics.median(rates)))
+    # imap, where the pool has multiprocessing's: of a list (sent at once) and of a generator
+    # (fibermpi reads it as results are taken, a window ahead; multiprocessing's task thread reads
+    # it all as fast as it can).
+    for source in ("list", "generator") if hasattr(pool, "imap") else ():
+        for chunksize in (1, 64):
+            rates = []
+            for _ in range(repeats):
+                items = inputs if source == "list" else (x for x in inputs)
+                start = time.perf_counter()
+                count = sum(1 for _ in pool.imap(noop, items, chunksize))
+                rates.append(count / (time.perf_counter() - start))
+            emit(bench="imap", impl=name, source=source, chunksize=chunksize,
+                 tasks_per_s=round(statistics.median(rates)))
     rtts = []
     for i in range(-200, round_trips):
         start = time.perf_counter()

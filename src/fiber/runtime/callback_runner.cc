@@ -23,15 +23,20 @@ void CallbackRunner::loop() {
   for (;;) {
     cv_.wait(lock, [this] { return !queue_.empty() || stopping_; });
     if (queue_.empty()) return;
-    auto callback = std::move(queue_.front());
-    queue_.pop_front();
-    lock.unlock();
-    try {
-      callback();
-    } catch (const std::exception& e) {
-      FIBER_LOG_ERROR("a Pool result callback threw: %s", e.what());
-    } catch (...) {
-      FIBER_LOG_ERROR("a Pool result callback threw");
+    {
+      auto callback = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      try {
+        callback();
+      } catch (const std::exception& e) {
+        FIBER_LOG_ERROR("a Pool result callback threw: %s", e.what());
+      } catch (...) {
+        FIBER_LOG_ERROR("a Pool result callback threw");
+      }
+      // The callback and what it holds go before the lock is taken again: the Python front
+      // end's hold a Python function, whose release takes the GIL, and a Python thread holding
+      // the GIL may be waiting for this lock (a deadlock, seen in a Python imap).
     }
     lock.lock();
   }
