@@ -9,15 +9,13 @@ are spawned (``sys.executable -m fibermpi._worker``), or are worker pods in a Fi
 
 from __future__ import annotations
 
-import collections
 import itertools
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 from fibermpi import _core, _reduction, _runtime, _task
-from fibermpi.errors import TerminatedError, TimeoutError
+from fibermpi.errors import TimeoutError
 
 __all__ = ["Pool", "AsyncResult", "MapResult", "IMapIterator", "Autoscale"]
 
@@ -145,145 +143,6 @@ class IMapIterator(Iterator):
     __next__ = next
 
 
-class _Chunk:
-    """One chunk of a fed imap: its outcome once in (``(True, bytes)`` or ``(False, error)``)."""
-
-    __slots__ = ("outcome",)
-
-    def __init__(self, outcome: tuple[bool, Any] | None = None):
-        self.outcome = outcome
-
-
-class _FedIMapIterator(IMapIterator):
-    """:meth:`Pool.imap` of an iterable without a length (a generator, a file, an endless
-    iterator): a thread of its own reads it as the caller takes results, a window of chunks ahead,
-    and sends each chunk as it is read (all the rest once the pool is closed, as multiprocessing
-    does). An item that cannot be pickled fails its chunk's place in the results and the rest go
-    on; an exception raised by the iterable is raised at its place and ends the results, as
-    multiprocessing's."""
-
-    def __init__(self, pool: Pool, function: bytes, iterator: Iterator, chunksize: int,
-                 ordered: bool):
-        self._pool = pool
-        self._function = function
-        self._source = iterator
-        self._chunksize = chunksize
-        self._ordered = ordered
-        # Chunks read ahead of what the caller has taken: enough to keep every worker's tasks in
-        # flight, few enough that an endless iterable is read only as fast as it is consumed.
-        self._window = max(64, 8 * pool._pool.size())
-        self._changed = threading.Condition()
-        self._outstanding = 0  # chunks read and not yet taken by the caller
-        self._in_order: collections.deque[_Chunk] = collections.deque()  # imap: all, in order
-        self._finished: collections.deque[_Chunk] = collections.deque()  # imap_unordered: done
-        self._fed_all = False
-        self._stopping = False
-        self._ready: list[Any] = []
-        self._lock = threading.Lock()
-        self._feeder = threading.Thread(target=self._feed, name="fibermpi imap feeder", daemon=True)
-        self._feeder.start()
-
-    def _put(self, chunk: _Chunk) -> None:
-        with self._changed:
-            self._outstanding += 1
-            if self._ordered:
-                self._in_order.append(chunk)
-            elif chunk.outcome is not None:
-                self._finished.append(chunk)
-            self._changed.notify_all()
-
-    def _arrived(self, chunk: _Chunk, arrived: bool, value: Any) -> None:
-        with self._changed:
-            chunk.outcome = (arrived, value)
-            if not self._ordered:
-                self._finished.append(chunk)
-            self._changed.notify_all()
-
-    def _feed(self) -> None:
-        try:
-            while True:
-                with self._changed:
-                    while self._outstanding >= self._window and not self._stopping:
-                        self._changed.wait()
-                    if self._put_terminated_if_stopping():
-                        return
-                try:
-                    items = list(itertools.islice(self._source, self._chunksize))
-                except BaseException as error:  # raised by the iterable: at its place, then the end
-                    self._put(_Chunk((False, error)))
-                    return
-                if not items or self._put_terminated_if_stopping():
-                    return
-                try:
-                    data = _task.payload((_task.MAP, self._function, items, False), "the map's inputs")
-                    result = self._pool._pool.apply_async(data)
-                except BaseException as error:  # this chunk fails; the others go on
-                    self._put(_Chunk((False, error)))
-                    continue
-                chunk = _Chunk()
-                self._put(chunk)
-                result.when_done(lambda arrived, value, chunk=chunk: self._arrived(chunk, arrived, value))
-        finally:
-            with self._changed:
-                self._fed_all = True
-                self._changed.notify_all()
-            self._pool._feeder_ended(self)
-
-    def _put_terminated_if_stopping(self) -> bool:
-        with self._changed:
-            if self._stopping:
-                self._put(_Chunk((False, TerminatedError(
-                    "the pool was terminated before this imap's inputs were all sent"))))
-            return self._stopping
-
-    def _read_on(self) -> None:
-        """The pool is closed: the rest of the iterable is sent whatever the caller takes."""
-        with self._changed:
-            self._window = float("inf")
-            self._changed.notify_all()
-
-    def _stop(self) -> None:
-        with self._changed:
-            self._stopping = True
-            self._changed.notify_all()
-
-    def _next_outcome(self, timeout: float | None) -> tuple[bool, Any] | None:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        with self._changed:
-            while True:
-                taken = None
-                if self._ordered:
-                    if self._in_order and self._in_order[0].outcome is not None:
-                        taken = self._in_order.popleft()
-                elif self._finished:
-                    taken = self._finished.popleft()
-                if taken is not None:
-                    self._outstanding -= 1
-                    self._changed.notify_all()
-                    return taken.outcome
-                if self._fed_all and self._outstanding == 0:
-                    return None
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    raise TimeoutError("the next result did not arrive within the timeout")
-                self._changed.wait(left)
-
-    def next(self, timeout: float | None = None) -> Any:
-        with self._lock:
-            while not self._ready:
-                outcome = self._next_outcome(timeout)
-                if outcome is None:
-                    raise StopIteration
-                arrived, value = outcome
-                if not arrived:
-                    raise value
-                self._ready = list(_task.decode_outcome(value))
-                self._ready.reverse()
-            return self._ready.pop()
-
-    __next__ = next
-
-
 class Pool:
     """A pool of worker processes, as :class:`multiprocessing.pool.Pool`.
 
@@ -310,10 +169,6 @@ class Pool:
                  cpus_per_worker: int | None = None, gpus_per_worker: int | None = None,
                  memory_per_worker: int | None = None):
         self._state = "starting"
-        # The fed imaps still reading their iterables (close() waits for them to send the rest).
-        self._feeders: set[_FedIMapIterator] = set()
-        self._feeders_lock = threading.Lock()
-        self._close_when_fed = False
         if processes is not None:
             _check_count("processes", processes, 1)
         if initializer is not None and not callable(initializer):
@@ -425,38 +280,12 @@ class Pool:
         return MapResult(self._pool.map_async(payloads), callback, error_callback)
 
     def imap(self, func: Callable, iterable: Iterable, chunksize: int = 1) -> IMapIterator:
-        """``func(x)`` for each x, the values in order as they become available.
-
-        An iterable with a length (a list, a range, an array) is sent at once. One without (a
-        generator, an endless iterator) is read as the results are taken, a window of chunks
-        ahead, so results come while it is still being read and an endless one works."""
-        return self._imap(func, iterable, chunksize, True)
+        """``func(x)`` for each x, the values in order as they become available."""
+        return IMapIterator(self._pool.imap(self._chunks(func, iterable, chunksize, False), True))
 
     def imap_unordered(self, func: Callable, iterable: Iterable, chunksize: int = 1) -> IMapIterator:
         """Like :meth:`imap`, the values in the order they finish."""
-        return self._imap(func, iterable, chunksize, False)
-
-    def _imap(self, func: Callable, iterable: Iterable, chunksize: int, ordered: bool) -> IMapIterator:
-        if hasattr(iterable, "__len__"):
-            return IMapIterator(self._pool.imap(self._chunks(func, iterable, chunksize, False), ordered))
-        self._check_running()
-        function = _function_bytes(func, "func")
-        _check_count("chunksize", chunksize, 1)
-        fed = _FedIMapIterator(self, function, iter(iterable), chunksize, ordered)
-        with self._feeders_lock:
-            if not fed._fed_all:
-                self._feeders.add(fed)
-        return fed
-
-    def _feeder_ended(self, fed: _FedIMapIterator) -> None:
-        """A fed imap has sent its last chunk: a close() that waited for it now closes the pool."""
-        with self._feeders_lock:
-            self._feeders.discard(fed)
-            close_now = self._close_when_fed and not self._feeders
-            if close_now:
-                self._close_when_fed = False
-        if close_now:
-            self._pool.close()
+        return IMapIterator(self._pool.imap(self._chunks(func, iterable, chunksize, False), False))
 
     # ------------------------------------------------------------ size
 
@@ -478,27 +307,15 @@ class Pool:
     # ------------------------------------------------------------ ending
 
     def close(self) -> None:
-        """No more tasks; the workers leave once the submitted ones are done (an :meth:`imap`
-        still reading its iterable sends the rest of it first)."""
+        """No more tasks; the workers leave once the submitted ones are done."""
         if self._state == "running":
+            self._pool.close()
             self._state = "closed"
-            with self._feeders_lock:
-                feeders = list(self._feeders)
-                self._close_when_fed = bool(feeders)
-            for fed in feeders:
-                fed._read_on()
-            if not feeders:
-                self._pool.close()
 
     def terminate(self) -> None:
         """Stops now: outstanding results fail with :class:`fibermpi.TerminatedError`, workers
         running a task are killed."""
         if self._state in ("running", "closed"):
-            with self._feeders_lock:
-                feeders = list(self._feeders)
-                self._close_when_fed = False
-            for fed in feeders:
-                fed._stop()
             self._pool.terminate()
             self._state = "terminated"
             self._pool.release()
@@ -508,10 +325,6 @@ class Pool:
         if self._state == "running":
             raise ValueError("Pool is still running")
         if self._state == "closed":
-            with self._feeders_lock:
-                feeders = list(self._feeders)
-            for fed in feeders:
-                fed._feeder.join()
             self._pool.join()
             self._pool.release()
             self._state = "joined"

@@ -3,7 +3,6 @@ own types and the worker's traceback, callbacks, timeouts, bad input that loses 
 
 from __future__ import annotations
 
-import itertools
 import multiprocessing
 import multiprocessing.pool
 import os
@@ -99,89 +98,6 @@ def test_imap_in_order_and_imap_unordered_complete(pool):
     assert iterator.next(timeout=60) == 9
     with pytest.raises(StopIteration):
         iterator.next(timeout=60)
-
-
-class Counted:
-    """An iterable without a length that counts the items read from it."""
-
-    def __init__(self, items):
-        self.items = items
-        self.read = 0
-
-    def __iter__(self):
-        for item in self.items:
-            self.read += 1
-            yield item
-
-
-def test_imap_of_a_generator_streams_and_reads_only_a_window_ahead(pool):
-    endless = Counted(itertools.count())
-    results = pool.imap(square, endless)
-    assert [next(results) for _ in range(200)] == [x * x for x in range(200)]
-    time.sleep(0.5)  # the feeder reads on as far as its window lets it
-    assert 200 <= endless.read <= 200 + 8 * max(8, pool._processes) + 1
-    first = list(itertools.islice(pool.imap_unordered(square, Counted(range(10**9)), chunksize=5),
-                                  100))
-    assert len(set(first)) == 100 and all(int(value**0.5) ** 2 == value for value in first)
-    generated = (x for x in range(300))
-    assert sorted(pool.imap_unordered(square, generated, chunksize=7)) == sorted(
-        x * x for x in range(300))
-    assert list(pool.imap(square, iter([]))) == []
-
-
-def raising_after(count):
-    yield from range(count)
-    raise LookupError(f"the source ran dry after {count}")
-
-
-def test_a_lazy_imaps_bad_item_fails_its_place_and_the_iterables_error_ends_it(pool):
-    results = pool.imap(square, raising_after(3))
-    assert [next(results) for _ in range(3)] == [0, 1, 4]
-    with pytest.raises(LookupError, match="ran dry after 3"):
-        next(results)
-    with pytest.raises(StopIteration):
-        next(results)
-    items = (item for item in [1, Unpicklable(), 3])
-    results = pool.imap(square, items)
-    assert next(results) == 1
-    with pytest.raises(TypeError, match="refuses to be pickled"):
-        next(results)
-    assert list(results) == [9]
-    with pytest.raises(ValueError, match="chunksize must be at least 1"):
-        pool.imap(square, iter([1]), chunksize=0)
-
-
-def slow_square(x):
-    time.sleep(1.5)
-    return x * x
-
-
-def test_a_lazy_imap_times_out_and_then_goes_on(pool):
-    results = pool.imap(slow_square, (x for x in range(1, 3)))
-    with pytest.raises(fibermpi.TimeoutError):
-        results.next(timeout=0.05)
-    assert results.next(timeout=60) == 1
-    assert results.next(timeout=60) == 4
-    with pytest.raises(StopIteration):
-        results.next(timeout=60)
-
-
-def test_closing_the_pool_sends_the_rest_of_a_lazy_imap_and_terminating_fails_it():
-    pool = fibermpi.Pool(2)
-    source = Counted(range(2000))
-    results = pool.imap(square, source)
-    pool.close()
-    pool.join()
-    assert source.read == 2000
-    assert list(results) == [x * x for x in range(2000)]
-    with fibermpi.Pool(1) as pool:
-        results = pool.imap(square, itertools.count())
-        assert next(results) == 0
-    taken = []
-    with pytest.raises(fibermpi.TerminatedError):
-        for value in results:
-            taken.append(value)
-    assert taken == [x * x for x in range(1, len(taken) + 1)]
 
 
 def test_lambdas_closures_and_nested_functions_travel_by_value(pool):
