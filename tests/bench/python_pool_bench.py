@@ -286,9 +286,8 @@ def run(adapter_type, repeats, round_trips, tasks):
             results = pool.map(noop, inputs, chunksize)
             rates.append(len(results) / (time.perf_counter() - start))
         emit(bench="throughput", impl=name, chunksize=label, tasks_per_s=round(statistics.median(rates)))
-    # imap, where the pool has multiprocessing's: of a list (sent at once) and of a generator
-    # (fibermpi reads it as results are taken, a window ahead; multiprocessing's task thread reads
-    # it all as fast as it can).
+    # imap, where the pool has multiprocessing's: of a list and of a generator (fibermpi reads a
+    # generator whole when called; multiprocessing's task thread reads it as fast as it can).
     for source in ("list", "generator") if hasattr(pool, "imap") else ():
         for chunksize in (1, 64):
             rates = []
