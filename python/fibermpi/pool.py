@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
@@ -43,24 +44,38 @@ def _function_bytes(func: Callable, what: str) -> bytes:
     return _reduction.dumps(func, f"the function {getattr(func, '__qualname__', func)!r}")
 
 
+# Set on the thread running a result's callback while it runs: a get() there of a result whose
+# callback waits behind this one on the same thread must not wait for it.
+_in_callback = threading.local()
+
+
 class AsyncResult:
     """The result of :meth:`Pool.apply_async`: :meth:`get`, :meth:`wait`, :meth:`ready`,
-    :meth:`successful`, as multiprocessing's."""
+    :meth:`successful`, as multiprocessing's. A result with a ``callback`` or an
+    ``error_callback`` becomes ready once that callback has returned, as in multiprocessing."""
 
     def __init__(self, result: Any, callback: Callable | None, error_callback: Callable | None):
         self._result = result
         self._decoded: tuple[bool, Any] | None = None
         self._lock = threading.Lock()
+        self._called_back: threading.Event | None = None
         if callback is not None or error_callback is not None:
+            called_back = self._called_back = threading.Event()
+
             def done(arrived: bool, value: Any) -> None:
-                if arrived:
-                    ok, value = self._decode(value)
-                else:
-                    ok = False
-                if ok and callback is not None:
-                    callback(value)
-                elif not ok and error_callback is not None:
-                    error_callback(value)
+                _in_callback.active = True
+                try:
+                    if arrived:
+                        ok, value = self._decode(value)
+                    else:
+                        ok = False
+                    if ok and callback is not None:
+                        callback(value)
+                    elif not ok and error_callback is not None:
+                        error_callback(value)
+                finally:
+                    _in_callback.active = False
+                    called_back.set()
             result.when_done(done)
 
     def _outcome(self, outcome: Any) -> Any:
@@ -75,24 +90,38 @@ class AsyncResult:
                     self._decoded = (False, error)
             return self._decoded
 
+    def _callback_returned(self, deadline: float | None) -> bool:
+        called_back = self._called_back
+        if called_back is None or called_back.is_set() or getattr(_in_callback, "active", False):
+            return True
+        if deadline is None:
+            return called_back.wait()
+        return called_back.wait(max(0.0, deadline - time.monotonic()))
+
     def get(self, timeout: float | None = None) -> Any:
         """The value; raises what the task raised, :class:`fibermpi.TimeoutError` when it is
         not ready within ``timeout`` seconds, :class:`fibermpi.WorkerLost`,
         :class:`fibermpi.TerminatedError`."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         if self._decoded is None:
             ok, value = self._decode(self._result.get(timeout))
         else:
             ok, value = self._decoded
+        if not self._callback_returned(deadline):
+            raise TimeoutError(f"the result's callback did not return within {timeout} s")
         if ok:
             return value
         raise value
 
     def wait(self, timeout: float | None = None) -> None:
         """Waits until the result is ready, or ``timeout`` seconds."""
-        self._result.wait(timeout)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if self._result.wait(timeout):
+            self._callback_returned(deadline)
 
     def ready(self) -> bool:
-        return self._result.ready()
+        """Whether the call has completed (and its callback, if any, has returned)."""
+        return self._result.ready() and (self._called_back is None or self._called_back.is_set())
 
     def successful(self) -> bool:
         """Whether the call completed without raising; ``ValueError`` when not ready yet."""

@@ -152,6 +152,42 @@ def test_callbacks_and_error_callbacks(pool):
     assert len(errors) == 1 and isinstance(errors[0], KeyError)
 
 
+def test_a_result_is_ready_once_its_callback_returned(pool):
+    # As in multiprocessing: get(), wait() and ready() see the callback's work done.
+    seen = []
+
+    def slow_append(value):
+        time.sleep(0.3)
+        seen.append(value)
+
+    results = [pool.apply_async(square, (i,), callback=slow_append) for i in range(3)]
+    assert [result.get(60) for result in results] == [0, 1, 4]
+    assert sorted(seen) == [0, 1, 4]
+    failed = pool.apply_async(fail_on, (1, 1), error_callback=lambda e: (time.sleep(0.3),
+                                                                          seen.append(e)))
+    failed.wait(60)
+    assert failed.ready() and isinstance(seen[-1], KeyError)
+    pending = pool.apply_async(square, (5,), callback=slow_append)
+    with pytest.raises(fibermpi.TimeoutError):
+        pending.get(timeout=0.01)
+    assert pending.get(60) == 25 and seen[-1] == 25
+    # A callback that gets another result: no deadlock, whichever callback runs first.
+    inner = pool.apply_async(square, (6,), callback=seen.append)
+    outer = pool.apply_async(square, (7,), callback=lambda v: seen.append((v, inner.get(60))))
+    assert outer.get(60) == 49 and (49, 36) in seen
+
+
+def test_checking_ready_in_a_loop_does_not_hold_results_up(pool):
+    # A check polls MPI itself and does not make fibermpi's progress thread stand aside: a loop
+    # of checks and short sleeps once kept 300 results waiting about a minute.
+    called_back = []
+    results = [pool.apply_async(square, (i,), callback=called_back.append) for i in range(300)]
+    deadline = time.monotonic() + 20
+    while not all(result.ready() for result in results) and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert sorted(called_back) == [i * i for i in range(300)]
+
+
 def test_ready_successful_and_timeouts(pool):
     slow = pool.apply_async(sleep_then, (2, "late"))
     assert not slow.ready()

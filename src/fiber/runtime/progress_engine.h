@@ -60,7 +60,8 @@ class ProgressEngine {
   std::mutex& mutex() { return mu_; }
   /// Waits until `pred` (evaluated with the lock held) is true, or the deadline passes (false).
   /// While traffic flows the waiting thread polls MPI itself, saving a thread hand-off per
-  /// message; once quiet it sleeps until rung. `lock` holds mutex().
+  /// message; once quiet it sleeps until rung. `lock` holds mutex(). A deadline already passed
+  /// makes it a check: one poll, if no other thread is polling, as MPI_Test drives progress.
   bool await(std::unique_lock<std::mutex>& lock, const std::function<bool()>& pred,
              std::optional<Clock::time_point> deadline = std::nullopt);
   /// await() taking the lock itself.
@@ -124,6 +125,8 @@ class ProgressEngine {
   std::chrono::microseconds sleep_while_sending(std::chrono::microseconds sleep);
   void progress_loop();
   bool poll_once();
+  /// await() whose deadline has passed: `pred`, one poll unless another thread is polling, `pred`.
+  bool check_once(std::unique_lock<std::mutex>& lock, const std::function<bool()>& pred);
   /// Polls `link` rank by rank from now on (see Link::by_rank).
   void start_polling_by_rank(Link& link);
   /// One pass over a by_rank link's live ranks; true when a message arrived.
