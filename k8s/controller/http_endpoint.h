@@ -23,8 +23,10 @@ struct HttpAnswer {
 /// Serves GET routes on "host:port" on a thread of its own.
 class HttpEndpoint {
  public:
-  /// `address` is "host:port" (port 0 picks a free one). Throws std::invalid_argument when it is
-  /// not of that form.
+  /// `address` is "host:port" (port 0 picks a free one; an IPv6 host in brackets, "[::1]:8080").
+  /// No host (":8080") listens on every address of both families: "[::]" taking IPv4 as well,
+  /// or "0.0.0.0" where the kernel has no IPv6. Throws std::invalid_argument when it is not of
+  /// that form.
   explicit HttpEndpoint(const std::string& address);
   /// Stops the server.
   ~HttpEndpoint();
@@ -37,8 +39,8 @@ class HttpEndpoint {
   void start();
   /// The bound port (after start()).
   int port() const { return port_; }
-  /// "host:port" as bound (after start()).
-  std::string address() const { return host_ + ":" + std::to_string(port_); }
+  /// "host:port" as bound (after start()), an IPv6 host in brackets.
+  std::string address() const;
   /// Stops serving and joins the thread. Idempotent.
   void stop();
 

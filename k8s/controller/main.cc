@@ -37,8 +37,8 @@ struct Flags {
   int lease_duration_s = 15;
   int renew_deadline_s = 10;
   int retry_period_s = 2;
-  std::string health_address = "0.0.0.0:8081";
-  std::string metrics_address = "0.0.0.0:8080";
+  std::string health_address = ":8081";
+  std::string metrics_address = ":8080";
   std::string name_service_image = kDefaultNameServiceImage;
 };
 
