@@ -104,6 +104,7 @@ void Spawner::loop() {
         std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - *started_);
     const auto longest_counted =
         std::chrono::duration_cast<std::chrono::microseconds>(settings_.spawn_timeout) / 10;
+    FIBER_LOG_DEBUG("MPI_Comm_spawn of %d processes took %.3f s", count, took.count() / 1e6);
     typical_pause_ = (3 * typical_pause_ + std::min(took, longest_counted)) / 4;
     started_.reset();
     const bool was_stuck = !stuck_.empty();
