@@ -13,11 +13,11 @@ ARG SLIM_IMAGE=debian:bookworm-slim
 
 FROM ${BASE_IMAGE} AS build
 ARG FIBER_PREBUILT=
+# The packages scripts/setup installs for a build (one list for both).
+COPY scripts/packages/build.list /tmp/packages/
 RUN if [ -z "$FIBER_PREBUILT" ]; then \
-      apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        build-essential cmake ninja-build pkg-config libopenmpi-dev openmpi-bin \
-        libboost-serialization-dev libhwloc-dev libyaml-cpp-dev libcurl4-openssl-dev libssl-dev \
-        nlohmann-json3-dev libcpp-httplib-dev libcli11-dev \
+      apt-get update && sed -e 's/#.*//' /tmp/packages/build.list \
+        | DEBIAN_FRONTEND=noninteractive xargs apt-get install -y --no-install-recommends \
       && rm -rf /var/lib/apt/lists/*; \
     fi
 WORKDIR /src

@@ -5,10 +5,11 @@
 # is. mpi4py is PyPI's wheel: its Open MPI build loads the image's libmpi (MPI.Get_library_version()
 # says Open MPI v4.1.4). Build from the repository root, after the runtime image:
 #   docker build -f k8s/docker/python.Dockerfile -t fibermpi/python:0.1.0 .
-# scripts/images builds it as fibermpi/python:dev.
+# (with --build-arg RUNTIME_IMAGE=REGISTRY/fibermpi/runtime:TAG where the runtime image has another
+# name). scripts/images builds it with the runtime image it just built.
 # Build arguments:
 #   BASE_IMAGE      the build stage's base (Debian bookworm)
-#   RUNTIME_IMAGE   the final stage's base: the runtime image
+#   RUNTIME_IMAGE   the final stage's base: the runtime image (default fibermpi/runtime:0.1.0)
 #   FIBER_PREBUILT  a folder of the build context holding what scripts/images --prebuilt stages:
 #                   wheels/ (the dependencies' wheels, the versions of .venv-openmpi4/) and
 #                   site-packages/ (the fibermpi package installed in .venv-openmpi4/, built on a
@@ -16,17 +17,17 @@
 # Where PyPI is reached through a proxy with a certificate authority of its own, pass its bundle as
 # the secret pip_ca (podman build --secret id=pip_ca,src=/etc/ssl/certs/ca-certificates.crt).
 ARG BASE_IMAGE=debian:bookworm
-ARG RUNTIME_IMAGE=fibermpi/runtime:dev
+ARG RUNTIME_IMAGE=fibermpi/runtime:0.1.0
 
 FROM ${BASE_IMAGE} AS build
 ARG FIBER_PREBUILT=
+# The packages scripts/setup installs for pip install . (one list for both).
+COPY scripts/packages/build.list scripts/packages/python-build.list /tmp/packages/
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       python3 python3-venv ca-certificates \
     && if [ -z "$FIBER_PREBUILT" ]; then \
-      DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        build-essential cmake ninja-build pkg-config libopenmpi-dev openmpi-bin \
-        libboost-serialization-dev libhwloc-dev libyaml-cpp-dev libcurl4-openssl-dev libssl-dev \
-        nlohmann-json3-dev libcli11-dev python3-dev; \
+      cat /tmp/packages/build.list /tmp/packages/python-build.list | sed -e 's/#.*//' \
+        | DEBIAN_FRONTEND=noninteractive xargs apt-get install -y --no-install-recommends; \
     fi \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src

@@ -1,8 +1,8 @@
-"""The samples as a user runs them: on the real image fibermpi/runtime:dev (scripts/images builds
+"""The samples as a user runs them: on the real image fibermpi/runtime:0.1.0 (scripts/images builds
 it; the development cluster's nodes run its pods as podman containers), applied by kubectl in a
 namespace that enforces the Pod Security Standard `restricted`. pool-demo's program grows its pool
 onto worker pods and shrinks it again and the job succeeds with the program's output; the exit-code
-sample fails with the launcher's code; python-es, on fibermpi/python:dev, runs a Python program's
+sample fails with the launcher's code; python-es, on fibermpi/python:0.1.0, runs a Python program's
 Pool on worker pods."""
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from tests.support.waiting import wait_until
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 KUBECTL = "/usr/lib/google-cloud-sdk/bin/kubectl.1.33"
 BUILD_DIR = pathlib.Path(os.environ.get("FIBER_BUILD_DIR", ROOT / "build"))
-RUNTIME_IMAGE = "fibermpi/runtime:dev"
-PYTHON_IMAGE = "fibermpi/python:dev"
+# The samples' images, as scripts/images tags them (the project's version).
+RUNTIME_IMAGE = "fibermpi/runtime:0.1.0"
+PYTHON_IMAGE = "fibermpi/python:0.1.0"
 NAMESPACE = "restricted-demo"
 
 
@@ -110,7 +111,7 @@ def test_the_exit_code_sample_fails_with_the_launchers_code(cluster: Cluster):
 
 def test_the_python_es_sample_succeeds_on_the_python_image_in_a_restricted_namespace(cluster: Cluster):
     """A Python program as the launcher (the ES port of examples/python/ports/es_estool), its Pool
-    of 4 on worker pods of fibermpi/python:dev, every pod a real container."""
+    of 4 on worker pods of fibermpi/python:0.1.0, every pod a real container."""
     log, events = succeeded_in_containers(cluster, "python-es", PYTHON_IMAGE)
     assert re.search(r"^iteration 5: population average \S+, mean's average return \S+$", log, re.M), log
     assert re.search(r"^es_estool_port: final average return \S+ after 5 iterations$", log, re.M), log

@@ -6,6 +6,7 @@ aggregated ClusterRoles, and the Deployment is locked down."""
 from __future__ import annotations
 
 import copy
+import os
 import pathlib
 import subprocess
 
@@ -213,3 +214,72 @@ def test_the_crd_declares_what_kubectl_scale_and_hpa_need(rendered):
     workers = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["workers"]
     (rule,) = workers["x-kubernetes-validations"]
     assert "minReplicas" in rule["message"] and "maxReplicas" in rule["message"]
+
+
+def render_overlay(kubectl: pathlib.Path, directory: pathlib.Path, base: pathlib.Path,
+                   images: list[dict]) -> list[dict]:
+    """An overlay of `base` in `directory` (a user's own kustomization) with these `images:`."""
+    overlay = {"resources": [os.path.relpath(base, directory)], "images": images}
+    (directory / "kustomization.yaml").write_text(yaml.safe_dump(overlay))
+    out = subprocess.run([str(kubectl), "kustomize", str(directory)],
+                         check=True, capture_output=True, text=True, timeout=60).stdout
+    return [doc for doc in yaml.safe_load_all(out) if doc]
+
+
+def pod_images(doc: dict) -> list[str]:
+    """Every image a Deployment's or a FiberJob's pod templates name."""
+    if doc["kind"] == "Deployment":
+        templates = [doc["spec"]["template"]]
+    else:
+        templates = [doc["spec"][part]["template"] for part in ("launcher", "workers", "nameService")
+                     if "template" in doc["spec"].get(part, {})]
+    return [c["image"] for t in templates
+            for c in t["spec"].get("initContainers", []) + t["spec"]["containers"]]
+
+
+REGISTRY_IMAGES = [
+    {"name": "fibermpi/controller", "newName": "registry.example.com/ml/fibermpi/controller", "newTag": "a1b2c3"},
+    {"name": "fibermpi/runtime", "newName": "registry.example.com/ml/fibermpi/runtime", "newTag": "a1b2c3"},
+    {"name": "fibermpi/python", "newName": "registry.example.com/ml/fibermpi/python", "newTag": "a1b2c3"},
+]
+
+
+@pytest.mark.parametrize("version", sorted(KUBECTLS))
+def test_one_images_setting_moves_the_controller_and_the_name_service_to_a_registry(version, tmp_path):
+    # The name service's image is the controller's FIBER_NAME_SERVICE_IMAGE: `images:` rewrites
+    # it with the controller's own (an argument it could not rewrite).
+    default = render(KUBECTLS[version])
+    (deployment,) = by_kind(default, "Deployment")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == "fibermpi/controller:0.1.0"
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["FIBER_NAME_SERVICE_IMAGE"] == "fibermpi/runtime:0.1.0"
+    assert not any(a.startswith("--name-service-image") for a in container["args"])
+    moved = render_overlay(KUBECTLS[version], tmp_path, ROOT / "k8s/config/default", REGISTRY_IMAGES)
+    (container,) = by_kind(moved, "Deployment")[0]["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == "registry.example.com/ml/fibermpi/controller:a1b2c3"
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["FIBER_NAME_SERVICE_IMAGE"] == "registry.example.com/ml/fibermpi/runtime:a1b2c3"
+    assert env["POD_NAMESPACE"] is None  # a value that is no image is left alone
+
+
+@pytest.mark.parametrize("version", sorted(KUBECTLS))
+def test_the_samples_follow_an_images_setting_into_their_fiberjob_templates(version, tmp_path):
+    samples = sorted((ROOT / "k8s/samples").glob("*.yaml"))
+    listed = yaml.safe_load((ROOT / "k8s/samples/kustomization.yaml").read_text())["resources"]
+    assert sorted(listed) == sorted(p.name for p in samples
+                                    if p.name not in ("kustomization.yaml", "kustomizeconfig.yaml"))
+    moved = render_overlay(KUBECTLS[version], tmp_path, ROOT / "k8s/samples", REGISTRY_IMAGES)
+    assert len(moved) == len(listed)
+    for job in moved:
+        images = pod_images(job)
+        assert images and all(i.startswith("registry.example.com/ml/fibermpi/") and i.endswith(":a1b2c3")
+                              for i in images), (job["metadata"]["name"], images)
+    # As a user gets them: a version tag, pulled when the node lacks it.
+    for path in samples:
+        if path.name.startswith("kustomiz"):
+            continue
+        job = yaml.safe_load(path.read_text())
+        for template in (job["spec"]["launcher"]["template"], job["spec"]["workers"]["template"]):
+            for c in template["spec"]["containers"]:
+                assert c["image"].endswith(":0.1.0") and c["imagePullPolicy"] == "IfNotPresent", path.name
