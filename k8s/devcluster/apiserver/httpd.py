@@ -64,21 +64,46 @@ class Handler(BaseHTTPRequestHandler):
     def do_DELETE(self) -> None:
         self._serve("DELETE")
 
+    def _refuse(self, code: int, reason: str, message: str) -> None:
+        """Answers a request whose body cannot be read, and ends the connection (the rest of the
+        body, if any, is not read)."""
+        self._send(Response(code, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                                   "message": message, "reason": reason, "code": code}))
+        self.close_connection = True
+
     def _read_body(self) -> bytes | None:
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            self._send(Response(411, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                                      "message": "a request body needs a Content-Length", "reason": "BadRequest",
-                                      "code": 411}))
-            self.close_connection = True
-            return None
+            return self._read_chunked_body()
         length = int(self.headers.get("Content-Length") or 0)
         if length > _MAX_BODY:
-            self._send(Response(413, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                                      "message": "Request entity too large: limit is 67108864",
-                                      "reason": "RequestEntityTooLarge", "code": 413}))
-            self.close_connection = True
+            self._refuse(413, "RequestEntityTooLarge", f"Request entity too large: limit is {_MAX_BODY}")
             return None
         return self.rfile.read(length) if length else b""
+
+    def _read_chunked_body(self) -> bytes | None:
+        """A body in chunks (HTTP/1.1's chunked transfer coding), as `kubectl create --raw -f FILE`
+        and other Go clients send one whose length they do not know up front."""
+        body = bytearray()
+        while True:
+            size_line = self.rfile.readline(1024)
+            size_text = size_line.split(b";", 1)[0].strip()  # chunk extensions are ignored
+            if not size_text or any(c not in b"0123456789abcdefABCDEF" for c in size_text):
+                self._refuse(400, "BadRequest", f"malformed chunked encoding: chunk size {size_line[:40]!r}")
+                return None
+            size = int(size_text, 16)
+            if size == 0:
+                break
+            if len(body) + size > _MAX_BODY:
+                self._refuse(413, "RequestEntityTooLarge", f"Request entity too large: limit is {_MAX_BODY}")
+                return None
+            chunk = self.rfile.read(size)
+            if len(chunk) != size or self.rfile.readline(3) not in (b"\r\n", b"\n"):
+                self._refuse(400, "BadRequest", "malformed chunked encoding: a chunk ends early")
+                return None
+            body += chunk
+        while self.rfile.readline(8192) not in (b"\r\n", b"\n", b""):
+            pass  # trailer fields: none the server needs
+        return bytes(body)
 
     def _serve(self, method: str) -> None:
         body = self._read_body()

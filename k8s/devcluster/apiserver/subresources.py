@@ -238,7 +238,11 @@ def request_token(api: Api, accounts: ResourceInfo, authenticator: Authenticator
     the account is deleted."""
     account = api.fetch(accounts, namespace, name)
     spec = (body or {}).get("spec") or {} if isinstance(body, dict) else {}
-    seconds = spec.get("expirationSeconds", _DEFAULT_TOKEN_S)
+    # Absent or null (`kubectl create token NAME` without --duration sends null): an hour, as
+    # the real server's defaulting gives.
+    seconds = spec.get("expirationSeconds")
+    if seconds is None:
+        seconds = _DEFAULT_TOKEN_S
     if not isinstance(seconds, int) or seconds < _MIN_TOKEN_S:
         raise errors.invalid("TokenRequest", "authentication.k8s.io", name, [
             invalid("spec.expirationSeconds", seconds, "may not specify a duration less than 10 minutes")])
