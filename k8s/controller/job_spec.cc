@@ -139,6 +139,14 @@ JobSpec parse_job_spec(const json& job) {
   spec.clean_pod_policy = parse_clean_pod_policy(policy);
   spec.max_worker_replacements = optional_count<std::int32_t>(
       policy, "maxWorkerReplacements", "spec.runPolicy.maxWorkerReplacements", 0);
+  spec.node_loss_toleration_seconds =
+      optional_count<std::int64_t>(policy, "nodeLossTolerationSeconds",
+                                   "spec.runPolicy.nodeLossTolerationSeconds", 0)
+          .value_or(kDefaultNodeLossTolerationSeconds);
+  if (spec.node_loss_toleration_seconds > kMaxNodeLossTolerationSeconds) {
+    throw InvalidJobError("spec.runPolicy.nodeLossTolerationSeconds must be at most " +
+                          std::to_string(kMaxNodeLossTolerationSeconds));
+  }
   return spec;
 }
 

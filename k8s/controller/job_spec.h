@@ -23,6 +23,11 @@ enum class CleanPodPolicy {
   kNone,     ///< none
 };
 
+/// spec.runPolicy.nodeLossTolerationSeconds when unset (the CRD's default).
+inline constexpr std::int64_t kDefaultNodeLossTolerationSeconds = 30;
+/// Its most (a day; the CRD's maximum).
+inline constexpr std::int64_t kMaxNodeLossTolerationSeconds = 86400;
+
 /// A FiberJob's identity and spec.
 struct JobSpec {
   std::string name;
@@ -50,6 +55,9 @@ struct JobSpec {
   std::optional<std::int32_t> ttl_seconds_after_finished;
   CleanPodPolicy clean_pod_policy = CleanPodPolicy::kRunning;
   std::optional<std::int32_t> max_worker_replacements;
+  /// spec.runPolicy.nodeLossTolerationSeconds: how long the job's pods stay bound to a node that
+  /// is unreachable or not ready before they are evicted (the cluster's default is 300 s).
+  std::int64_t node_loss_toleration_seconds = kDefaultNodeLossTolerationSeconds;
 
   /// Worker pods to keep: replicas (minReplicas when unset) clamped to [minReplicas, maxReplicas].
   std::int32_t desired_workers() const;

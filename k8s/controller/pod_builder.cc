@@ -62,7 +62,38 @@ void add_environment(json& container, const std::vector<json>& ours) {
   container["env"] = std::move(merged);
 }
 
-// A pod from `pod_template`: our metadata, restartPolicy Never, the Service's DNS subdomain.
+// Whether `tolerations` already tolerate the NoExecute taint `key` (by its key, or every key).
+bool tolerates_no_execute(const json& tolerations, std::string_view key) {
+  for (const json& toleration : tolerations) {
+    if (!toleration.is_object()) continue;
+    const std::string effect = toleration.value("effect", "");
+    if (!effect.empty() && effect != "NoExecute") continue;
+    const std::string own_key = toleration.value("key", "");
+    if (own_key == key || (own_key.empty() && toleration.value("operator", "") == "Exists"))
+      return true;
+  }
+  return false;
+}
+
+// A pod on a node that stops answering stays bound to it, Running, for as long as it tolerates
+// the node controller's NoExecute taints: 300 s by the cluster's default (DefaultTolerationSeconds
+// admission). A lost worker is only replaced, and a lost launcher only ends the job, once the pod
+// is evicted, so the job's pods tolerate those taints for runPolicy.nodeLossTolerationSeconds.
+void add_node_loss_tolerations(json& spec, const JobSpec& job) {
+  if (!spec.contains("tolerations") || !spec["tolerations"].is_array())
+    spec["tolerations"] = json::array();
+  json& tolerations = spec["tolerations"];
+  for (const char* key : {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"}) {
+    if (tolerates_no_execute(tolerations, key)) continue;  // the template's own wins
+    tolerations.push_back({{"key", key},
+                           {"operator", "Exists"},
+                           {"effect", "NoExecute"},
+                           {"tolerationSeconds", job.node_loss_toleration_seconds}});
+  }
+}
+
+// A pod from `pod_template`: our metadata, restartPolicy Never, the Service's DNS subdomain,
+// short tolerations of a lost node.
 json pod_from_template(const JobSpec& job, const std::string& name, std::string_view role,
                        const json& pod_template) {
   const json template_metadata = pod_template.value("metadata", json::object());
@@ -71,6 +102,7 @@ json pod_from_template(const JobSpec& job, const std::string& name, std::string_
   spec["restartPolicy"] = "Never";
   if (!spec.contains("hostname") && name.size() <= kMaxHostnameLength) spec["hostname"] = name;
   if (!spec.contains("subdomain")) spec["subdomain"] = service_name(job.name);
+  add_node_loss_tolerations(spec, job);
   return {{"apiVersion", "v1"},
           {"kind", "Pod"},
           {"metadata", object_metadata(job, name, role, template_metadata)},

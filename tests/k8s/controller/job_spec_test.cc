@@ -28,6 +28,7 @@ TEST(JobSpec, DefaultsOfAMinimalJob) {
   EXPECT_EQ(spec.clean_pod_policy, CleanPodPolicy::kRunning);
   EXPECT_FALSE(spec.max_worker_replacements);
   EXPECT_FALSE(spec.ttl_seconds_after_finished);
+  EXPECT_EQ(spec.node_loss_toleration_seconds, 30);
   EXPECT_TRUE(spec.name_service_template.is_null());
   EXPECT_EQ(spec.desired_workers(), 0);
 }
@@ -39,11 +40,9 @@ TEST(JobSpec, ReadsEveryField) {
                                  {"slotsPerWorker", 4},
                                  {"workersToDelete", {"a-worker-1"}}});
   job["spec"]["nameService"] = {{"template", {{"spec", json::object()}}}};
-  job["spec"]["runPolicy"] = {{"suspend", true},
-                              {"activeDeadlineSeconds", 600},
-                              {"ttlSecondsAfterFinished", 0},
-                              {"cleanPodPolicy", "All"},
-                              {"maxWorkerReplacements", 5}};
+  job["spec"]["runPolicy"] = {
+      {"suspend", true},         {"activeDeadlineSeconds", 600}, {"ttlSecondsAfterFinished", 0},
+      {"cleanPodPolicy", "All"}, {"maxWorkerReplacements", 5},   {"nodeLossTolerationSeconds", 0}};
   const JobSpec spec = parse_job_spec(job);
   EXPECT_EQ(spec.replicas, 2);
   EXPECT_EQ(spec.min_replicas, 1);
@@ -55,6 +54,7 @@ TEST(JobSpec, ReadsEveryField) {
   EXPECT_EQ(spec.ttl_seconds_after_finished, 0);
   EXPECT_EQ(spec.clean_pod_policy, CleanPodPolicy::kAll);
   EXPECT_EQ(spec.max_worker_replacements, 5);
+  EXPECT_EQ(spec.node_loss_toleration_seconds, 0);
   EXPECT_EQ(spec.desired_workers(), 2);
 }
 
@@ -84,6 +84,11 @@ TEST(JobSpec, BadJobsAreRefusedWithTheField) {
   job = minimal_job();
   job["spec"]["runPolicy"] = {{"cleanPodPolicy", "Some"}};
   expect_invalid(job, "spec.runPolicy.cleanPodPolicy must be Running, All or None, not \"Some\"");
+  job = minimal_job();
+  job["spec"]["runPolicy"] = {{"nodeLossTolerationSeconds", -5}};
+  expect_invalid(job, "spec.runPolicy.nodeLossTolerationSeconds must be at least 0, not -5");
+  job["spec"]["runPolicy"] = {{"nodeLossTolerationSeconds", 86401}};
+  expect_invalid(job, "spec.runPolicy.nodeLossTolerationSeconds must be at most 86400");
   job = minimal_job();
   job["metadata"].erase("uid");
   expect_invalid(job, "metadata.uid is required and must be a non-empty string");

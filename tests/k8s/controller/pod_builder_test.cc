@@ -273,6 +273,32 @@ TEST(PodBuilder, WorkersNeverRestartInPlace) {
   EXPECT_EQ(build_worker_pod(spec, 0, "u")["spec"]["restartPolicy"], "Never");
 }
 
+json toleration(const char* key, std::int64_t seconds) {
+  return {{"key", key},
+          {"operator", "Exists"},
+          {"effect", "NoExecute"},
+          {"tolerationSeconds", seconds}};
+}
+
+TEST(PodBuilder, EveryPodLeavesALostNodeAfterTheJobsTolerationNotTheClusters300s) {
+  JobSpec spec = job();
+  const json expected = {toleration("node.kubernetes.io/not-ready", 30),
+                         toleration("node.kubernetes.io/unreachable", 30)};
+  EXPECT_EQ(build_launcher_pod(spec, "u")["spec"]["tolerations"], expected);
+  EXPECT_EQ(build_worker_pod(spec, 1, "u")["spec"]["tolerations"], expected);
+  EXPECT_EQ(build_name_service_pod(spec, "img")["spec"]["tolerations"], expected);
+  spec.node_loss_toleration_seconds = 5;
+  // A template's own tolerations stay; one of its own for a lost node's taint wins over ours.
+  const json gpu = {{"key", "nvidia.com/gpu"}, {"operator", "Exists"}, {"effect", "NoSchedule"}};
+  const json patient = toleration("node.kubernetes.io/unreachable", 600);
+  spec.worker_template["spec"]["tolerations"] = {gpu, patient};
+  EXPECT_EQ(build_worker_pod(spec, 1, "u")["spec"]["tolerations"],
+            (json{gpu, patient, toleration("node.kubernetes.io/not-ready", 5)}));
+  // A toleration of every NoExecute taint (no key, operator Exists) needs none of ours.
+  spec.worker_template["spec"]["tolerations"] = {{{"operator", "Exists"}}};
+  EXPECT_EQ(build_worker_pod(spec, 1, "u")["spec"]["tolerations"].size(), 1u);
+}
+
 TEST(LauncherAccess, AccountRoleAndBindingLimitedToTheJob) {
   const json account = build_launcher_service_account(job());
   EXPECT_EQ(account["kind"], "ServiceAccount");
