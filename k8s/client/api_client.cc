@@ -146,6 +146,11 @@ class ApiClient::Impl {
   Impl(const ClusterAccess& access, ClientOptions options)
       : access_(access), options_(std::move(options)) {
     initialise_curl_once();
+    if (access_.exec) {
+      exec_ = std::make_unique<ExecCredentialSource>(
+          *access_.exec,
+          ExecClusterInfo{access_.server, access_.ca_pem, access_.insecure_skip_tls_verify});
+    }
   }
 
   ~Impl() {
@@ -227,9 +232,11 @@ class ApiClient::Impl {
     return text;
   }
 
-  // Sets everything but the callbacks and the time limit.
-  void configure(CURL* handle, std::string_view method, const std::string& url,
-                 const std::string& body, std::string_view content_type, HeaderList& headers) {
+  // Sets everything but the callbacks and the time limit; returns the bearer token it sent
+  // (empty when none).
+  std::string configure(CURL* handle, std::string_view method, const std::string& url,
+                        const std::string& body, std::string_view content_type,
+                        HeaderList& headers) {
     curl_easy_reset(handle);
     curl_easy_setopt(handle, CURLOPT_URL, url.c_str());
     curl_easy_setopt(handle, CURLOPT_NOSIGNAL, 1L);
@@ -242,11 +249,13 @@ class ApiClient::Impl {
     curl_easy_setopt(handle, CURLOPT_CONNECTTIMEOUT_MS,
                      static_cast<long>(options_.connect_timeout.count()));
     curl_easy_setopt(handle, CURLOPT_USERAGENT, options_.user_agent.c_str());
-    configure_tls(handle);
+    std::optional<ExecCredential> credential;
+    if (exec_) credential = exec_->current();
+    configure_tls(handle, credential ? &*credential : nullptr);
 
     headers.add("Accept: application/json");
     headers.add("Expect:");  // no 100-continue round trip for larger bodies
-    const std::string token = bearer_token();
+    const std::string token = credential ? credential->token : bearer_token();
     if (!token.empty()) headers.add("Authorization: Bearer " + token);
     if (method == "GET") {
       curl_easy_setopt(handle, CURLOPT_HTTPGET, 1L);
@@ -259,6 +268,15 @@ class ApiClient::Impl {
       if (!content_type.empty()) headers.add("Content-Type: " + std::string(content_type));
     }
     curl_easy_setopt(handle, CURLOPT_HTTPHEADER, headers.list);
+    return token;
+  }
+
+  // The server refused the credential `token` came with (401): an exec plugin is run again for
+  // the next request. True when there is a plugin to run again.
+  bool credential_refused(const std::string& token) {
+    if (!exec_) return false;
+    exec_->invalidate(token);
+    return true;
   }
 
   void count(std::string_view method, long status) {
@@ -297,7 +315,7 @@ class ApiClient::Impl {
     idle_connections_.push_back(connection);
   }
 
-  void configure_tls(CURL* handle) const {
+  void configure_tls(CURL* handle, const ExecCredential* credential) const {
     if (access_.insecure_skip_tls_verify) {
       curl_easy_setopt(handle, CURLOPT_SSL_VERIFYPEER, 0L);
       curl_easy_setopt(handle, CURLOPT_SSL_VERIFYHOST, 0L);
@@ -305,11 +323,13 @@ class ApiClient::Impl {
       curl_blob ca{const_cast<char*>(access_.ca_pem.data()), access_.ca_pem.size(), CURL_BLOB_COPY};
       curl_easy_setopt(handle, CURLOPT_CAINFO_BLOB, &ca);
     }
-    if (!access_.client_cert_pem.empty()) {
-      curl_blob cert{const_cast<char*>(access_.client_cert_pem.data()),
-                     access_.client_cert_pem.size(), CURL_BLOB_COPY};
-      curl_blob key{const_cast<char*>(access_.client_key_pem.data()), access_.client_key_pem.size(),
-                    CURL_BLOB_COPY};
+    const bool from_plugin = credential != nullptr && !credential->client_cert_pem.empty();
+    const std::string& cert_pem =
+        from_plugin ? credential->client_cert_pem : access_.client_cert_pem;
+    const std::string& key_pem = from_plugin ? credential->client_key_pem : access_.client_key_pem;
+    if (!cert_pem.empty()) {
+      curl_blob cert{const_cast<char*>(cert_pem.data()), cert_pem.size(), CURL_BLOB_COPY};
+      curl_blob key{const_cast<char*>(key_pem.data()), key_pem.size(), CURL_BLOB_COPY};
       curl_easy_setopt(handle, CURLOPT_SSLCERT_BLOB, &cert);
       curl_easy_setopt(handle, CURLOPT_SSLCERTTYPE, "PEM");
       curl_easy_setopt(handle, CURLOPT_SSLKEY_BLOB, &key);
@@ -349,6 +369,7 @@ class ApiClient::Impl {
   std::mutex pool_mutex_;
   std::vector<Connection> idle_connections_;
 
+  std::unique_ptr<ExecCredentialSource> exec_;  ///< access_.exec's credential, when it has one
   std::mutex token_mutex_;
   bool token_read_ = false;
   std::filesystem::file_time_type token_changed_{};
@@ -368,33 +389,39 @@ ApiClient::~ApiClient() = default;
 Response ApiClient::request(std::string_view method, std::string_view path, const Query& query,
                             const std::string& body, std::string_view content_type,
                             std::stop_token stop) {
-  Impl::Lease handle(*impl_);
-  HeaderList headers;
-  const std::string url = impl_->url(handle.get(), path, query);
-  impl_->configure(handle.get(), method, url, body, content_type, headers);
-  Response response;
-  curl_easy_setopt(handle.get(), CURLOPT_TIMEOUT_MS,
-                   static_cast<long>(impl_->options().request_timeout.count()));
-  curl_easy_setopt(handle.get(), CURLOPT_WRITEFUNCTION, append_to_string);
-  curl_easy_setopt(handle.get(), CURLOPT_WRITEDATA, &response.text);
-  const Transfer transfer = impl_->perform(handle, stop);
-  if (transfer.cancelled) {
-    impl_->count(method, 0);
-    throw TransportError(std::string(method) + " " + url + ": cancelled",
-                         CURLE_ABORTED_BY_CALLBACK);
+  for (int attempt = 0;; ++attempt) {
+    Impl::Lease handle(*impl_);
+    HeaderList headers;
+    const std::string url = impl_->url(handle.get(), path, query);
+    const std::string token =
+        impl_->configure(handle.get(), method, url, body, content_type, headers);
+    Response response;
+    curl_easy_setopt(handle.get(), CURLOPT_TIMEOUT_MS,
+                     static_cast<long>(impl_->options().request_timeout.count()));
+    curl_easy_setopt(handle.get(), CURLOPT_WRITEFUNCTION, append_to_string);
+    curl_easy_setopt(handle.get(), CURLOPT_WRITEDATA, &response.text);
+    const Transfer transfer = impl_->perform(handle, stop);
+    if (transfer.cancelled) {
+      impl_->count(method, 0);
+      throw TransportError(std::string(method) + " " + url + ": cancelled",
+                           CURLE_ABORTED_BY_CALLBACK);
+    }
+    if (transfer.result != CURLE_OK) {
+      impl_->count(method, 0);
+      throw TransportError(std::string(method) + " " + url + ": " + transfer.failure(),
+                           transfer.result);
+    }
+    response.status = transfer.status;
+    impl_->count(method, response.status);
+    // An exec plugin's credential that the server refuses (revoked, or expired before its
+    // timestamp said) is fetched again once, as kubectl does; a second refusal stands.
+    if (response.status == 401 && attempt == 0 && impl_->credential_refused(token)) continue;
+    if (response.status < 200 || response.status >= 300) {
+      throw ApiError(response.status, std::string(method), std::string(path), response.text);
+    }
+    response.json = parse_or_null(response.text);
+    return response;
   }
-  if (transfer.result != CURLE_OK) {
-    impl_->count(method, 0);
-    throw TransportError(std::string(method) + " " + url + ": " + transfer.failure(),
-                         transfer.result);
-  }
-  response.status = transfer.status;
-  impl_->count(method, response.status);
-  if (response.status < 200 || response.status >= 300) {
-    throw ApiError(response.status, std::string(method), std::string(path), response.text);
-  }
-  response.json = parse_or_null(response.text);
-  return response;
 }
 
 json ApiClient::get(const ResourceRef& ref, std::string_view name, std::string_view subresource) {
@@ -494,7 +521,7 @@ WatchEnd ApiClient::watch(const ResourceRef& ref, std::string_view resource_vers
   Impl::Lease handle(*impl_);
   HeaderList headers;
   const std::string url = impl_->url(handle.get(), path, query);
-  impl_->configure(handle.get(), "GET", url, {}, {}, headers);
+  const std::string token = impl_->configure(handle.get(), "GET", url, {}, {}, headers);
   if (options.timeout_seconds > 0) {
     // The server ends the stream itself; this only guards against one that never does.
     curl_easy_setopt(handle.get(), CURLOPT_TIMEOUT_MS,
@@ -528,7 +555,11 @@ WatchEnd ApiClient::watch(const ResourceRef& ref, std::string_view resource_vers
   if (result != CURLE_OK) {
     throw TransportError("watch " + url + ": " + transfer.failure(), result);
   }
-  if (status < 200 || status >= 300) throw ApiError(status, "GET", path, stream.error_body);
+  if (status < 200 || status >= 300) {
+    // A refused plugin credential is fetched again for the watch the caller starts next.
+    if (status == 401) impl_->credential_refused(token);
+    throw ApiError(status, "GET", path, stream.error_body);
+  }
   // A last event without its newline still counts.
   if (!stream.pending.empty() && !stream.deliver(stream.pending)) {
     if (stream.failure) std::rethrow_exception(stream.failure);

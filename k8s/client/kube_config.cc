@@ -115,6 +115,58 @@ class Kubeconfig {
     return read_file(resolve(file), key + " of kubeconfig " + path_.string() + ":");
   }
 
+  // users[].user.exec: a credential plugin, as client-go reads it.
+  ExecPlugin exec_plugin(const YAML::Node& exec, const std::string& user_name) const {
+    const std::string entry = "user \"" + user_name + "\" exec";
+    if (!exec.IsMap()) throw error(entry + " is not a mapping");
+    ExecPlugin plugin;
+    plugin.user = user_name;
+    plugin.api_version = string_at(exec, "apiVersion");
+    if (plugin.api_version != "client.authentication.k8s.io/v1" &&
+        plugin.api_version != "client.authentication.k8s.io/v1beta1") {
+      throw error(entry + ": apiVersion \"" + plugin.api_version +
+                  "\" is not client.authentication.k8s.io/v1 or v1beta1");
+    }
+    plugin.command = string_at(exec, "command");
+    if (plugin.command.empty()) throw error(entry + " has no command");
+    // A relative path is relative to the kubeconfig, as for kubectl; a bare name is looked up
+    // in PATH.
+    if (plugin.command.find('/') != std::string::npos)
+      plugin.command = resolve(plugin.command).lexically_normal().string();
+    if (const YAML::Node args = exec["args"]; args && !args.IsNull()) {
+      if (!args.IsSequence()) throw error(entry + ": args is not a list");
+      for (const YAML::Node& arg : args) {
+        if (!arg.IsScalar()) throw error(entry + ": an arg is not a string");
+        plugin.args.push_back(arg.as<std::string>());
+      }
+    }
+    if (const YAML::Node env = exec["env"]; env && !env.IsNull()) {
+      if (!env.IsSequence()) throw error(entry + ": env is not a list");
+      for (const YAML::Node& variable : env) {
+        if (!variable.IsMap()) throw error(entry + ": an env entry is not a mapping");
+        const std::string name = string_at(variable, "name");
+        if (name.empty()) throw error(entry + ": an env entry has no name");
+        plugin.env.emplace_back(name, string_at(variable, "value"));
+      }
+    }
+    plugin.provide_cluster_info = bool_at(exec, "provideClusterInfo");
+    plugin.install_hint = string_at(exec, "installHint");
+    plugin.interactive_mode = string_at(exec, "interactiveMode");
+    if (plugin.interactive_mode.empty()) {
+      // client-go requires it from v1 on; v1beta1 defaults it.
+      if (plugin.api_version == "client.authentication.k8s.io/v1")
+        throw error(entry +
+                    ": interactiveMode must be given (Never, IfAvailable or Always) for v1");
+      plugin.interactive_mode = "IfAvailable";
+    }
+    if (plugin.interactive_mode != "Never" && plugin.interactive_mode != "IfAvailable" &&
+        plugin.interactive_mode != "Always") {
+      throw error(entry + ": interactiveMode \"" + plugin.interactive_mode +
+                  "\" is not Never, IfAvailable or Always");
+    }
+    return plugin;
+  }
+
   const YAML::Node& root() const { return root_; }
   std::string where() const { return "kubeconfig " + path_.string(); }
   ConfigError error(const std::string& what) const { return ConfigError(where() + ": " + what); }
@@ -169,16 +221,14 @@ ClusterAccess load_kubeconfig(const std::filesystem::path& path, const std::stri
 
   if (user_name.empty()) return access;  // anonymous access
   const YAML::Node user = config.named_entry("users", "user", user_name);
-  if (user["exec"]) {
-    throw config.error("user \"" + user_name +
-                       "\" uses an exec credential plugin, which is not supported; use a token, "
-                       "tokenFile or client certificate");
-  }
   if (user["auth-provider"]) {
     throw config.error("user \"" + user_name +
-                       "\" uses an auth-provider plugin, which is not supported; use a token, "
-                       "tokenFile or client certificate");
+                       "\" uses an auth-provider plugin, which kubectl dropped in 1.26 and this "
+                       "client does not support: use the provider's exec plugin "
+                       "(gke-gcloud-auth-plugin, kubelogin, an OIDC helper)");
   }
+  if (const YAML::Node exec = user["exec"]; exec && !exec.IsNull())
+    access.exec = config.exec_plugin(exec, user_name);
   if (!config.string_at(user, "username").empty()) {
     throw config.error("user \"" + user_name +
                        "\" uses basic authentication, which is not supported");

@@ -3,7 +3,10 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
+
+#include "k8s/client/exec_credential.h"
 
 namespace fiber::k8s {
 
@@ -26,6 +29,9 @@ struct ClusterAccess {
   /// PEM client certificate and key for TLS client authentication; empty when none.
   std::string client_cert_pem;
   std::string client_key_pem;
+  /// A credential plugin the client runs for its token or certificate (kubeconfig
+  /// users[].user.exec: EKS, GKE, AKS, OIDC); unset when none.
+  std::optional<ExecPlugin> exec;
   /// The namespace of the context (kubeconfig) or of the pod (in-cluster); "default" otherwise.
   std::string default_namespace = "default";
   /// Where this came from, for messages: "kubeconfig /path (context c)" or "in-cluster".
@@ -39,10 +45,12 @@ std::filesystem::path default_kubeconfig_path();
 /// Loads a kubeconfig file. `path` empty: default_kubeconfig_path(). `context` empty: the file's
 /// current-context. Reads clusters[].cluster.{server, certificate-authority(-data),
 /// insecure-skip-tls-verify}, users[].user.{token, tokenFile, client-certificate(-data),
-/// client-key(-data)} and contexts[].context.{cluster, user, namespace}; relative file paths are
-/// resolved against the kubeconfig's folder. Throws ConfigError naming the file and the missing
-/// context, cluster, user or field, an unreadable referenced file, or what is not supported: an
-/// exec or auth-provider user, basic authentication, a cluster's tls-server-name or proxy-url.
+/// client-key(-data), exec} and contexts[].context.{cluster, user, namespace}; relative file paths
+/// are resolved against the kubeconfig's folder, as is an exec command given as a relative path.
+/// Throws ConfigError naming the file and the missing context, cluster, user or field, an
+/// unreadable referenced file, a malformed exec entry, or what is not supported: an
+/// auth-provider user (gone from kubectl since 1.26), basic authentication, a cluster's
+/// tls-server-name or proxy-url.
 ClusterAccess load_kubeconfig(const std::filesystem::path& path = {},
                               const std::string& context = {});
 

@@ -211,12 +211,9 @@ users:
 - name: u
   user:
 )";
-  expect_error(
-      write("exec",
-            head + "    exec: {command: aws, apiVersion: client.authentication.k8s.io/v1}\n"),
-      "exec credential plugin, which is not supported");
   expect_error(write("auth-provider", head + "    auth-provider: {name: gcp}\n"),
-               "auth-provider plugin, which is not supported");
+               "auth-provider plugin, which kubectl dropped in 1.26 and this client does not "
+               "support: use the provider's exec plugin");
   expect_error(write("half-cert", head + "    client-certificate-data: " + kCertData + "\n"),
                "without a key");
   expect_error(write("basic", head + "    username: admin\n    password: secret\n"),
@@ -230,6 +227,71 @@ contexts:
   context: {cluster: k}
 )"),
                "cluster \"k\" sets proxy-url, which is not supported");
+}
+
+// What EKS's, GKE's and AKS's kubeconfigs hold: a credential plugin.
+TEST_F(KubeConfigTest, ExecPluginsAreReadAsClientGoReadsThem) {
+  const std::string head = R"(current-context: c
+clusters:
+- name: k
+  cluster: {server: "https://k"}
+contexts:
+- name: c
+  context: {cluster: k, user: u}
+users:
+- name: u
+  user:
+    exec:
+)";
+  const ClusterAccess eks =
+      load_kubeconfig(write("eks", head + R"(      apiVersion: client.authentication.k8s.io/v1beta1
+      command: aws
+      args: [--region, eu-west-1, eks, get-token, --cluster-name, prod]
+      env:
+      - {name: AWS_PROFILE, value: ml}
+)"));
+  ASSERT_TRUE(eks.exec);
+  EXPECT_EQ(eks.exec->api_version, "client.authentication.k8s.io/v1beta1");
+  EXPECT_EQ(eks.exec->command, "aws");  // a bare name: looked up in PATH
+  EXPECT_EQ(eks.exec->args, (std::vector<std::string>{"--region", "eu-west-1", "eks", "get-token",
+                                                      "--cluster-name", "prod"}));
+  EXPECT_EQ(eks.exec->env,
+            (std::vector<std::pair<std::string, std::string>>{{"AWS_PROFILE", "ml"}}));
+  EXPECT_EQ(eks.exec->interactive_mode, "IfAvailable");  // v1beta1's default
+  EXPECT_FALSE(eks.exec->provide_cluster_info);
+  EXPECT_EQ(eks.exec->user, "u");
+
+  const ClusterAccess gke =
+      load_kubeconfig(write("gke", head + R"(      apiVersion: client.authentication.k8s.io/v1
+      command: ./bin/gke-gcloud-auth-plugin
+      installHint: Install gke-gcloud-auth-plugin for use with kubectl
+      provideClusterInfo: true
+      interactiveMode: Never
+)"));
+  ASSERT_TRUE(gke.exec);
+  // A relative path is relative to the kubeconfig's folder.
+  EXPECT_EQ(gke.exec->command, (dir_ / "bin/gke-gcloud-auth-plugin").string());
+  EXPECT_TRUE(gke.exec->provide_cluster_info);
+  EXPECT_EQ(gke.exec->interactive_mode, "Never");
+  EXPECT_EQ(gke.exec->install_hint, "Install gke-gcloud-auth-plugin for use with kubectl");
+
+  expect_error(write("v1-no-mode", head + "      {apiVersion: client.authentication.k8s.io/v1, "
+                                          "command: kubelogin}\n"),
+               "user \"u\" exec: interactiveMode must be given (Never, IfAvailable or Always) "
+               "for v1");
+  expect_error(write("alpha", head + "      {apiVersion: client.authentication.k8s.io/v1alpha1, "
+                                     "command: x}\n"),
+               "apiVersion \"client.authentication.k8s.io/v1alpha1\" is not "
+               "client.authentication.k8s.io/v1 or v1beta1");
+  expect_error(write("no-command", head + "      {apiVersion: client.authentication.k8s.io/v1, "
+                                          "interactiveMode: Never}\n"),
+               "user \"u\" exec has no command");
+  expect_error(write("mode", head + "      {apiVersion: client.authentication.k8s.io/v1, "
+                                    "command: x, interactiveMode: Sometimes}\n"),
+               "interactiveMode \"Sometimes\" is not Never, IfAvailable or Always");
+  expect_error(write("env", head + "      {apiVersion: client.authentication.k8s.io/v1, "
+                                   "command: x, interactiveMode: Never, env: [{value: v}]}\n"),
+               "an env entry has no name");
 }
 
 TEST_F(KubeConfigTest, InClusterFromServiceAccountFolder) {
