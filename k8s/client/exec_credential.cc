@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "k8s/client/errors.h"
+#include "k8s/client/json_fields.h"
 #include "k8s/client/time_format.h"
 
 extern char** environ;
@@ -137,11 +138,6 @@ std::string tail_of(const std::string& text) {
   std::string tail = text.size() > kQuotedStderr ? text.substr(text.size() - kQuotedStderr) : text;
   while (!tail.empty() && (tail.back() == '\n' || tail.back() == ' ')) tail.pop_back();
   return tail;
-}
-
-std::string string_field(const json& object, const char* key) {
-  const auto found = object.find(key);
-  return found != object.end() && found->is_string() ? found->get<std::string>() : std::string();
 }
 
 }  // namespace
