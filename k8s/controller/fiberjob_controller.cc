@@ -21,6 +21,9 @@ constexpr std::chrono::milliseconds kWorkerPollInterval{200};
 constexpr std::chrono::milliseconds kLeadCheckRetry{500};
 // When to look again at a job skipped while the cache catches up with the controller's own actions.
 constexpr std::chrono::seconds kCacheWaitRequeue{30};
+// How long a join-token Secret found present is trusted before it is read again (one GET per
+// running job and period).
+constexpr std::chrono::seconds kSecretRecheck{15};
 
 // The key of the job an owned object belongs to, from its job-name label; "" when unlabelled.
 std::string job_key_of(const json& object) {
@@ -56,7 +59,7 @@ ResourceRef ref_of(const json& object, const std::string& ns) {
 // Kinds an informer of the controller watches: their creations are expected in its cache.
 bool is_watched_kind(const std::string& kind) {
   return kind == "Pod" || kind == "Service" || kind == "ConfigMap" || kind == "ServiceAccount" ||
-         kind == "Role" || kind == "RoleBinding" || kind == "Secret" || kind == "NetworkPolicy";
+         kind == "Role" || kind == "RoleBinding" || kind == "NetworkPolicy";
 }
 
 // Thrown when a pass finds, before a write, that this controller may no longer lead.
@@ -106,8 +109,6 @@ FiberJobController::FiberJobController(ApiClient& client, EventRecorder& recorde
       client_, informer_options(ref_of_kind("Role", options_.watch_namespace), true));
   role_bindings_ = std::make_unique<Informer>(
       client_, informer_options(ref_of_kind("RoleBinding", options_.watch_namespace), true));
-  secrets_ = std::make_unique<Informer>(
-      client_, informer_options(ref_of_kind("Secret", options_.watch_namespace), true));
   network_policies_ = std::make_unique<Informer>(
       client_, informer_options(ref_of_kind("NetworkPolicy", options_.watch_namespace), true));
   register_handlers();
@@ -116,8 +117,8 @@ FiberJobController::FiberJobController(ApiClient& client, EventRecorder& recorde
 FiberJobController::~FiberJobController() { stop(); }
 
 std::vector<Informer*> FiberJobController::owned_informers() const {
-  return {pods_.get(),  services_.get(),      config_maps_.get(), service_accounts_.get(),
-          roles_.get(), role_bindings_.get(), secrets_.get(),     network_policies_.get()};
+  return {pods_.get(),  services_.get(),      config_maps_.get(),     service_accounts_.get(),
+          roles_.get(), role_bindings_.get(), network_policies_.get()};
 }
 
 std::vector<Informer*> FiberJobController::informers() const {
@@ -140,6 +141,10 @@ void FiberJobController::register_handlers() {
     {
       std::lock_guard lock(shortfall_mutex_);
       shortfall_since_.erase(key);
+    }
+    {
+      std::lock_guard lock(secrets_mutex_);
+      secret_seen_.erase(key);
     }
     queue_.add(key);
   });
@@ -346,7 +351,7 @@ KeyOutcome FiberJobController::reconcile_key(const std::string& key) {
   if (observed.launcher_access.role) observed.launcher_role = *roles_->get(ns, account);
   // The join token and the NetworkPolicy likewise (a token someone else chose is no secret of
   // the job's: its Secret in the way stops the job as any object in the way does).
-  observed.isolation = {.join_token_secret = ours(*secrets_, join_token_secret_name(name)),
+  observed.isolation = {.join_token_secret = join_token_secret_is_ours(spec, key),
                         .network_policy = ours(*network_policies_, network_policy_name(name))};
   // The program's release list; someone else's ConfigMap of that name is in the way.
   if (const std::optional<json> release = config_maps_->get(ns, release_config_map_name(name))) {
@@ -401,6 +406,13 @@ KeyOutcome FiberJobController::reconcile_key(const std::string& key) {
 
   KeyOutcome outcome;
   outcome.requeue_after = plan.requeue_after;
+  // No watch tells of the join-token Secret's deletion: a job still running is looked at again
+  // when the Secret found is due to be read again, so one deleted by hand is made again.
+  const std::string phase = string_field(plan.status, "phase");
+  if (!plan.delete_job && !spec.being_deleted && phase != "Succeeded" && phase != "Failed" &&
+      (!outcome.requeue_after || *outcome.requeue_after > kSecretRecheck)) {
+    outcome.requeue_after = kSecretRecheck;
+  }
   if (actions.conflict) {
     outcome.result = ReconcileResult::kConflict;
   } else if (actions.failed) {
@@ -464,6 +476,29 @@ std::vector<ForeignObject> FiberJobController::foreign_objects_of(const std::str
     foreign_by_job_[key] = still_there;
   }
   return still_there;
+}
+
+bool FiberJobController::join_token_secret_is_ours(const JobSpec& spec, const std::string& key) {
+  const auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard lock(secrets_mutex_);
+    const auto seen = secret_seen_.find(key);
+    if (seen != secret_seen_.end() && now - seen->second < kSecretRecheck) return true;
+  }
+  bool ours = false;
+  try {
+    ours = is_controlled_by(
+        client_.get(ref_of_kind("Secret", spec.ns), join_token_secret_name(spec.name)), spec.uid);
+  } catch (const ApiError& error) {
+    if (!error.is_not_found()) throw;
+  }
+  std::lock_guard lock(secrets_mutex_);
+  if (ours) {
+    secret_seen_[key] = now;
+  } else {
+    secret_seen_.erase(key);
+  }
+  return ours;
 }
 
 // A create met AlreadyExists: whose is the object? Returns true when it is the job's own.

@@ -99,6 +99,9 @@ class FiberJobController {
   std::vector<ForeignObject> foreign_objects_of(const std::string& key, const JobSpec& spec);
   bool existing_object_is_ours(const JobSpec& spec, const std::string& key, const std::string& kind,
                                const std::string& name);
+  /// Whether the job's join-token Secret is there and the job's: a GET, after which a Secret
+  /// found is trusted for kSecretRecheck (one deleted by hand is made again within that).
+  bool join_token_secret_is_ours(const JobSpec& spec, const std::string& key);
   /// Throws when the lead check says this controller may no longer lead: every write asks first,
   /// so a long pass stops acting as soon as the lead is in doubt.
   void ensure_leading() const;
@@ -125,8 +128,9 @@ class FiberJobController {
   std::unique_ptr<Informer> service_accounts_;
   std::unique_ptr<Informer> roles_;
   std::unique_ptr<Informer> role_bindings_;
-  // The job's join-token Secret and NetworkPolicy, watched for the same reason.
-  std::unique_ptr<Informer> secrets_;
+  // The job's NetworkPolicy, watched for the same reason. Not its join-token Secret: a
+  // controller allowed to list or watch Secrets reads every Secret in its reach, so that one is
+  // read by name (join_token_secret_is_ours).
   std::unique_ptr<Informer> network_policies_;
 
   /// Every informer, the jobs' first; the ones of objects the controller creates for its jobs.
@@ -140,6 +144,9 @@ class FiberJobController {
   /// again before it counts a loss, which delays a replacement and never counts one twice.
   std::mutex shortfall_mutex_;
   std::map<std::string, SystemTime> shortfall_since_;
+  /// When each job's join-token Secret was last found present, per key.
+  std::mutex secrets_mutex_;
+  std::map<std::string, std::chrono::steady_clock::time_point> secret_seen_;
 
   std::mutex workers_mutex_;
   std::vector<std::jthread> workers_;

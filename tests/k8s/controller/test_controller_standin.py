@@ -536,12 +536,14 @@ def test_the_join_token_secret_and_network_policy_are_the_jobs_and_made_again(
     role = cluster.get(f"{RBAC}/roles/jt-launcher")
     assert all("secrets" not in rule["resources"] for rule in role["rules"])
 
-    for path in (secret_path, policy_path):
+    # The Secret is read by name, not watched (a controller that lists or watches Secrets reads
+    # them all): its deletion is found when the controller reads it again, 15 s after it last did.
+    for path, within in ((secret_path, WAIT_S + 20), (policy_path, WAIT_S)):
         old_uid = cluster.get(path)["metadata"]["uid"]
         cluster.call("DELETE", path)
 
         def made_again(path: str = path, old_uid: str = old_uid) -> bool:
             now = cluster.get(path)
             return now is not None and now["metadata"]["uid"] != old_uid
-        wait_for(f"{path} made again", made_again)
+        wait_for(f"{path} made again", made_again, within)
         assert cluster.get(path)["metadata"]["ownerReferences"][0]["uid"] == job_uid
