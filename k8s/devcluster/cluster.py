@@ -31,7 +31,8 @@ from .scheduler import node_ready
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CRD_FILE = os.path.join(REPO_ROOT, "k8s", "config", "crd", "bases", "fibermpi.io_fiberjobs.yaml")
-RBAC_DIR = os.path.join(REPO_ROOT, "k8s", "config", "rbac")
+# The controller's RBAC, and the ClusterRoles that give a namespace's users FiberJobs.
+RBAC_DIRS = (os.path.join(REPO_ROOT, "k8s", "config", "rbac"), os.path.join(REPO_ROOT, "k8s", "config", "user_roles"))
 # Where `cmake --install build-openmpi4 --prefix <repo>/build-openmpi4/image/opt/fibermpi` puts the
 # examples and the runtime: the default local images' files.
 DEFAULT_IMAGE_DIR = os.path.join(REPO_ROOT, "build-openmpi4", "image", "opt", "fibermpi")
@@ -232,14 +233,19 @@ def apply_file(client: KubeClient, path: str, default_namespace: str = "") -> in
 
 
 def rbac_manifests() -> list[str]:
-    """The controller's RBAC files in the order of their kustomization (all *.yaml without one);
-    the namespace they name is the one `kubectl apply -k` would give them, fiber-system."""
-    kustomization = os.path.join(RBAC_DIR, "kustomization.yaml")
-    if os.path.exists(kustomization):
-        with open(kustomization, encoding="utf-8") as handle:
-            listed = (yaml.safe_load(handle) or {}).get("resources") or []
-        return [os.path.join(RBAC_DIR, name) for name in listed if os.path.exists(os.path.join(RBAC_DIR, name))]
-    return [path for path in sorted(glob.glob(os.path.join(RBAC_DIR, "*.yaml")))]
+    """The controller's RBAC files and the users' ClusterRoles, in the order of their
+    kustomizations (all *.yaml of a folder without one); the namespace they name is the one
+    `kubectl apply -k k8s/config/default` gives them, fiber-system."""
+    manifests: list[str] = []
+    for folder in RBAC_DIRS:
+        kustomization = os.path.join(folder, "kustomization.yaml")
+        if os.path.exists(kustomization):
+            with open(kustomization, encoding="utf-8") as handle:
+                listed = (yaml.safe_load(handle) or {}).get("resources") or []
+            manifests += [os.path.join(folder, name) for name in listed if os.path.exists(os.path.join(folder, name))]
+        else:
+            manifests += sorted(glob.glob(os.path.join(folder, "*.yaml")))
+    return manifests
 
 
 # The built-in ClusterRole each aggregation label feeds (the bootstrap policy's selectors).

@@ -195,9 +195,12 @@ def test_the_shipped_controller_role_grants_what_the_controller_does_and_no_more
     assert not can("create", "coordination.k8s.io", "leases", namespace="team-a")
     assert not can("update", "fibermpi.io", "fiberjobs", "", "team-a", "job")
     assert not can("update", "", "pods", "status", "team-a", "job-worker-0")
-    # Each job's join-token Secret: created and watched (created again when missing), never
-    # changed or deleted by the controller (the garbage collector deletes it with its job).
-    assert can("create", "", "secrets", namespace="team-a") and can("watch", "", "secrets")
+    # Each job's join-token Secret: created and read by name (created again when missing), never
+    # listed or watched (that would read every Secret), changed or deleted by the controller (the
+    # garbage collector deletes it with its job).
+    assert can("create", "", "secrets", namespace="team-a")
+    assert can("get", "", "secrets", "", "team-a", "job-join-token")
+    assert not can("list", "", "secrets") and not can("watch", "", "secrets")
     for verb in ("update", "patch", "delete"):
         assert not can(verb, "", "secrets", "", "team-a", "job-join-token")
     assert can("create", "networking.k8s.io", "networkpolicies", namespace="team-a")

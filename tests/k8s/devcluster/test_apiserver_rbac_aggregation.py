@@ -22,7 +22,7 @@ from k8s.devcluster.apiserver.store import Store
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 CRD_FILE = REPO_ROOT / "k8s/config/crd/bases/fibermpi.io_fiberjobs.yaml"
-USER_ROLES_FILE = REPO_ROOT / "k8s/config/rbac/fiberjob_user_roles.yaml"
+USER_ROLES_FILE = REPO_ROOT / "k8s/config/user_roles/fiberjob_user_roles.yaml"
 RBAC = "rbac.authorization.k8s.io"
 CLUSTERROLES = f"/apis/{RBAC}/v1/clusterroles"
 TO_ADMIN, TO_EDIT, TO_VIEW = (f"{RBAC}/aggregate-to-{name}" for name in ("admin", "edit", "view"))

@@ -285,3 +285,34 @@ def test_the_samples_follow_an_images_setting_into_their_fiberjob_templates(vers
         for template in (job["spec"]["launcher"]["template"], job["spec"]["workers"]["template"]):
             for c in template["spec"]["containers"]:
                 assert c["image"].endswith(":0.1.0") and c["imagePullPolicy"] == "IfNotPresent", path.name
+
+
+@pytest.mark.parametrize("version", sorted(KUBECTLS))
+def test_the_namespaced_mode_binds_the_controller_in_its_namespace_only(version):
+    out = subprocess.run([str(KUBECTLS[version]), "kustomize", str(ROOT / "k8s/config/namespaced")],
+                         check=True, capture_output=True, text=True, timeout=60).stdout
+    docs = [doc for doc in yaml.safe_load_all(out) if doc]
+    kinds = sorted(f"{d['kind']}/{d['metadata']['name']}" for d in docs)
+    # Cluster-scoped: the CRD (a cluster administrator's, once) and the namespace; nothing that
+    # grants anything beyond it.
+    assert kinds == ["CustomResourceDefinition/fiberjobs.fibermpi.io", "Deployment/fiber-controller",
+                     "Namespace/fibermpi", "Role/fiber-controller", "Role/fiber-controller-leader-election",
+                     "RoleBinding/fiber-controller", "RoleBinding/fiber-controller-leader-election",
+                     "ServiceAccount/fiber-controller"]
+    for doc in docs:
+        if doc["kind"] not in ("Namespace", "CustomResourceDefinition"):
+            assert doc["metadata"]["namespace"] == "fibermpi", doc["metadata"]
+    # The same rules as the cluster mode's ClusterRole: one list.
+    (cluster_role,) = [d for d in render(KUBECTLS[version])
+                       if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "fiber-controller"]
+    (role,) = [d for d in docs if d["kind"] == "Role" and d["metadata"]["name"] == "fiber-controller"]
+    assert role["rules"] == cluster_role["rules"]
+    (binding,) = [d for d in docs if d["kind"] == "RoleBinding" and d["metadata"]["name"] == "fiber-controller"]
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "fiber-controller"}
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "fiber-controller", "namespace": "fibermpi"}]
+    (container,) = by_kind(docs, "Deployment")[0]["spec"]["template"]["spec"]["containers"]
+    assert "--namespace=$(POD_NAMESPACE)" in container["args"]
+    assert {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}} in container["env"]
+    for doc in docs:
+        if doc["kind"] != "CustomResourceDefinition":
+            kubernetes_validate.validate(doc, f"{version}.0", strict=True)
