@@ -2,6 +2,9 @@
 
 #include <curl/curl.h>
 
+#include <algorithm>
+#include <cctype>
+
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -136,6 +139,35 @@ struct Transfer {
 
 std::size_t append_to_string(char* data, std::size_t, std::size_t size, void* target) {
   static_cast<std::string*>(target)->append(data, size);
+  return size;
+}
+
+// The text of a Warning header's value, `299 - "text"` (RFC 7234; the API server's form, with
+// '\' escaping a quote or a backslash); the value itself when it is not of that form.
+std::string warning_text(std::string_view value) {
+  const auto open = value.find('"');
+  if (open == std::string_view::npos || value.size() < open + 2 || value.back() != '"')
+    return std::string(value);
+  std::string text;
+  for (std::size_t i = open + 1; i + 1 < value.size(); ++i) {
+    if (value[i] == '\\' && i + 2 < value.size()) ++i;
+    text += value[i];
+  }
+  return text;
+}
+
+// Keeps the texts of the Warning headers of an answer (a header line at a time).
+std::size_t keep_warnings(char* data, std::size_t, std::size_t size, void* target) {
+  std::string_view line(data, size);
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+  constexpr std::string_view kName = "warning:";
+  if (line.size() > kName.size() &&
+      std::equal(kName.begin(), kName.end(), line.begin(),
+                 [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); })) {
+    std::string_view value = line.substr(kName.size());
+    while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+    static_cast<std::vector<std::string>*>(target)->push_back(warning_text(value));
+  }
   return size;
 }
 
@@ -400,6 +432,8 @@ Response ApiClient::request(std::string_view method, std::string_view path, cons
                      static_cast<long>(impl_->options().request_timeout.count()));
     curl_easy_setopt(handle.get(), CURLOPT_WRITEFUNCTION, append_to_string);
     curl_easy_setopt(handle.get(), CURLOPT_WRITEDATA, &response.text);
+    curl_easy_setopt(handle.get(), CURLOPT_HEADERFUNCTION, keep_warnings);
+    curl_easy_setopt(handle.get(), CURLOPT_HEADERDATA, &response.warnings);
     const Transfer transfer = impl_->perform(handle, stop);
     if (transfer.cancelled) {
       impl_->count(method, 0);
@@ -466,7 +500,11 @@ ListResult ApiClient::list(const ResourceRef& ref, const ListOptions& options,
 }
 
 json ApiClient::create(const ResourceRef& ref, const json& object) {
-  return request("POST", ref.collection_path(), {}, object.dump()).json;
+  return create_object(ref, object, {}).json;
+}
+
+Response ApiClient::create_object(const ResourceRef& ref, const json& object, const Query& query) {
+  return request("POST", ref.collection_path(), query, object.dump());
 }
 
 json ApiClient::replace(const ResourceRef& ref, const json& object) {

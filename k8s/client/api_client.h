@@ -32,6 +32,9 @@ struct Response {
   nlohmann::json json;
   /// The raw body.
   std::string text;
+  /// The texts of the answer's Warning headers (299 warnings: a deprecated API, a field the
+  /// server dropped, a PodSecurity level the object would violate), in order.
+  std::vector<std::string> warnings;
 };
 
 /// Timeouts and identity of the client.
@@ -145,6 +148,10 @@ class ApiClient {
 
   /// POSTs `object` to the collection; returns the created object.
   nlohmann::json create(const ResourceRef& ref, const nlohmann::json& object);
+  /// create() with query parameters, e.g. {{"fieldValidation", "Strict"}} (a field the server
+  /// does not know fails the create with 400 instead of being dropped with a warning), giving the
+  /// whole answer: the stored object and the server's warnings.
+  Response create_object(const ResourceRef& ref, const nlohmann::json& object, const Query& query);
 
   /// PUTs `object` (named by its metadata.name; metadata.resourceVersion is required so a stale
   /// write fails with 409). Returns the stored object. Throws std::invalid_argument without them.

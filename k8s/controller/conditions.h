@@ -15,6 +15,7 @@ inline constexpr std::string_view kCreated = "Created";
 inline constexpr std::string_view kNameServiceReady = "NameServiceReady";
 inline constexpr std::string_view kLauncherRunning = "LauncherRunning";
 inline constexpr std::string_view kWorkersReady = "WorkersReady";
+inline constexpr std::string_view kWorkersFailing = "WorkersFailing";
 inline constexpr std::string_view kDegraded = "Degraded";
 inline constexpr std::string_view kSuspended = "Suspended";
 inline constexpr std::string_view kSucceeded = "Succeeded";

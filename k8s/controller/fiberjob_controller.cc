@@ -1,6 +1,7 @@
 #include "k8s/controller/fiberjob_controller.h"
 
 #include <algorithm>
+#include <set>
 #include <stdexcept>
 
 #include "k8s/client/errors.h"
@@ -145,6 +146,10 @@ void FiberJobController::register_handlers() {
     {
       std::lock_guard lock(secrets_mutex_);
       secret_seen_.erase(key);
+    }
+    {
+      std::lock_guard lock(refused_mutex_);
+      refused_by_job_.erase(key);
     }
     queue_.add(key);
   });
@@ -362,6 +367,12 @@ KeyOutcome FiberJobController::reconcile_key(const std::string& key) {
           ForeignObject{"ConfigMap", release_config_map_name(name), describe_controller(*release)});
     }
   }
+  {
+    std::lock_guard lock(refused_mutex_);
+    if (const auto found = refused_by_job_.find(key); found != refused_by_job_.end()) {
+      observed.refused_creations = found->second;
+    }
+  }
   observed.now = std::chrono::system_clock::now();
   {
     std::lock_guard lock(shortfall_mutex_);
@@ -521,18 +532,40 @@ bool FiberJobController::existing_object_is_ours(const JobSpec& spec, const std:
 
 void FiberJobController::apply_creations(const json& job, const JobSpec& spec,
                                          const ReconcilePlan& plan, Actions& actions) {
+  // What this pass's pod creates met, kept for the next pass (ObservedState::refused_creations).
+  std::set<std::string> tried_roles = {std::string(kWorkerRole)};
+  std::vector<RefusedCreation> refused;
+  const auto remember_refusals = [&] {
+    std::lock_guard lock(refused_mutex_);
+    std::vector<RefusedCreation>& kept = refused_by_job_[actions.key];
+    std::erase_if(kept,
+                  [&](const RefusedCreation& each) { return tried_roles.contains(each.role); });
+    kept.insert(kept.end(), refused.begin(), refused.end());
+    if (kept.empty()) refused_by_job_.erase(actions.key);
+  };
   for (const json& object : plan.creations) {
     const std::string name = object["metadata"]["name"];
     const std::string kind = object.value("kind", "Pod");
+    const bool pod = kind == "Pod";
+    const std::string role = pod ? label_value(object, kRoleLabel) : std::string();
+    if (pod) tried_roles.insert(role);
     // Expected one by one, just before each call: an exception that ends the pass midway leaves
     // no expectation behind for objects never asked for.
     const bool watched = is_watched_kind(kind);
     ensure_leading();
     if (watched) expectations_.expect_creations(actions.key, {name});
     try {
-      client_.create(ref_of(object, spec.ns), object);
+      // A pod comes from the user's template: a field the server does not know is refused (it
+      // would be dropped, and the pod would run without what the user meant) and said in
+      // WorkersFailing or the job's failure; what the server warns of becomes an Event.
+      const Response created = client_.create_object(
+          ref_of(object, spec.ns), object, pod ? Query{{"fieldValidation", "Strict"}} : Query{});
       log(LogLevel::kInfo, actions.key, "created " + kind + " " + name);
       recorder_.normal(job, "SuccessfulCreate", "Created " + kind + ": " + name);
+      for (const std::string& warning : created.warnings) {
+        log(LogLevel::kWarning, actions.key, "creating " + kind + " " + name + ": " + warning);
+        recorder_.warning(job, "CreateWarning", "Creating " + kind + " " + name + ": " + warning);
+      }
     } catch (const ClientError& error) {
       // Nothing will appear for a create that failed: expect it no more.
       if (watched) expectations_.creation_observed(actions.key, name);
@@ -542,10 +575,14 @@ void FiberJobController::apply_creations(const json& job, const JobSpec& spec,
           log(LogLevel::kWarning, actions.key,
               kind + " " + name + " exists and is not controlled by the job");
           actions.name_conflict = true;
+          remember_refusals();
           return;
         }
         log(LogLevel::kInfo, actions.key, kind + " " + name + " exists already");
         continue;
+      }
+      if (pod && api_error != nullptr) {
+        refused.push_back(RefusedCreation{role, name, api_error->code(), api_error->message()});
       }
       actions.failed = true;
       log(LogLevel::kError, actions.key,
@@ -554,9 +591,11 @@ void FiberJobController::apply_creations(const json& job, const JobSpec& spec,
                         "Error creating " + kind + " " + name + ": " + describe(error));
     } catch (...) {
       if (watched) expectations_.creation_observed(actions.key, name);
+      remember_refusals();
       throw;
     }
   }
+  remember_refusals();
 }
 
 void FiberJobController::apply_updates(const json& job, const JobSpec& spec,

@@ -144,6 +144,11 @@ class FiberJobController {
   /// again before it counts a loss, which delays a replacement and never counts one twice.
   std::mutex shortfall_mutex_;
   std::map<std::string, SystemTime> shortfall_since_;
+  /// Pod creates the API server refused, per key (ObservedState::refused_creations): a worker's
+  /// are those of the last pass, a launcher's or name service's those of the last pass that
+  /// tried to create one.
+  std::mutex refused_mutex_;
+  std::map<std::string, std::vector<RefusedCreation>> refused_by_job_;
   /// When each job's join-token Secret was last found present, per key.
   std::mutex secrets_mutex_;
   std::map<std::string, std::chrono::steady_clock::time_point> secret_seen_;

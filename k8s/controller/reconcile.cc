@@ -295,6 +295,7 @@ class Pass {
     }
     if (previous_run_still_terminating()) return;
     std::optional<Outcome> outcome = observe_launcher_end();
+    if (!outcome) outcome = refused_as_invalid();
     if (!outcome) outcome = check_deadline();
     const std::string uri = outcome ? std::string() : reconcile_name_service(outcome);
     if (!outcome) outcome = reconcile_workers(uri);
@@ -360,6 +361,41 @@ class Pass {
                      "launcher pod " + name + " was deleted before it finished"};
     }
     return std::nullopt;
+  }
+
+  // A launcher or name-service pod the API server refused as invalid will be refused again:
+  // the job fails with the server's words rather than trying for ever. (A refusal for another
+  // reason, a quota or a webhook that is down, is tried again.)
+  std::optional<Outcome> refused_as_invalid() {
+    for (const RefusedCreation& refused : observed_.refused_creations) {
+      if (refused.code != 400 && refused.code != 422) continue;
+      if (refused.role == kLauncherRole && !launcher_) {
+        return Outcome{
+            false, "LauncherRefused",
+            "the API server refused launcher pod " + refused.name + ": " + refused.message};
+      }
+      if (refused.role == kNameServiceRole && !name_service_) {
+        return Outcome{
+            false, "NameServiceRefused",
+            "the API server refused name-service pod " + refused.name + ": " + refused.message};
+      }
+    }
+    return std::nullopt;
+  }
+
+  // Worker pods the API server refuses (an invalid template, a quota, a webhook): said in
+  // WorkersFailing while it lasts. They are tried again in every pass.
+  void report_refused_workers() {
+    const auto refused =
+        std::find_if(observed_.refused_creations.begin(), observed_.refused_creations.end(),
+                     [](const RefusedCreation& each) { return each.role == kWorkerRole; });
+    if (refused != observed_.refused_creations.end()) {
+      set(type::kWorkersFailing, true, "FailedCreate",
+          "the API server refused worker pod " + refused->name + " (" +
+              std::to_string(refused->code) + "): " + refused->message);
+    } else if (condition_is_true(conditions(), type::kWorkersFailing)) {
+      set(type::kWorkersFailing, false, "WorkersCreated", "worker pods are created again");
+    }
   }
 
   std::optional<Outcome> check_deadline() {
@@ -493,6 +529,7 @@ class Pass {
     if (condition_is_true(conditions(), type::kDegraded) && counts.ready >= desired) {
       set(type::kDegraded, false, "WorkersReplaced", "every lost worker pod was replaced");
     }
+    report_refused_workers();
     set_workers_ready(counts, desired, uri, scale_down_note);
     return std::nullopt;
   }

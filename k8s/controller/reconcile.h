@@ -46,6 +46,16 @@ struct JobIsolation {
   bool network_policy = false;
 };
 
+/// A pod create the API server refused (an invalid template, a quota, an admission webhook),
+/// as the controller's last attempt met it.
+struct RefusedCreation {
+  std::string role;  ///< the pod's fibermpi.io/role: launcher, worker or name-service
+  std::string name;
+  long code = 0;  ///< HTTP status
+  std::string message;
+  friend bool operator==(const RefusedCreation&, const RefusedCreation&) = default;
+};
+
 struct ObservedState {
   /// The job's current status (null or an object).
   nlohmann::json status;
@@ -68,6 +78,10 @@ struct ObservedState {
   /// The join-token Secret and the NetworkPolicy; a missing one is created in every pass of a
   /// running job.
   JobIsolation isolation;
+  /// Pod creates refused since the last create of that role succeeded. A launcher or
+  /// name-service pod refused as invalid (400, 422) fails the job: its template will not become
+  /// valid by trying again. Refused workers set WorkersFailing, and are tried again.
+  std::vector<RefusedCreation> refused_creations;
   /// The URI read from the name-service pod's log, when the controller read it for this pass.
   std::optional<std::string> name_service_uri_from_log;
   /// When the controller's passes first found, without a pass in between that did not, fewer live

@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from . import admission, errors
+from .builtin_fields import admit_builtin_fields
 from .custom import CLEANUP_FINALIZER, admit, require_kind, storage_version
 from .errors import ApiError
 from .decoding import check_decodable
@@ -167,6 +168,8 @@ class Api:
                     obj.pop("status", None)
                 obj, warnings = admit(info, obj, None, ctx.field_validation, None)
                 ctx.warnings += warnings
+            else:
+                ctx.warnings += admit_builtin_fields(info, obj, ctx.field_validation)
             causes = validate_metadata(obj, info.namespaced, strategy.name_rule)
             causes += strategy.validate(self, info, obj, None)
             if causes:
@@ -288,6 +291,8 @@ class Api:
         if info.crd is not None:
             new, warnings = admit(info, new, old, ctx.field_validation, subresource)
             ctx.warnings += warnings
+        elif subresource is None:
+            ctx.warnings += admit_builtin_fields(info, new, ctx.field_validation)
         causes = validate_metadata(new, info.namespaced, strategy.name_rule)
         causes += strategy.validate(self, info, new, old)
         added = [f for f in new["metadata"].get("finalizers") or [] if f not in old_meta.get("finalizers") or []]

@@ -84,6 +84,25 @@ TEST_F(ApiClientTest, PathsOfCoreAndNamedGroups) {
   EXPECT_THROW(nodes.object_path(""), std::invalid_argument);
 }
 
+TEST_F(ApiClientTest, ACreateGivesTheServersWarningsAndSendsItsQuery) {
+  serve([](const httplib::Request& request, httplib::Response& response) {
+    response.status = 201;
+    response.set_header("Warning", R"(299 - "would violate PodSecurity \"restricted:latest\"")");
+    response.set_header("Warning", R"(299 - "a back\\slash")");
+    response.set_content(request.body, "application/json");
+  });
+  ApiClient client(server_->access());
+  const Response created =
+      client.create_object(pods_ref("ns"), pod("p", ""), {{"fieldValidation", "Strict"}});
+  EXPECT_EQ(created.status, 201);
+  EXPECT_EQ(created.json["metadata"]["name"], "p");
+  EXPECT_EQ(created.warnings,
+            (std::vector<std::string>{R"(would violate PodSecurity "restricted:latest")",
+                                      R"(a back\slash)"}));
+  EXPECT_EQ(last().method, "POST");
+  EXPECT_EQ(last().query, "fieldValidation=Strict;");
+}
+
 TEST_F(ApiClientTest, TypedHelpersSendTheRightRequests) {
   serve([](const httplib::Request& request, httplib::Response& response) {
     if (request.path.ends_with("/log")) {

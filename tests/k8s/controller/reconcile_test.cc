@@ -944,3 +944,55 @@ TEST(Reconcile, AWorkerThatSucceededUnreleasedIsReplacedAsLost) {
 
 }  // namespace
 }  // namespace fiber::k8s::controller
+
+namespace fiber::k8s::controller {
+namespace {
+
+// A pass over a running job whose last pass's pod creates met `refused`.
+ReconcilePlan run_refused(const JobSpec& spec, json status, std::vector<json> pods,
+                          std::vector<RefusedCreation> refused) {
+  ObservedState observed = observed_job(spec, std::move(status), std::move(pods));
+  observed.refused_creations = std::move(refused);
+  observed.unexplained_shortfall_since = kNow - kLossConfirmation;
+  return reconcile(spec, observed, test_settings());
+}
+
+TEST(Reconcile, ALauncherTheServerRefusesAsInvalidFailsTheJobWithItsWords) {
+  const JobSpec spec = job({{"replicas", 1}});
+  json status = ready_status(1);
+  status.erase("launcher");  // never created: the server refused it
+  std::vector<json> pods = {pod("pi-nameservice", "name-service", "Running"), worker(0)};
+  const std::string words =
+      "Pod \"pi-launcher\" is invalid: spec.containers[0].image: Required value";
+  const ReconcilePlan plan =
+      run_refused(spec, status, pods, {{"launcher", "pi-launcher", 422, words}});
+  EXPECT_EQ(plan.status["phase"], "Failed");
+  EXPECT_EQ(condition(plan, "Failed")["reason"], "LauncherRefused");
+  EXPECT_EQ(condition(plan, "Failed")["message"],
+            "the API server refused launcher pod pi-launcher: " + words);
+  // Refused for another reason (a quota, a webhook that is down): tried again, not failed.
+  const ReconcilePlan quota =
+      run_refused(spec, status, pods, {{"launcher", "pi-launcher", 403, "exceeded quota"}});
+  EXPECT_NE(quota.status["phase"], "Failed");
+  EXPECT_EQ(created_names(quota), (Names{"pi-launcher"}));
+}
+
+TEST(Reconcile, WorkersTheServerRefusesAreSaidInWorkersFailingAndTriedAgain) {
+  const JobSpec spec = job({{"replicas", 2}});
+  const std::string words = ".spec.containers[0].resource: field not declared in schema";
+  const ReconcilePlan refused = run_refused(spec, ready_status(1), running_job_pods(1),
+                                            {{"worker", "pi-worker-1", 400, words}});
+  EXPECT_EQ(condition(refused, "WorkersFailing")["status"], "True");
+  EXPECT_EQ(condition(refused, "WorkersFailing")["reason"], "FailedCreate");
+  EXPECT_EQ(condition(refused, "WorkersFailing")["message"],
+            "the API server refused worker pod pi-worker-1 (400): " + words);
+  EXPECT_EQ(created_names(refused), (Names{"pi-worker-1"}));
+  EXPECT_NE(refused.status["phase"], "Failed");  // the launcher runs: the job goes on
+  // A pass whose creates were accepted clears it.
+  const ReconcilePlan cleared = run_refused(spec, refused.status, running_job_pods(2), {});
+  EXPECT_EQ(condition(cleared, "WorkersFailing")["status"], "False");
+  EXPECT_EQ(condition(cleared, "WorkersFailing")["reason"], "WorkersCreated");
+}
+
+}  // namespace
+}  // namespace fiber::k8s::controller

@@ -547,3 +547,40 @@ def test_the_join_token_secret_and_network_policy_are_the_jobs_and_made_again(
             return now is not None and now["metadata"]["uid"] != old_uid
         wait_for(f"{path} made again", made_again, within)
         assert cluster.get(path)["metadata"]["ownerReferences"][0]["uid"] == job_uid
+
+
+def test_pods_the_server_refuses_are_said_in_the_status_not_retried_silently(
+        cluster: Cluster, controller: Controller) -> None:
+    """Pods are created with fieldValidation=Strict: a misspelt field in a template is refused
+    rather than dropped. Refused workers set WorkersFailing with the server's words; a launcher
+    refused as invalid fails the job."""
+    good = {"name": "main", "image": "fibermpi/runtime:0.1.0", "command": ["sleep", "600"]}
+    misspelt = {**good, "imagePullPolicyy": "Always"}
+    cluster.call("POST", JOBS, {"apiVersion": "fibermpi.io/v1alpha1", "kind": "FiberJob",
+                                "metadata": {"name": "bw", "namespace": "default"},
+                                "spec": {"launcher": {"template": {"spec": {"containers": [good]}}},
+                                         "workers": {"template": {"spec": {"containers": [misspelt]}},
+                                                     "replicas": 1, "maxReplicas": 2}}})
+    wait_for("the name-service pod", lambda: "bw-nameservice" in cluster.pods())
+    cluster.set_phase("bw-nameservice", "Running", log=f"starting\n{URI}\n")
+    failing = wait_for("WorkersFailing", lambda: (c := cluster.condition("bw", "WorkersFailing"))
+                       and c.get("status") == "True" and c)
+    assert failing["reason"] == "FailedCreate"
+    assert failing["message"].startswith("the API server refused worker pod bw-worker-0 (400): ")
+    assert "imagePullPolicyy" in failing["message"]
+    assert "bw-worker-0" not in cluster.pods() and "bw-launcher" in cluster.pods()
+    assert cluster.status("bw").get("phase") != "Failed"
+
+    no_image = {"name": "main", "command": ["sleep", "600"]}
+    cluster.call("POST", JOBS, {"apiVersion": "fibermpi.io/v1alpha1", "kind": "FiberJob",
+                                "metadata": {"name": "bl", "namespace": "default"},
+                                "spec": {"launcher": {"template": {"spec": {"containers": [no_image]}}},
+                                         "workers": {"template": {"spec": {"containers": [good]}},
+                                                     "maxReplicas": 2}}})
+    wait_for("the name-service pod", lambda: "bl-nameservice" in cluster.pods())
+    cluster.set_phase("bl-nameservice", "Running", log=f"starting\n{URI}\n")
+    wait_for("phase Failed", lambda: cluster.status("bl").get("phase") == "Failed")
+    failed = cluster.condition("bl", "Failed")
+    assert failed["reason"] == "LauncherRefused"
+    assert failed["message"].startswith("the API server refused launcher pod bl-launcher: ")
+    assert "image" in failed["message"]

@@ -111,3 +111,26 @@ def test_a_bad_chunked_body_is_refused_and_nothing_is_stored(apiserver: ApiServe
     assert refusal["code"] == code and refusal["message"].startswith(message)
     after = apiserver.request("GET", "/api/v1/namespaces/default/configmaps").json()["items"]
     assert [c["metadata"]["name"] for c in after] == [c["metadata"]["name"] for c in before]
+
+
+def test_a_misspelt_field_of_a_built_in_kind_is_refused_warned_of_or_dropped(kubectl: Kubectl) -> None:
+    """kubectl validates on the server (fieldValidation=Strict by default): the server's decoding
+    names the field a Pod does not have; --validate=warn creates the pod without it and warns,
+    --validate=false drops it silently, as kube-apiserver does."""
+    def pod(name: str) -> str:
+        return json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+                           "spec": {"containers": [{"name": "c", "image": "busybox",
+                                                    "imagePullPolicyy": "Always"}]}})
+    name = "typo-" + suffix(kubectl)
+    strict = kubectl.run("create", "-f", "-", stdin=pod(name))
+    assert strict.returncode == 1
+    assert ('Pod in version "v1" cannot be handled as a Pod: strict decoding error: unknown field '
+            '"spec.containers[0].imagePullPolicyy"') in strict.stderr
+    assert kubectl.run("get", "pod", name).returncode == 1
+    warned = kubectl.run("create", "--validate=warn", "-f", "-", stdin=pod(name))
+    assert warned.returncode == 0, warned.stderr
+    assert 'Warning: unknown field "spec.containers[0].imagePullPolicyy"' in warned.stderr
+    stored = json.loads(kubectl.ok("get", "pod", name, "-o", "json"))
+    assert "imagePullPolicyy" not in stored["spec"]["containers"][0]
+    ignored = kubectl.run("create", "--validate=false", "-f", "-", stdin=pod(name + "-i"))
+    assert ignored.returncode == 0 and "Warning" not in ignored.stderr, ignored.stderr

@@ -73,7 +73,8 @@ def test_defaults_apply_inside_a_present_object_without_overriding():
     obj = fiberjob(minReplicas=2)
     obj["spec"]["runPolicy"] = {"suspend": True}
     stored, _ = admit(obj)
-    assert stored["spec"]["runPolicy"] == {"suspend": True, "cleanPodPolicy": "Running"}
+    assert stored["spec"]["runPolicy"] == {"suspend": True, "cleanPodPolicy": "Running",
+                                          "nodeLossTolerationSeconds": 30}
     assert stored["spec"]["workers"]["minReplicas"] == 2
 
 
