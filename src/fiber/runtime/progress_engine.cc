@@ -301,19 +301,9 @@ bool ProgressEngine::await(std::unique_lock<std::mutex>& lock, const std::functi
     const bool may_sleep = sleep.count() > 0;
     if (may_sleep) doorbell_.prepare_sleep();
     lock.unlock();
-    bool active = false;
-    bool polled = false;
-    {
-      std::unique_lock progress(progress_mu_, std::try_to_lock);
-      if (progress.owns_lock() && !stop_progress_.load()) {
-        polled = true;
-        try {
-          active = poll_once();
-        } catch (const std::exception& e) {
-          FIBER_LOG_ERROR("progress error: %s", e.what());
-        }
-      }
-    }
+    const std::optional<bool> outcome = poll_unless_busy();
+    const bool polled = outcome.has_value();
+    const bool active = outcome.value_or(false);
     lock.lock();
     satisfied = pred();
     if (satisfied || !polled || active || !may_sleep) {
@@ -365,18 +355,20 @@ bool ProgressEngine::check_once(std::unique_lock<std::mutex>& lock,
                                 const std::function<bool()>& pred) {
   if (pred()) return true;
   lock.unlock();
-  {
-    std::unique_lock progress(progress_mu_, std::try_to_lock);
-    if (progress.owns_lock() && !stop_progress_.load()) {
-      try {
-        poll_once();
-      } catch (const std::exception& e) {
-        FIBER_LOG_ERROR("progress error: %s", e.what());
-      }
-    }
-  }
+  poll_unless_busy();
   lock.lock();
   return pred();
+}
+
+std::optional<bool> ProgressEngine::poll_unless_busy() {
+  std::unique_lock progress(progress_mu_, std::try_to_lock);
+  if (!progress.owns_lock() || stop_progress_.load()) return std::nullopt;
+  try {
+    return poll_once();
+  } catch (const std::exception& e) {
+    FIBER_LOG_ERROR("progress error: %s", e.what());
+    return false;
+  }
 }
 
 bool ProgressEngine::wait_until(const std::function<bool()>& pred,

@@ -125,6 +125,9 @@ class ProgressEngine {
   std::chrono::microseconds sleep_while_sending(std::chrono::microseconds sleep);
   void progress_loop();
   bool poll_once();
+  /// One poll_once() unless another thread is polling (nullopt then): whether it found anything.
+  /// The caller holds neither lock.
+  std::optional<bool> poll_unless_busy();
   /// await() whose deadline has passed: `pred`, one poll unless another thread is polling, `pred`.
   bool check_once(std::unique_lock<std::mutex>& lock, const std::function<bool()>& pred);
   /// Polls `link` rank by rank from now on (see Link::by_rank).

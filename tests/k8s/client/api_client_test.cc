@@ -7,6 +7,7 @@
 #include <future>
 
 #include "tests/k8s/client/fake_api_server.h"
+#include "tests/k8s/client/temp_folder.h"
 
 namespace fiber::k8s {
 namespace {
@@ -338,9 +339,8 @@ TEST_F(ApiClientTest, TokenFileIsReadAgainWhenItChanges) {
   serve([](const httplib::Request&, httplib::Response& response) {
     response.set_content("{}", "application/json");
   });
-  std::string dir = (std::filesystem::temp_directory_path() / "api_client_test.XXXXXX").string();
-  ASSERT_NE(mkdtemp(dir.data()), nullptr);
-  const std::filesystem::path token = std::filesystem::path(dir) / "token";
+  const testing::TempFolder folder("api_client_test");
+  const std::filesystem::path token = folder.path() / "token";
   std::ofstream(token) << "first\n";
   ClusterAccess access = server_->access();
   access.token = "ignored when a file is set";
@@ -354,7 +354,6 @@ TEST_F(ApiClientTest, TokenFileIsReadAgainWhenItChanges) {
   std::filesystem::last_write_time(token, std::filesystem::last_write_time(token) + 2s);
   client.get(pods_ref("ns"), "p");
   EXPECT_EQ(last().authorization, "Bearer second");
-  std::filesystem::remove_all(dir);
 }
 
 TEST_F(ApiClientTest, WatchStreamsEventsAcrossChunkBoundaries) {

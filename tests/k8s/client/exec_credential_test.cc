@@ -4,7 +4,6 @@
 #include "k8s/client/exec_credential.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -19,6 +18,7 @@
 #include "k8s/client/errors.h"
 #include "k8s/client/time_format.h"
 #include "tests/k8s/client/fake_api_server.h"
+#include "tests/k8s/client/temp_folder.h"
 
 namespace fiber::k8s {
 namespace {
@@ -31,13 +31,6 @@ constexpr const char* kV1 = "client.authentication.k8s.io/v1";
 
 class ExecCredentialTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "exec_credential_test.XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   // An executable shell script named `name` in the test's folder.
   ExecPlugin plugin(const std::string& name, const std::string& script) {
     const fs::path path = dir_ / name;
@@ -80,7 +73,8 @@ class ExecCredentialTest : public ::testing::Test {
     }
   }
 
-  fs::path dir_;
+  testing::TempFolder folder_{"exec_credential_test"};
+  const fs::path& dir_ = folder_.path();
 };
 
 TEST_F(ExecCredentialTest, ATokenWithItsExpiryAndThePluginsEnvironment) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "k8s/client/errors.h"
+#include "tests/k8s/client/temp_folder.h"
 
 namespace fiber::k8s {
 namespace {
@@ -16,13 +17,6 @@ namespace fs = std::filesystem;
 // A fresh folder per test, removed afterwards.
 class KubeConfigTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "kube_config_test.XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   fs::path write(const fs::path& relative, const std::string& text) {
     const fs::path path = dir_ / relative;
     fs::create_directories(path.parent_path());
@@ -42,8 +36,23 @@ class KubeConfigTest : public ::testing::Test {
     }
   }
 
-  fs::path dir_;
+  testing::TempFolder folder_{"kube_config_test"};
+  const fs::path& dir_ = folder_.path();
 };
+
+// A kubeconfig whose current context names cluster k and user u, up to u's `user:` key: a test
+// appends the user's fields.
+constexpr const char* kUserHead = R"(current-context: c
+clusters:
+- name: k
+  cluster: {server: "https://k"}
+contexts:
+- name: c
+  context: {cluster: k, user: u}
+users:
+- name: u
+  user:
+)";
 
 // base64 of "CA-PEM", "CERT-PEM", "KEY-PEM".
 constexpr const char* kCaData = "Q0EtUEVN";
@@ -200,17 +209,7 @@ contexts:
 }
 
 TEST_F(KubeConfigTest, PluginsAreRefusedClearly) {
-  const std::string head = R"(current-context: c
-clusters:
-- name: k
-  cluster: {server: "https://k"}
-contexts:
-- name: c
-  context: {cluster: k, user: u}
-users:
-- name: u
-  user:
-)";
+  const std::string head = kUserHead;
   expect_error(write("auth-provider", head + "    auth-provider: {name: gcp}\n"),
                "auth-provider plugin, which kubectl dropped in 1.26 and this client does not "
                "support: use the provider's exec plugin");
@@ -231,18 +230,7 @@ contexts:
 
 // What EKS's, GKE's and AKS's kubeconfigs hold: a credential plugin.
 TEST_F(KubeConfigTest, ExecPluginsAreReadAsClientGoReadsThem) {
-  const std::string head = R"(current-context: c
-clusters:
-- name: k
-  cluster: {server: "https://k"}
-contexts:
-- name: c
-  context: {cluster: k, user: u}
-users:
-- name: u
-  user:
-    exec:
-)";
+  const std::string head = std::string(kUserHead) + "    exec:\n";
   const ClusterAccess eks =
       load_kubeconfig(write("eks", head + R"(      apiVersion: client.authentication.k8s.io/v1beta1
       command: aws
