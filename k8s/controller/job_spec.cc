@@ -74,8 +74,8 @@ std::set<std::string> parse_workers_to_delete(const json& workers) {
 
 }  // namespace
 
-std::int32_t JobSpec::desired_workers() const {
-  const std::int32_t wanted = replicas.value_or(min_replicas);
+std::int32_t JobSpec::desired_workers(std::int32_t requested_by_program) const {
+  const std::int32_t wanted = std::max(replicas.value_or(min_replicas), requested_by_program);
   return std::min(std::max(wanted, min_replicas), max_replicas);
 }
 

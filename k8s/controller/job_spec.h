@@ -59,8 +59,10 @@ struct JobSpec {
   /// is unreachable or not ready before they are evicted (the cluster's default is 300 s).
   std::int64_t node_loss_toleration_seconds = kDefaultNodeLossTolerationSeconds;
 
-  /// Worker pods to keep: replicas (minReplicas when unset) clamped to [minReplicas, maxReplicas].
-  std::int32_t desired_workers() const;
+  /// Worker pods to keep: the larger of replicas (minReplicas when unset), which people and
+  /// autoscalers set, and `requested_by_program` (the launcher's workersRequested), clamped to
+  /// [minReplicas, maxReplicas].
+  std::int32_t desired_workers(std::int32_t requested_by_program = 0) const;
 };
 
 /// Reads `job` (a FiberJob object). Throws InvalidJobError naming the field when metadata.name,

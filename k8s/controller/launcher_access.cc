@@ -30,9 +30,10 @@ json build_launcher_service_account(const JobSpec& job) {
 }
 
 json build_launcher_role(const JobSpec& job) {
-  // Exactly what the runtime does: read its job, grow and shrink through /scale, and list the
-  // pods it releases in its release ConfigMap. Nothing else (no write of the job itself: its
-  // worker template, maxReplicas or suspend), and nothing of any other job.
+  // Exactly what the runtime does: read its job, and ask for and release pods in its release
+  // ConfigMap. Nothing else (no write of the job itself: its worker template, maxReplicas,
+  // suspend, nor the replicas that people and autoscalers set through /scale), and nothing of
+  // any other job.
   const json names = json::array({job.name});
   return {{"apiVersion", std::string(kRbacGroup) + "/v1"},
           {"kind", "Role"},
@@ -42,10 +43,6 @@ json build_launcher_role(const JobSpec& job) {
              {"resources", {"fiberjobs"}},
              {"resourceNames", names},
              {"verbs", {"get"}}},
-            {{"apiGroups", {"fibermpi.io"}},
-             {"resources", {"fiberjobs/scale"}},
-             {"resourceNames", names},
-             {"verbs", {"get", "patch", "update"}}},
             {{"apiGroups", {""}},
              {"resources", {"configmaps"}},
              {"resourceNames", json::array({release_config_map_name(job.name)})},

@@ -1,6 +1,6 @@
 // What the launcher may do on the API server: its own ServiceAccount, and a Role (with its
-// RoleBinding) that lets the program read its FiberJob, grow or shrink its pool through the scale
-// subresource and release workers through its release ConfigMap, on that one job alone.
+// RoleBinding) that lets the program read its FiberJob and ask for and release worker pods through
+// its release ConfigMap, on that one job alone.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -12,9 +12,8 @@ namespace fiber::k8s::controller {
 /// ServiceAccount NAME-launcher, owned by the job; the launcher pod runs as it.
 nlohmann::json build_launcher_service_account(const JobSpec& job);
 
-/// Role NAME-launcher, owned by the job: get on fiberjobs, get, patch and update on
-/// fiberjobs/scale, get and update on ConfigMap NAME-release, each limited to the job's own by
-/// resourceNames.
+/// Role NAME-launcher, owned by the job: get on fiberjobs, get and update on ConfigMap
+/// NAME-release, each limited to the job's own by resourceNames.
 nlohmann::json build_launcher_role(const JobSpec& job);
 
 /// RoleBinding NAME-launcher, owned by the job: binds the Role to the ServiceAccount.

@@ -93,6 +93,8 @@ class Pass {
     for (const std::string& name :
          parse_release_list(observed.release_config_map, refused_release_lines_))
       to_delete_.insert(name);
+    requested_by_program_ =
+        parse_requested_workers(observed.release_config_map, refused_release_lines_);
     plan_.status = observed.status.is_object() ? observed.status : json::object();
     for (const json& pod : observed.pods) {
       PodView view = view_pod(pod);
@@ -481,7 +483,7 @@ class Pass {
   // Lost workers are counted, then (in a later pass) replaced; finished ones deleted to free their
   // names, and the number of live workers brought to the desired count.
   std::optional<Outcome> reconcile_workers(const std::string& uri) {
-    const std::int32_t desired = job_.desired_workers();
+    const std::int32_t desired = job_.desired_workers(requested_by_program_);
     std::vector<const PodView*> live;
     for (const PodView& pod : workers_) {
       if (pod.live()) live.push_back(&pod);
@@ -665,7 +667,8 @@ class Pass {
       });
       if (!counted) released.push_back(name);
     }
-    status()["workers"] = {{"desired", job_.desired_workers()},
+    status()["workers"] = {{"desired", job_.desired_workers(requested_by_program_)},
+                           {"requested", requested_by_program_},
                            {"ready", counts.ready},
                            {"active", active},
                            {"failed", failed},
@@ -754,6 +757,8 @@ class Pass {
   // Worker pods released: spec.workers.workersToDelete and the release ConfigMap's list.
   std::set<std::string> to_delete_;
   std::vector<std::string> refused_release_lines_;
+  // The worker pods the program asks for (its ConfigMap's workersRequested).
+  std::int32_t requested_by_program_ = 0;
   std::optional<PodView> name_service_;
   std::optional<PodView> launcher_;
   std::vector<PodView> workers_;

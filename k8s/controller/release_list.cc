@@ -47,4 +47,25 @@ std::set<std::string> parse_release_list(const json& config_map,
   return names;
 }
 
+std::int32_t parse_requested_workers(const json& config_map, std::vector<std::string>& refused) {
+  const json::json_pointer pointer(std::string("/data/") + kRequestedWorkersKey);
+  if (!config_map.is_object() || !config_map.contains(pointer)) return 0;
+  const json& value = config_map.at(pointer);
+  if (!value.is_string()) return 0;
+  std::string text = value.get<std::string>();
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return 0;
+  text = text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
+  // The CRD's bound on replicas; more digits than it has are refused before any conversion.
+  constexpr std::int32_t kMostWorkers = 100000;
+  if (text.size() <= 6 &&
+      std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    const std::int32_t count = std::stoi(text);
+    if (count <= kMostWorkers) return count;
+  }
+  refused.push_back(std::string(kRequestedWorkersKey) + " '" + text.substr(0, 80) +
+                    "' is not a count of worker pods (0 to 100000)");
+  return 0;
+}
+
 }  // namespace fiber::k8s::controller

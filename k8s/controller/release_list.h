@@ -1,11 +1,13 @@
-// The program's release list: the worker pods the launcher gives back, in ConfigMap
-// NAME-release (key workersToDelete, one pod name a line). The launcher's Role may get and
-// update that one ConfigMap and nothing else of the job but its scale subresource, so a program
-// can neither rewrite its job's spec (the worker template, maxReplicas, suspend) nor release
-// another job's pods. spec.workers.workersToDelete stays for people; the controller takes the
-// union of both.
+// The program's side of its job's size, in ConfigMap NAME-release: the worker pods it asks for
+// (key workersRequested, a count) and those it gives back (key workersToDelete, one pod name a
+// line). The launcher's Role may get and update that one ConfigMap and only read its job, so a
+// program can neither rewrite its job's spec (the worker template, maxReplicas, suspend) nor
+// release another job's pods, and spec.workers.replicas stays with people and autoscalers: the
+// controller keeps max(replicas, workersRequested) within [minReplicas, maxReplicas], and takes
+// the union of spec.workers.workersToDelete and the program's list.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -15,8 +17,9 @@
 
 namespace fiber::k8s::controller {
 
-/// The ConfigMap's key.
+/// The ConfigMap's keys.
 inline constexpr const char* kReleaseListKey = "workersToDelete";
+inline constexpr const char* kRequestedWorkersKey = "workersRequested";
 /// The launcher's environment variable naming the ConfigMap.
 inline constexpr const char* kReleaseListVariable = "FIBER_K8S_RELEASE_CONFIG_MAP";
 
@@ -28,5 +31,10 @@ nlohmann::json build_release_config_map(const JobSpec& job);
 /// launcher's to write, and a program's bad line must not stop the job.
 std::set<std::string> parse_release_list(const nlohmann::json& config_map,
                                          std::vector<std::string>& refused);
+
+/// The worker pods the program asks for (0 when the key is absent or empty). A value that is no
+/// count (a decimal from 0 to 100000) counts as 0 and is described in `refused`, as above.
+std::int32_t parse_requested_workers(const nlohmann::json& config_map,
+                                     std::vector<std::string>& refused);
 
 }  // namespace fiber::k8s::controller

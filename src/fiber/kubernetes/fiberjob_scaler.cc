@@ -1,6 +1,7 @@
 #include "fiber/kubernetes/fiberjob_scaler.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -47,43 +48,37 @@ FiberJobScaler::FiberJobScaler(std::string ns, std::string job)
 
 FiberJobScaler::~FiberJobScaler() = default;
 
-FiberJobScaler::Workers FiberJobScaler::read() {
-  return workers_of(client_->get(k8s::fiberjobs_ref(ns_), job_));
+int FiberJobScaler::Workers::kept() const {
+  return std::min(std::max({replicas, requested, min_replicas}), max_replicas);
 }
 
-FiberJobScaler::Workers FiberJobScaler::grow(int held, int more) {
-  const auto ref = k8s::fiberjobs_ref(ns_);
-  for (int attempt = 1;; ++attempt) {
-    Workers workers = workers_of(client_->get(ref, job_));
-    // The scale subresource: the one write `kubectl scale` makes too, allowed to the launcher's
-    // Role without letting it touch the rest of the spec. Decided from what it says now, and
-    // written with its resourceVersion.
-    json scale = client_->get(ref, job_, "scale");
-    workers.replicas = scale.value("spec", json::object()).value("replicas", 0);
-    const int wanted = std::min(std::max(workers.replicas, held + more), workers.max_replicas);
-    if (workers.replicas >= wanted) return workers;
-    scale["spec"]["replicas"] = wanted;
-    try {
-      client_->request("PUT", ref.object_path(job_, "scale"), {}, scale.dump());
-      workers.replicas = wanted;
-      return workers;
-    } catch (const k8s::ApiError& e) {
-      if (!e.is_conflict() || attempt >= kWriteAttempts) throw;
-    }
-  }
+int FiberJobScaler::Workers::floor() const {
+  return std::min(std::max(replicas, min_replicas), max_replicas);
 }
 
-// The program's release list: ConfigMap NAME-release, key workersToDelete, a pod name a line.
-// The controller creates it with the job; the launcher's Role may get and update it alone.
+// The program's side of the job's size: ConfigMap NAME-release, key workersRequested (a count) and
+// key workersToDelete (a pod name a line). The controller creates it with the job; the launcher's
+// Role may get and update it alone.
 namespace {
 
 constexpr const char* kReleaseListKey = "workersToDelete";
+constexpr const char* kRequestedKey = "workersRequested";
 
 k8s::ResourceRef config_maps_ref(const std::string& ns) { return {"", "v1", "configmaps", ns}; }
 
 std::string release_list_name(const std::string& job) {
   const char* named = std::getenv("FIBER_K8S_RELEASE_CONFIG_MAP");
   return named && *named ? named : job + "-release";
+}
+
+// What the controller reads as the request: anything but a count is 0 (and a warning there).
+int requested_of(const json& config_map) {
+  const json::json_pointer pointer(std::string("/data/") + kRequestedKey);
+  if (!config_map.contains(pointer) || !config_map.at(pointer).is_string()) return 0;
+  const std::string& text = config_map.at(pointer).get_ref<const std::string&>();
+  int count = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), count);
+  return error == std::errc() && end == text.data() + text.size() && count >= 0 ? count : 0;
 }
 
 std::set<std::string> listed_names(const json& config_map) {
@@ -112,54 +107,65 @@ std::string list_text(const std::set<std::string>& names) {
 
 }  // namespace
 
-std::vector<std::string> FiberJobScaler::release(const std::vector<std::string>& pods, int held) {
-  const auto jobs = k8s::fiberjobs_ref(ns_);
-  const auto lists = config_maps_ref(ns_);
-  const std::string list_name = release_list_name(job_);
-  std::vector<std::string> released;
-  int left = held;
-  // First the list, then the size: the controller, seeing fewer replicas, deletes the listed
-  // pods first, so it must see them listed by then (the other order could delete a busy pod).
+FiberJobScaler::Workers FiberJobScaler::read(json& list) {
+  Workers workers = workers_of(client_->get(k8s::fiberjobs_ref(ns_), job_));
+  list = client_->get(config_maps_ref(ns_), release_list_name(job_));
+  workers.requested = requested_of(list);
+  return workers;
+}
+
+FiberJobScaler::Workers FiberJobScaler::read() {
+  json list;
+  return read(list);
+}
+
+FiberJobScaler::Workers FiberJobScaler::grow(int held, int more) {
   for (int attempt = 1;; ++attempt) {
-    const Workers workers = workers_of(client_->get(jobs, job_));
-    json list = client_->get(lists, list_name);
+    json list;
+    Workers workers = read(list);
+    const int wanted = std::min(std::max(workers.requested, held + more), workers.max_replicas);
+    if (workers.requested >= wanted) return workers;
+    list["data"][kRequestedKey] = std::to_string(wanted);
+    try {
+      client_->replace(config_maps_ref(ns_), list);  // with its resourceVersion: a race is a 409
+      workers.requested = wanted;
+      return workers;
+    } catch (const k8s::ApiError& e) {
+      if (!e.is_conflict() || attempt >= kWriteAttempts) throw;
+    }
+  }
+}
+
+std::vector<std::string> FiberJobScaler::release(const std::vector<std::string>& pods, int held) {
+  for (int attempt = 1;; ++attempt) {
+    json list;
+    const Workers workers = read(list);
     std::set<std::string> names = listed_names(list);
-    released.clear();
-    left = held;
-    // A pod listed already (an earlier release whose scale write failed) is released again:
-    // this time its scale write completes the release.
+    std::vector<std::string> released;
+    int left = held;
+    // A pod listed already (an earlier release whose write failed) is released again.
     bool listed_now = false;
     for (const auto& pod : pods) {
-      if (left <= workers.min_replicas) break;
+      if (left <= workers.floor()) break;
       listed_now |= names.insert(pod).second;
       released.push_back(pod);
       --left;
     }
     if (released.empty()) return {};
-    if (!listed_now) break;
+    // The list and the lower request in one write: the controller, seeing fewer pods wanted,
+    // deletes the listed ones first, so it must never see the count without the names (it could
+    // delete a busy pod) nor the names without the count (it would replace them).
+    const int requested = std::min(workers.requested, left);
+    if (!listed_now && requested == workers.requested) return released;
     list["data"][kReleaseListKey] = list_text(names);
+    list["data"][kRequestedKey] = std::to_string(requested);
     try {
-      client_->replace(lists, list);  // with its resourceVersion: a concurrent write is a 409
-      break;
+      client_->replace(config_maps_ref(ns_), list);
+      return released;
     } catch (const k8s::ApiError& e) {
       if (!e.is_conflict() || attempt >= kWriteAttempts) throw;
     }
   }
-  // Replicas above the pods left would make the controller replace the released ones; below
-  // (a `kubectl scale` down from outside) they stay as they are.
-  for (int attempt = 1;; ++attempt) {
-    json scale = client_->get(jobs, job_, "scale");
-    const int replicas = scale.value("spec", json::object()).value("replicas", 0);
-    if (replicas <= left) break;
-    scale["spec"]["replicas"] = left;
-    try {
-      client_->request("PUT", jobs.object_path(job_, "scale"), {}, scale.dump());
-      break;
-    } catch (const k8s::ApiError& e) {
-      if (!e.is_conflict() || attempt >= kWriteAttempts) throw;
-    }
-  }
-  return released;
 }
 
 void FiberJobScaler::forget(const std::vector<std::string>& pods) {

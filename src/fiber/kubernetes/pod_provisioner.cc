@@ -21,8 +21,8 @@ std::vector<std::string> pod_names(const std::vector<std::string>& keys) {
 constexpr auto kLongestBackoff = std::chrono::seconds(5);
 
 // How often the provisioner looks again without being woken (idle pods, timeouts), and how old
-// its copy of the job's replica count may get while processes wait for pods (a `kubectl scale`
-// from outside changes how many are coming).
+// its copy of the job's worker count may get while processes wait for pods (a `kubectl scale` or
+// an HPA from outside changes how many are coming).
 constexpr auto kPollInterval = std::chrono::milliseconds(250);
 constexpr auto kRereadInterval = std::chrono::seconds(2);
 
@@ -89,8 +89,8 @@ PodProvisioner::Plan PodProvisioner::plan_locked(Clock::time_point now) {
   if (joined > joined_pods_seen_) starved_.clear();
   joined_pods_seen_ = joined;
   // Pods beyond those joined: the ones already asked for that are still coming, and more for
-  // what they cannot cover. The scaler decides against the replica count it reads just before
-  // writing, so a stale copy here never undoes a `kubectl scale`.
+  // what they cannot cover. The scaler decides against the request it reads just before
+  // writing, so a stale copy here never asks twice.
   if (wanted > 0) plan.grow_by = coming_pods + (wanted + slots_per_pod_ - 1) / slots_per_pod_;
   if (waiting > 0 && !starved_.empty()) {
     plan.fail = waiting;
@@ -112,7 +112,7 @@ PodProvisioner::Plan PodProvisioner::plan_locked(Clock::time_point now) {
       // A pod whose ranks have not all said hello is not idle: the rest would get work there.
       if (use.releasing || use.live == 0 || use.idle < use.live || use.starting > 0) continue;
       if (now - use.idle_since < settings_.pod_idle_timeout) continue;
-      if (held_by_min_.contains(name) && now < held_by_min_[name]) continue;
+      if (held_by_floor_.contains(name) && now < held_by_floor_[name]) continue;
       plan.release.push_back(name);
       host_.set_pod_releasing_locked(name, true);
     }
@@ -154,13 +154,13 @@ void PodProvisioner::carry_out(Plan& plan, std::unique_lock<std::mutex>& lock) {
   }
   lock.lock();
   if (seen) {
-    replicas_ = seen->replicas;
+    replicas_ = seen->kept();
     max_replicas_ = seen->max_replicas;
     last_read_ = now;
-    if (plan.held + plan.grow_by > seen->replicas && seen->replicas >= seen->max_replicas) {
+    if (plan.held + plan.grow_by > replicas_ && replicas_ >= seen->max_replicas) {
       // The job allows no more pods: the processes beyond what its pods can hold fail now
       // instead of waiting for pods that will never be asked for.
-      const int coming_pods = std::max(0, seen->replicas - joined_pods_seen_);
+      const int coming_pods = std::max(0, replicas_ - joined_pods_seen_);
       const int short_by =
           host_.pod_slots_wanted_locked(coming_pods * slots_per_pod_ + joined_starting_);
       if (short_by > 0) {
@@ -179,9 +179,9 @@ void PodProvisioner::carry_out(Plan& plan, std::unique_lock<std::mutex>& lock) {
       replicas_ = std::min(replicas_, --plan.held);
       host_.shut_down_pod_locked(pod);
     } else {
-      // minReplicas keeps it (or the write failed): usable again, asked again later.
+      // The job's floor keeps it (or the write failed): usable again, asked again later.
       host_.set_pod_releasing_locked(pod, false);
-      held_by_min_[pod] =
+      held_by_floor_[pod] =
           now + std::max<Clock::duration>(settings_.pod_idle_timeout, std::chrono::seconds(1));
     }
   }

@@ -1,9 +1,10 @@
 // Worker pods on demand, for a master running as the launcher of a FiberJob: processes waiting
-// for a worker become a higher replica count on the job's scale subresource, pods whose workers
-// have all been idle for Settings::pod_idle_timeout are released (named in workersToDelete as
-// replicas go down by as many), and processes that wait longer than Settings::pod_start_timeout
-// for pods that do not come fail with fiber::SpawnError. The pods' ranks join through the
-// rendezvous like any joining job; the provisioner only asks and releases. Internal.
+// for a worker become a higher request in the job's release ConfigMap (workersRequested), pods
+// whose workers have all been idle for Settings::pod_idle_timeout are released (named in
+// workersToDelete as the request goes down by as many), and processes that wait longer than
+// Settings::pod_start_timeout for pods that do not come fail with fiber::SpawnError. The pods'
+// ranks join through the rendezvous like any joining job; the provisioner only asks and releases.
+// Internal.
 #pragma once
 
 #include <atomic>
@@ -100,7 +101,7 @@ class PodProvisioner {
   bool woken_ = false;  ///< Something changed since the last plan (with the lock held).
 
   // With the lock held.
-  int replicas_ = 0;      ///< spec.workers.replicas as last read or written.
+  int replicas_ = 0;      ///< Worker pods the job keeps (Workers::kept()) as last read or written.
   int max_replicas_ = 0;  ///< spec.workers.maxReplicas as last read.
   bool known_ = false;    ///< The spec has been read at least once.
   std::optional<Clock::time_point> last_read_;
@@ -112,8 +113,9 @@ class PodProvisioner {
   /// a pod joins, processes that wait for one fail at once with this instead of waiting again.
   std::string starved_;
   std::set<std::string> released_;  ///< Named in workersToDelete by us, not yet forgotten.
-  /// Idle pods minReplicas kept (or whose release failed), not to be tried again before then.
-  std::map<std::string, Clock::time_point> held_by_min_;
+  /// Idle pods the job's floor kept (minReplicas, or replicas set by people or an HPA), or whose
+  /// release failed: not to be tried again before then.
+  std::map<std::string, Clock::time_point> held_by_floor_;
   std::string last_error_;  ///< The API's last refusal (reported once, quoted on timeout).
   /// After a failed request none is sent before this (a doubling back-off, so that a refusing or
   /// unreachable API server is not hammered).

@@ -194,6 +194,7 @@ TEST(Reconcile, NewJobGetsServiceAndNameServiceOnly) {
   EXPECT_EQ(plan.status["observedGeneration"], 3);
   EXPECT_EQ(plan.status["workers"],
             (json{{"desired", 1},
+                  {"requested", 0},
                   {"ready", 0},
                   {"active", 0},
                   {"failed", 0},
@@ -252,6 +253,58 @@ TEST(Reconcile, DesiredIsReplicasClampedToMinAndMax) {
   EXPECT_EQ(job().desired_workers(), 1);  // unset: minReplicas
   EXPECT_EQ(job({{"replicas", 3}}).desired_workers(), 3);
   EXPECT_EQ(job({{"replicas", 2}, {"minReplicas", 0}, {"maxReplicas", 0}}).desired_workers(), 0);
+  // The program's request (workersRequested) and replicas (people, an HPA): the larger counts.
+  EXPECT_EQ(job({{"replicas", 1}}).desired_workers(3), 3);
+  EXPECT_EQ(job({{"replicas", 3}}).desired_workers(2), 3);
+  EXPECT_EQ(job({{"replicas", 1}}).desired_workers(9), 4);
+  EXPECT_EQ(job({{"replicas", 0}, {"minReplicas", 0}}).desired_workers(0), 0);
+}
+
+// The release ConfigMap as the launcher writes it when it asks for `requested` pods.
+json release_list_requesting(const JobSpec& spec, const std::string& requested,
+                             const std::string& names = "") {
+  json config_map = release_list(spec, names);
+  config_map["data"][kRequestedWorkersKey] = requested;
+  return config_map;
+}
+
+TEST(Reconcile, TheProgramsRequestAndAnAutoscalersReplicasCombineIntoTheLarger) {
+  // An HPA keeps replicas at 1 while the program asks for 3: three workers, and the HPA's value
+  // is neither written over nor needed higher.
+  const JobSpec spec = job({{"replicas", 1}, {"minReplicas", 0}});
+  ReconcilePlan plan = run(spec, ready_status(1), running_job_pods(1), std::nullopt, kAllAccess,
+                           release_list_requesting(spec, "3"));
+  EXPECT_EQ(created_names(plan), (Names{"pi-worker-1", "pi-worker-2"}));
+  EXPECT_EQ(plan.status["workers"]["desired"], 3);
+  EXPECT_EQ(plan.status["workers"]["requested"], 3);
+  EXPECT_TRUE(plan.events.empty());
+  // The HPA scales to 4 while the program still asks for 3: four.
+  const JobSpec scaled = job({{"replicas", 4}, {"minReplicas", 0}});
+  plan = run(scaled, ready_status(3), running_job_pods(3), std::nullopt, kAllAccess,
+             release_list_requesting(scaled, "3"));
+  EXPECT_EQ(created_names(plan), (Names{"pi-worker-3"}));
+  EXPECT_EQ(plan.status["workers"]["desired"], 4);
+  // The HPA scales down to 1 while the program asks for 3 and lists none: no pod is deleted.
+  plan = run(spec, ready_status(3), running_job_pods(3), std::nullopt, kAllAccess,
+             release_list_requesting(spec, " 3\n"));
+  EXPECT_TRUE(plan.deletions.empty());
+  EXPECT_EQ(plan.status["workers"]["desired"], 3);
+}
+
+TEST(Reconcile, ARequestThatIsNoCountIsReportedAndCountsAsNone) {
+  const JobSpec spec = job({{"replicas", 1}, {"minReplicas", 0}});
+  for (const std::string bad : {"three", "-1", "100001", "1e3", "99999999999999999999"}) {
+    const ReconcilePlan plan = run(spec, ready_status(1), running_job_pods(1), std::nullopt,
+                                   kAllAccess, release_list_requesting(spec, bad));
+    EXPECT_TRUE(plan.creations.empty()) << bad;
+    EXPECT_EQ(plan.status["workers"]["requested"], 0) << bad;
+    ASSERT_EQ(plan.events.size(), 1u) << bad;
+    EXPECT_EQ(plan.events[0].reason, "InvalidReleaseList");
+    EXPECT_NE(plan.events[0].message.find("workersRequested '" + bad.substr(0, 80) +
+                                          "' is not a count of worker pods (0 to 100000)"),
+              std::string::npos)
+        << plan.events[0].message;
+  }
 }
 
 TEST(Reconcile, GrowingUsesTheLowestFreeIndexes) {
@@ -540,10 +593,11 @@ TEST(Reconcile, ShrinkingDeletesNamedPodsFirstThenUnreadyHighestIndexFirst) {
 
 TEST(Reconcile, PodsTheProgramListsInItsReleaseConfigMapAreDeletedFirstOnScaleDown) {
   // The launcher may not write its job's spec: it names the pods it gives back in NAME-release,
-  // one a line, and lowers replicas through /scale. A line that is no pod name is reported and
-  // left out; the others count.
+  // one a line, and lowers its workersRequested in the same write. A line that is no pod name is
+  // reported and left out; the others count.
   const JobSpec spec = job({{"replicas", 1}, {"workersToDelete", {"pi-worker-2"}}});
-  const json release = release_list(spec, "pi-worker-0\n  pi-worker-1 \nNot_A_Pod\n\n");
+  const json release =
+      release_list_requesting(spec, "1", "pi-worker-0\n  pi-worker-1 \nNot_A_Pod\n\n");
   const ReconcilePlan plan =
       run(spec, ready_status(4), running_job_pods(4), std::nullopt, kAllAccess, release);
   EXPECT_EQ(deleted_names(plan), (Names{"pi-worker-2", "pi-worker-1", "pi-worker-0"}));

@@ -254,16 +254,22 @@ def test_scale_down_deletes_the_named_worker_only(cluster: Cluster, controller: 
 
 def test_scale_down_deletes_the_workers_the_program_lists_in_its_release_config_map(
         cluster: Cluster, controller: Controller) -> None:
-    """The program's way: the pod names in NAME-release (written with its resourceVersion), then a lower
-    scale; a line that is no pod name is a warning Event and nothing else."""
-    start_job(cluster, "rl", 3)
+    """The program's way: it asks for pods in NAME-release (workersRequested, beside the replicas a
+    person or an HPA set), then names the pods it gives back and lowers its request in one write (with
+    the resourceVersion it read); a line that is no pod name is a warning Event and nothing else."""
+    start_job(cluster, "rl", 1)
     path = "/api/v1/namespaces/default/configmaps/rl-release"
     release = cluster.get(path)
-    release["data"] = {"workersToDelete": "rl-worker-0\nNOT A POD\n"}
+    release["data"] = {"workersToDelete": "", "workersRequested": "3"}
     cluster.call("PUT", path, release)
-    scale = cluster.call("GET", f"{JOBS}/rl/scale")
-    scale["spec"]["replicas"] = 2
-    cluster.call("PUT", f"{JOBS}/rl/scale", scale)
+    wait_for("the workers asked for", lambda: {"rl-worker-1", "rl-worker-2"} <= set(cluster.pods()))
+    for pod in ("rl-worker-1", "rl-worker-2"):
+        cluster.set_phase(pod, "Running")
+    wait_for("the request in the status", lambda: cluster.status("rl").get("workers", {}).get("requested") == 3)
+    assert cluster.job("rl")["spec"]["workers"]["replicas"] == 1
+    release = cluster.get(path)
+    release["data"] = {"workersToDelete": "rl-worker-0\nNOT A POD\n", "workersRequested": "2"}
+    cluster.call("PUT", path, release)
     wait_for("the listed worker gone", lambda: "rl-worker-0" not in cluster.pods())
     assert {"rl-worker-1", "rl-worker-2"} <= set(cluster.pods())
     wait_for("the InvalidReleaseList Event", lambda: any(
@@ -420,8 +426,6 @@ def test_launcher_account_role_binding_and_config_map(cluster: Cluster, controll
         assert owner["uid"] == job_uid and owner["controller"] is True
     assert role["rules"] == [
         {"apiGroups": ["fibermpi.io"], "resources": ["fiberjobs"], "resourceNames": ["cf"], "verbs": ["get"]},
-        {"apiGroups": ["fibermpi.io"], "resources": ["fiberjobs/scale"], "resourceNames": ["cf"],
-         "verbs": ["get", "patch", "update"]},
         {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["cf-release"], "verbs": ["get", "update"]}]
     release = cluster.get("/api/v1/namespaces/default/configmaps/cf-release")
     assert release is not None and release["data"] == {"workersToDelete": ""}

@@ -119,14 +119,15 @@ def test_rbac_names_exact_resources_and_verbs(rendered):
                   ("", "secrets", "update"), ("", "secrets", "patch"), ("", "secrets", "delete"),
                   ("fibermpi.io", "fiberjobs", "update"),
                   ("fibermpi.io", "fiberjobs", "patch"),
-                  ("fibermpi.io", "fiberjobs", "create"), ("", "pods", "update"), ("", "pods", "patch")]:
+                  ("fibermpi.io", "fiberjobs", "create"), ("", "pods", "update"), ("", "pods", "patch"),
+                  # spec.workers.replicas is for people and autoscalers: the program asks in its
+                  # release ConfigMap, so neither the controller nor a launcher Role writes /scale.
+                  ("fibermpi.io", "fiberjobs/scale", "update"), ("fibermpi.io", "fiberjobs/scale", "patch")]:
         assert never not in granted, never
 
 
 # What the controller's per-job launcher Role (NAME-launcher) grants, limited to the job by name.
 LAUNCHER_ROLE_GRANTS = [("fibermpi.io", "fiberjobs", "get"),
-                        ("fibermpi.io", "fiberjobs/scale", "get"), ("fibermpi.io", "fiberjobs/scale", "patch"),
-                        ("fibermpi.io", "fiberjobs/scale", "update"),
                         ("", "configmaps", "get"), ("", "configmaps", "update")]
 
 

@@ -105,7 +105,7 @@ def cluster(tmp_path_factory) -> Cluster:
 
 
 def fiberjob(name: str, scenario: str, config: str | None = FAST_CONFIG, max_replicas: int = 8,
-             worker_spec: dict | None = None, launcher_env: list | None = None,
+             worker_spec: dict | None = None, launcher_env: list | None = None, replicas: int | None = 0,
              run_policy: dict | None = None, command: list[str] | None = None) -> str:
     """A FiberJob running the test program (or `command`) as its launcher; its worker template
     names no command, so worker pods run the launcher's. The default cleanPodPolicy (Running)
@@ -117,9 +117,11 @@ def fiberjob(name: str, scenario: str, config: str | None = FAST_CONFIG, max_rep
         "apiVersion": "fibermpi.io/v1alpha1", "kind": "FiberJob", "metadata": {"name": name},
         "spec": {
             "launcher": {"template": {"spec": {"containers": [launcher]}}},
-            "workers": {"minReplicas": 0, "maxReplicas": max_replicas, "replicas": 0,
+            "workers": {"minReplicas": 0, "maxReplicas": max_replicas,
                         "template": {"spec": {"containers": [{"name": "main", "image": "fibermpi/test"}],
                                               **(worker_spec or {})}}}}}
+    if replicas is not None:     # None: the CRD's default
+        job["spec"]["workers"]["replicas"] = replicas
     if config is not None:
         job["spec"]["config"] = config
     if run_policy is not None:
@@ -351,6 +353,85 @@ def test_kubectl_scale_from_outside_grows_a_running_pool(cluster: Cluster):
     cluster.kubectl("scale", f"fiberjob/{name}", "--replicas=3")
     log = succeeded(cluster, name)
     assert "tasks ran on 3 pods" in log, log
+
+
+class ScaleWriter:
+    """What a HorizontalPodAutoscaler does to a job: reads its scale subresource and, where
+    spec.replicas is not the count it wants, writes that count with the resourceVersion it read
+    (a 409 is read again). It also records every value it found that it had not written itself:
+    nobody else may write the job's replicas."""
+
+    def __init__(self, cluster: Cluster, job: str, replicas: int):
+        self.cluster, self.job, self.replicas = cluster, job, replicas
+        self.written: int | None = None
+        self.foreign: list[int] = []
+        self.writes = 0
+        self.errors: list[str] = []   # refused writes (a 409 among them is normal)
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.done.wait(0.3):
+            scale = json.loads(self.cluster.kubectl("get", f"fiberjob/{self.job}", "--subresource=scale",
+                                                    "-o", "json", check=False) or "null")
+            if not scale:
+                continue
+            found = scale["spec"].get("replicas", 0)
+            if self.written is not None and found != self.written:
+                self.foreign.append(found)
+            if found != self.replicas:
+                scale["spec"]["replicas"] = self.replicas
+                path = f"/apis/fibermpi.io/v1alpha1/namespaces/default/fiberjobs/{self.job}/scale"
+                replaced = subprocess.run([KUBECTL, "replace", "--raw", path, "-f", "-"],
+                                          input=json.dumps(scale), capture_output=True, text=True,
+                                          timeout=60, env=self.cluster.env)
+                if replaced.returncode == 0:
+                    self.written = self.replicas
+                    self.writes += 1
+                else:
+                    self.errors.append(replaced.stderr)
+            elif self.written is None:
+                self.written = found
+
+    def stop(self) -> None:
+        self.done.set()
+        self.thread.join(timeout=60)
+
+
+def test_an_autoscaler_beside_the_program_neither_undoes_its_requests_nor_is_undone(cluster: Cluster):
+    """A job left at the default replicas (1, which an HPA scales; 0 it leaves alone). An HPA sets
+    spec.workers.replicas to 2 while the program asks for 4 pods (in its ConfigMap) and later gives
+    back what it no longer needs: the job holds the larger count, the program's releases stop at
+    the HPA's 2 (no pod released only to be replaced), and nobody writes over the HPA's value."""
+    name = "hpa"
+    recorder = PodRecorder(cluster, name)
+    cluster.kubectl("apply", "-f", "-", stdin=fiberjob(name, "grow", replicas=None))
+    assert cluster.job(name)["spec"]["workers"]["replicas"] == 1
+    hpa = ScaleWriter(cluster, name, replicas=2)
+    try:
+        wait_until("the HPA's count", lambda: cluster.job(name)["spec"]["workers"]["replicas"] == 2 or hpa.errors,
+                   timeout_s=30)
+        assert cluster.job(name)["spec"]["workers"]["replicas"] == 2, hpa.errors
+        wait_until("4 workers ready", lambda: "4 workers ready" in cluster.log(f"{name}-launcher"), timeout_s=90)
+        workers = cluster.job(name)["status"]["workers"]
+        assert workers["requested"] == 4 and workers["desired"] == 4, workers
+        log = succeeded(cluster, name, recorder)
+    finally:
+        hpa.stop()
+    mapped = pods_in(log, "map of 2000")
+    assert sum(mapped.values()) == 2000 and len(mapped) == 4, log
+    assert pods_in(log, "after resize") and sum(workers_in(log, "after resize").values()) == 300, log
+    # Two pods given back, two kept at the HPA's count; none replaced, none created beyond four.
+    assert len(recorder.named) == 2 and recorder.named <= set(mapped), (recorder.named, mapped)
+    assert set(recorder.first_seen) == set(mapped), recorder.first_seen
+    assert recorder.launcher_done is not None
+    for pod in recorder.named:
+        assert recorder.gone[pod] < recorder.launcher_done, (pod, recorder.gone)
+    assert hpa.foreign == [] and hpa.writes == 1, (hpa.foreign, hpa.writes)
+    job = cluster.job(name)
+    assert job["spec"]["workers"]["replicas"] == 2, job["spec"]
+    assert job["status"]["workers"]["requested"] <= 2, job["status"]
 
 
 def test_a_killed_launcher_fails_the_job_and_its_pods_are_cleaned(cluster: Cluster):
