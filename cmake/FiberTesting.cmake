@@ -8,6 +8,7 @@ set(FIBER_TEST_ENV
   "OMPI_MCA_rmaps_base_oversubscribe=1"
   "FIBER_QUIET=1"
   "FIBER_SPAWN_TIMEOUT_S=30"
+  "FIBER_STACKS_WHEN_STUCK=1"
   ${FIBER_MPI_TEST_ENV})
 set(FIBER_CHECKED_RUN ${PROJECT_SOURCE_DIR}/tests/checked_run.sh)
 

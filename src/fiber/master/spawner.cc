@@ -5,6 +5,7 @@
 
 #include "fiber/runtime/log.h"
 #include "fiber/runtime/process_presence.h"
+#include "fiber/runtime/stack_dump.h"
 #include "mpi_bridge/launch_environment.h"
 #include "mpi_bridge/spawn.h"
 
@@ -134,6 +135,13 @@ void Spawner::check_watchdog(Clock::time_point now) {
   engine_.release_traffic();
   host_.spawn_failed_locked(count_, stuck_, true);
   host_.traffic_resumed_locked();
+  if (stacks_wanted_when_stuck()) {
+    // Where it is stuck (the spawning thread, Open MPI's daemon, the processes it started) while
+    // it still is: the cause of a hang seen once in many runs.
+    const std::string why = stuck_;
+    lock.unlock();
+    dump_process_tree_stacks(why);
+  }
 }
 
 bool Spawner::stop() {

@@ -1,0 +1,19 @@
+// Where a process that hangs inside a library call waits: every thread's stack of this process
+// and of every process under it (an MPI runtime's daemon, the processes it spawned), taken with
+// gdb. Asked for by FIBER_STACKS_WHEN_STUCK=1 (the tests set it), so that a hang seen once in
+// many runs names the call it is stuck in. Linux only; without gdb it says so. Internal.
+#pragma once
+
+#include <string>
+
+namespace fiber::detail {
+
+/// True when FIBER_STACKS_WHEN_STUCK is set to 1.
+bool stacks_wanted_when_stuck();
+
+/// Writes to stderr, headed by `why`, the stacks of every thread of this process and of its
+/// descendants (each headed by its pid and command line). Blocks until gdb is done (about a
+/// second a process), at most 60 s a process.
+void dump_process_tree_stacks(const std::string& why);
+
+}  // namespace fiber::detail
