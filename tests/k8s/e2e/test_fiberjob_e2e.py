@@ -169,7 +169,7 @@ def test_a_sample_job_runs_scales_and_gets_lost_workers_back(cluster: Cluster, v
         owned = cluster.get(kind, f"{name}-launcher")
         assert owned["metadata"]["ownerReferences"][0]["uid"] == job["metadata"]["uid"], owned
     assert {rule["resources"][0]: rule.get("resourceNames") for rule in cluster.get("role", f"{name}-launcher")[
-        "rules"]} == {"fiberjobs": [name], "fiberjobs/scale": [name], "configmaps": [f"{name}-release"]}
+        "rules"]} == {"fiberjobs": [name], "configmaps": [f"{name}-release"]}
 
     assert "scaled" in cluster.kubectl(version, "scale", f"fj/{name}", "--replicas=4").stdout
     wait_until("4 ready workers", lambda: len(running(cluster.pods(name, "worker"))) == 4
@@ -236,7 +236,8 @@ def test_the_launcher_decides_the_end_and_pods_are_cleaned(cluster: Cluster, ver
 
 
 # The launcher checks, from inside its pod, what the controller gave it: the mounted fiber.yaml, and an
-# API access limited to its own job (read it, scale it; nothing on another job, no delete).
+# API access limited to its own job (read it, ask for pods in its release ConfigMap; nothing on another job,
+# no delete, no write of the job or of its scale, which people and autoscalers own).
 CHECKING_LAUNCHER = r"""
 fail() { echo "check failed: $*" >&2; exit 9; }
 test "$FIBER_CONFIG" = /etc/fibermpi/fiber.yaml || fail "FIBER_CONFIG is '$FIBER_CONFIG'"
@@ -246,7 +247,7 @@ JOBS="https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT/apis/fibermpi.io
 code() { curl -s -o /dev/null -w '%{http_code}' --cacert "$SA/ca.crt" -H "Authorization: Bearer $(cat "$SA/token")" "$@"; }
 test "$(code "$JOBS/$FIBER_K8S_JOB")" = 200 || fail "GET own job"
 test "$(code -X PATCH -H 'Content-Type: application/merge-patch+json' -d '{"spec":{"replicas":2}}' \
-  "$JOBS/$FIBER_K8S_JOB/scale")" = 200 || fail "PATCH own scale"
+  "$JOBS/$FIBER_K8S_JOB/scale")" = 403 || fail "PATCH of its own scale not refused"
 test "$(code "$JOBS/another-job")" = 403 || fail "GET another job not refused"
 test "$(code -X DELETE "$JOBS/$FIBER_K8S_JOB")" = 403 || fail "DELETE own job not refused"
 # Its own job's spec is not the launcher's to write: not the worker template, not maxReplicas.
@@ -259,6 +260,7 @@ test "$(code -X PATCH -H 'Content-Type: application/merge-patch+json' -d '{"spec
 test "$FIBER_K8S_RELEASE_CONFIG_MAP" = "$FIBER_K8S_JOB-release" || fail "FIBER_K8S_RELEASE_CONFIG_MAP is '$FIBER_K8S_RELEASE_CONFIG_MAP'"
 MAPS="https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT/api/v1/namespaces/$FIBER_K8S_NAMESPACE/configmaps"
 LIST=$(curl -s --cacert "$SA/ca.crt" -H "Authorization: Bearer $(cat "$SA/token")" "$MAPS/$FIBER_K8S_RELEASE_CONFIG_MAP")
+LIST=$(printf '%s' "$LIST" | python3 -c 'import json, sys; m = json.load(sys.stdin); m["data"]["workersRequested"] = "2"; print(json.dumps(m))')
 test "$(code -X PUT -H 'Content-Type: application/json' -d "$LIST" "$MAPS/$FIBER_K8S_RELEASE_CONFIG_MAP")" = 200 || fail "PUT of the release list"
 test "$(code -X PATCH -H 'Content-Type: application/merge-patch+json' -d '{"data":{"x":"y"}}' \
   "$MAPS/$FIBER_K8S_RELEASE_CONFIG_MAP")" = 403 || fail "PATCH of the release list not refused"
@@ -282,7 +284,9 @@ def test_the_launcher_gets_its_config_file_and_an_account_limited_to_its_job(clu
                       in ("Succeeded", "Failed") and j)
     conditions = {c["type"]: c for c in done["status"]["conditions"]}
     assert done["status"]["phase"] == "Succeeded", conditions.get("Failed")
-    assert done["spec"]["workers"]["replicas"] == 2  # the launcher's own scale request
+    # The launcher's request for 2 pods is in its ConfigMap; the job's replicas stay as written.
+    assert cluster.get("configmap", "cfg-release")["data"]["workersRequested"] == "2"
+    assert done["spec"]["workers"]["replicas"] == 1
     config_map = cluster.get("configmap", "cfg-config")
     assert config_map["data"] == {"fiber.yaml": "pool_size: 3\n"}
     for pod in cluster.pods("cfg", "worker"):
