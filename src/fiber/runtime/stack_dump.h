@@ -1,7 +1,8 @@
 // Where a process that hangs inside a library call waits: every thread's stack of this process
 // and of every process under it (an MPI runtime's daemon, the processes it spawned), taken with
 // gdb. Asked for by FIBER_STACKS_WHEN_STUCK=1 (the tests set it), so that a hang seen once in
-// many runs names the call it is stuck in. Linux only; without gdb it says so. Internal.
+// many runs names the call it is stuck in. gdb stops each process for a moment, which can upset
+// what runs on: for a run that fails anyway. Linux only; without gdb it says so. Internal.
 #pragma once
 
 #include <string>
