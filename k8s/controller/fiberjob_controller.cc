@@ -86,11 +86,11 @@ FiberJobController::FiberJobController(ApiClient& client, EventRecorder& recorde
                                        ControllerMetrics& metrics, ControllerOptions options)
     : client_(client), recorder_(recorder), metrics_(metrics), options_(std::move(options)) {
   if (options_.workers < 1) throw std::invalid_argument("the controller needs at least 1 worker");
-  auto informer_options = [&](ResourceRef ref, bool owned) {
+  auto informer_options = [&](ResourceRef ref, bool owned, bool labelled_only = true) {
     InformerOptions informer;
     informer.ref = std::move(ref);
     if (owned) {
-      informer.label_selector = std::string(kJobNameLabel);
+      if (labelled_only) informer.label_selector = std::string(kJobNameLabel);
       informer.index_label = std::string(kJobNameLabel);
     }
     informer.log = options_.log;
@@ -110,8 +110,11 @@ FiberJobController::FiberJobController(ApiClient& client, EventRecorder& recorde
       client_, informer_options(ref_of_kind("Role", options_.watch_namespace), true));
   role_bindings_ = std::make_unique<Informer>(
       client_, informer_options(ref_of_kind("RoleBinding", options_.watch_namespace), true));
+  // Every NetworkPolicy, not only the jobs': one of the namespace's may isolate the egress of a
+  // job's pods (see ensure_egress in reconcile.cc).
   network_policies_ = std::make_unique<Informer>(
-      client_, informer_options(ref_of_kind("NetworkPolicy", options_.watch_namespace), true));
+      client_,
+      informer_options(ref_of_kind("NetworkPolicy", options_.watch_namespace), true, false));
   register_handlers();
 }
 
@@ -153,6 +156,19 @@ void FiberJobController::register_handlers() {
     }
     queue_.add(key);
   });
+  // A policy of no job (a namespace's default deny, added, changed or removed) concerns every job
+  // of its namespace.
+  const auto enqueue_jobs_of_namespace = [this](const json& policy) {
+    if (!label_value(policy, kJobNameLabel).empty()) return;
+    const std::string ns = metadata_field(policy, "namespace");
+    for (const json& job : jobs_->list())
+      if (metadata_field(job, "namespace") == ns) queue_.add(fiber::k8s::object_key(job));
+  };
+  network_policies_->on_add(enqueue_jobs_of_namespace);
+  network_policies_->on_update([enqueue_jobs_of_namespace](const json&, const json& policy) {
+    enqueue_jobs_of_namespace(policy);
+  });
+  network_policies_->on_delete(enqueue_jobs_of_namespace);
   for (Informer* owned : owned_informers()) {
     owned->on_add([this](const json& object) {
       observe_creation_of(object);
@@ -358,6 +374,15 @@ KeyOutcome FiberJobController::reconcile_key(const std::string& key) {
   // the job's: its Secret in the way stops the job as any object in the way does).
   observed.isolation = {.join_token_secret = join_token_secret_is_ours(spec, key),
                         .network_policy = ours(*network_policies_, network_policy_name(name))};
+  for (const json& policy : network_policies_->list()) {
+    if (metadata_field(policy, "namespace") != ns) continue;
+    if (is_controlled_by(policy, spec.uid)) {
+      if (metadata_field(policy, "name") == egress_network_policy_name(name))
+        observed.egress_policy = policy;
+    } else if (isolates_job_egress(policy, spec)) {
+      observed.egress_isolated = true;
+    }
+  }
   // The program's release list; someone else's ConfigMap of that name is in the way.
   if (const std::optional<json> release = config_maps_->get(ns, release_config_map_name(name))) {
     if (is_controlled_by(*release, spec.uid)) {
@@ -656,6 +681,23 @@ void FiberJobController::apply_deletions(const json& job, const JobSpec& spec,
     } catch (...) {
       expectations_.deletion_observed(actions.key, deletion.name);
       throw;
+    }
+  }
+  for (const ObjectDeletion& deletion : plan.object_deletions) {
+    DeleteOptions options;
+    options.precondition_uid = deletion.uid;
+    ensure_leading();
+    const std::string what = deletion.kind + " " + deletion.name;
+    try {
+      client_.remove(ref_of_kind(deletion.kind, spec.ns), deletion.name, options);
+      log(LogLevel::kInfo, actions.key, "deleted " + what + " (" + deletion.reason + ")");
+      recorder_.normal(job, "SuccessfulDelete", "Deleted " + what + " (" + deletion.reason + ")");
+    } catch (const ClientError& error) {
+      const auto* api_error = dynamic_cast<const ApiError*>(&error);
+      if (api_error != nullptr && (api_error->is_not_found() || api_error->is_conflict())) continue;
+      actions.failed = true;
+      log(LogLevel::kError, actions.key, "cannot delete " + what + ": " + describe(error));
+      recorder_.warning(job, "FailedDelete", "Error deleting " + what + ": " + describe(error));
     }
   }
 }

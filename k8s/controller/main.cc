@@ -40,7 +40,29 @@ struct Flags {
   std::string health_address = ":8081";
   std::string metrics_address = ":8080";
   std::string name_service_image = kDefaultNameServiceImage;
+  std::vector<std::string> api_server_egress;
 };
+
+// Where the API server listens, for the egress policy of a namespace that isolates egress: the
+// addresses given, else the endpoints of the `kubernetes` Service (EndpointSlice
+// default/kubernetes, read once at start; a controller bound in one namespace cannot read it and
+// is told so), else none.
+std::vector<EgressPeer> api_server_egress(ApiClient& client, const std::vector<std::string>& given,
+                                          const LogSink& log) {
+  std::vector<EgressPeer> peers;
+  for (const std::string& text : given) peers.push_back(parse_egress_peer(text));
+  if (!peers.empty()) return peers;
+  try {
+    peers = egress_peers_of_endpoint_slice(client.get(
+        ResourceRef{"discovery.k8s.io", "v1", "endpointslices", "default"}, "kubernetes"));
+  } catch (const std::exception& e) {
+    log_to(
+        log, LogLevel::kWarning,
+        std::string("cannot read the API server's endpoints (EndpointSlice default/kubernetes: ") +
+            e.what() + "); where a namespace isolates egress, name them with --api-server-egress");
+  }
+  return peers;
+}
 
 std::string default_identity() {
   char host[256] = {};
@@ -137,6 +159,7 @@ int run(const Flags& flags) {
   options.watch_namespace = flags.watch_namespace;
   options.workers = flags.workers;
   options.reconcile.name_service_image = flags.name_service_image;
+  options.reconcile.api_server_egress = api_server_egress(client, flags.api_server_egress, log);
   options.log = log;
   FiberJobController controller(client, recorder, metrics, options);
   std::atomic<bool> leading{false};
@@ -274,6 +297,18 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   // Also from the environment: kustomize's `images:` rewrites an env value of the Deployment
   // (k8s/config/manager/kustomizeconfig.yaml), never part of an argument.
+  app.add_option("--api-server-egress", flags.api_server_egress,
+                 "ADDRESS:PORT or CIDR:PORT where pods reach the API server, for the egress policy "
+                 "of a namespace that isolates egress (repeatable; default: the endpoints of "
+                 "EndpointSlice default/kubernetes)")
+      ->check([](const std::string& text) {
+        try {
+          parse_egress_peer(text);
+          return std::string();
+        } catch (const std::invalid_argument& e) {
+          return std::string(e.what());
+        }
+      });
   app.add_option("--name-service-image", flags.name_service_image,
                  "image of the default name-service pod (ompi-server)")
       ->envname("FIBER_NAME_SERVICE_IMAGE")

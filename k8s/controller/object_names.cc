@@ -23,6 +23,9 @@ std::string join_token_secret_name(std::string_view job) {
 }
 
 std::string network_policy_name(std::string_view job) { return std::string(job); }
+std::string egress_network_policy_name(std::string_view job) {
+  return std::string(job) + ".egress";
+}
 
 std::string worker_pod_name(std::string_view job, int index) {
   return std::string(job) + "-worker-" + std::to_string(index);

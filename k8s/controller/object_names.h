@@ -39,6 +39,9 @@ std::string release_config_map_name(std::string_view job);
 std::string join_token_secret_name(std::string_view job);
 /// The job's NetworkPolicy: the job's own name.
 std::string network_policy_name(std::string_view job);
+/// "JOB.egress": the job's egress NetworkPolicy, made only where the namespace isolates egress
+/// (a dot, which no job's name holds, so that it never meets another job's policy NAME).
+std::string egress_network_policy_name(std::string_view job);
 /// "JOB-worker-INDEX".
 std::string worker_pod_name(std::string_view job, int index);
 /// Label selector of the job's worker pods, written to status.workers.selector for the scale

@@ -266,6 +266,9 @@ class Pass {
       if (observed_.launcher_role.value("rules", json()) != rules) {
         json updated = observed_.launcher_role;
         updated["rules"] = std::move(rules);
+        // The items of a list come without their kind (a real API server leaves TypeMeta out).
+        updated["kind"] = "Role";
+        updated["apiVersion"] = "rbac.authorization.k8s.io/v1";
         plan_.updates.push_back(std::move(updated));
       }
     }
@@ -281,6 +284,43 @@ class Pass {
       plan_.creations.push_back(build_join_token_secret(job_, settings_.new_join_token()));
     }
     if (!observed_.isolation.network_policy) plan_.creations.push_back(build_network_policy(job_));
+    ensure_egress();
+  }
+
+  // Egress: NetworkPolicies add up, and one that names Egress isolates the pods it selects. So
+  // the job's egress policy exists exactly while another policy isolates its pods' egress (a
+  // namespace's default deny): there it lets them reach each other, DNS and the API server; made
+  // anywhere else it would cut them off from everything else.
+  void ensure_egress() {
+    const json& found = observed_.egress_policy;
+    if (!observed_.egress_isolated) {
+      if (found.is_object()) {
+        plan_.object_deletions.push_back(
+            ObjectDeletion{"NetworkPolicy", egress_network_policy_name(job_.name),
+                           found["metadata"].value("uid", ""),
+                           "no other NetworkPolicy isolates the egress of the job's pods"});
+      }
+      return;
+    }
+    const json wanted = build_egress_network_policy(job_, settings_.api_server_egress);
+    if (!found.is_object()) {
+      plan_.creations.push_back(wanted);
+    } else if (found.value("spec", json()) != wanted["spec"]) {
+      json updated = found;  // at the resourceVersion read
+      updated["spec"] = wanted["spec"];
+      updated["kind"] = wanted["kind"];
+      updated["apiVersion"] = wanted["apiVersion"];
+      plan_.updates.push_back(std::move(updated));
+    }
+    if (settings_.api_server_egress.empty()) {
+      plan_.events.push_back(JobEvent{
+          true, "NoApiServerEgress",
+          "a NetworkPolicy of namespace " + job_.ns +
+              " isolates the egress of the job's pods, and the controller does not know the API "
+              "server's endpoints (it could not read EndpointSlice default/kubernetes): the "
+              "launcher cannot ask for worker pods; run the controller with --api-server-egress "
+              "ADDRESS:PORT"});
+    }
   }
 
   void run_active() {

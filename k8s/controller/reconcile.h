@@ -78,6 +78,11 @@ struct ObservedState {
   /// The join-token Secret and the NetworkPolicy; a missing one is created in every pass of a
   /// running job.
   JobIsolation isolation;
+  /// A NetworkPolicy of the job's namespace that the job does not control isolates the egress of
+  /// its pods (isolates_job_egress): the job then needs its egress policy NAME.egress.
+  bool egress_isolated = false;
+  /// NAME.egress (controlled by the job), or null when there is none.
+  nlohmann::json egress_policy;
   /// Pod creates refused since the last create of that role succeeded. A launcher or
   /// name-service pod refused as invalid (400, 422) fails the job: its template will not become
   /// valid by trying again. Refused workers set WorkersFailing, and are tried again.
@@ -97,6 +102,19 @@ struct ReconcileSettings {
   std::string name_service_image = kDefaultNameServiceImage;
   /// Makes the token of a join-token Secret to create (tests give a fixed one).
   std::function<std::string()> new_join_token = random_join_token;
+  /// Where the API server listens, for the egress policy of a namespace that isolates egress
+  /// (the launcher asks it for pods); empty when unknown, which a warning Event then says.
+  std::vector<EgressPeer> api_server_egress;
+};
+
+/// An object other than a pod to delete (its uid as the precondition).
+struct ObjectDeletion {
+  std::string kind;
+  std::string name;
+  std::string uid;
+  /// Why, for the log and the Event.
+  std::string reason;
+  friend bool operator==(const ObjectDeletion&, const ObjectDeletion&) = default;
 };
 
 /// A pod to delete, with its uid as the precondition so that a newer pod of the same name is
@@ -126,6 +144,9 @@ struct ReconcilePlan {
   std::vector<nlohmann::json> updates;
   /// Pods to delete.
   std::vector<PodDeletion> deletions;
+  /// Other objects to delete: the egress NetworkPolicy once no policy of the namespace isolates
+  /// the job's egress (alone, it would isolate the pods itself).
+  std::vector<ObjectDeletion> object_deletions;
   /// Events about the job.
   std::vector<JobEvent> events;
   /// The job's status after this pass; written only when it differs from the observed one.

@@ -361,5 +361,104 @@ TEST(JobIsolation, TheNetworkPolicyAdmitsOnlyTheJobsOwnPods) {
                                   {"ingress", {{{"from", {{{"podSelector", same_job}}}}}}}}));
 }
 
+// A NetworkPolicy of the job's namespace, as a cluster administrator writes one.
+json policy(json pod_selector, json policy_types) {
+  return {{"metadata", {{"name", "deny"}, {"namespace", "ns"}}},
+          {"spec",
+           {{"podSelector", std::move(pod_selector)}, {"policyTypes", std::move(policy_types)}}}};
+}
+
+TEST(JobIsolation, APolicyIsolatesTheJobsEgressWhenItNamesEgressAndSelectsAnyOfItsPods) {
+  // A namespace's default deny of egress, or of both.
+  EXPECT_TRUE(isolates_job_egress(policy(json::object(), {"Egress"}), job()));
+  EXPECT_TRUE(isolates_job_egress(policy(json::object(), {"Ingress", "Egress"}), job()));
+  // Ingress alone leaves egress open.
+  EXPECT_FALSE(isolates_job_egress(policy(json::object(), {"Ingress"}), job()));
+  // Selected by a label of the launcher's template ("app": "pi"), by the controller's labels (a
+  // template's own role label is overridden), by an expression.
+  EXPECT_TRUE(isolates_job_egress(policy({{"matchLabels", {{"app", "pi"}}}}, {"Egress"}), job()));
+  EXPECT_TRUE(isolates_job_egress(
+      policy({{"matchLabels", {{"fibermpi.io/role", "worker"}}}}, {"Egress"}), job()));
+  EXPECT_FALSE(isolates_job_egress(
+      policy({{"matchLabels", {{"fibermpi.io/role", "mine"}}}}, {"Egress"}), job()));
+  EXPECT_TRUE(isolates_job_egress(
+      policy({{"matchExpressions",
+               {{{"key", "fibermpi.io/job-name"}, {"operator", "In"}, {"values", {"a", "pi"}}}}}},
+             {"Egress"}),
+      job()));
+  // Other pods: no.
+  EXPECT_FALSE(isolates_job_egress(policy({{"matchLabels", {{"app", "web"}}}}, {"Egress"}), job()));
+  EXPECT_FALSE(isolates_job_egress(
+      policy(
+          {{"matchExpressions", {{{"key", "fibermpi.io/job-name"}, {"operator", "DoesNotExist"}}}}},
+          {"Egress"}),
+      job()));
+  // Without policyTypes (an object the API server has not defaulted): an egress section counts.
+  json bare = policy(json::object(), json());
+  bare["spec"].erase("policyTypes");
+  EXPECT_FALSE(isolates_job_egress(bare, job()));
+  bare["spec"]["egress"] = json::array();
+  EXPECT_TRUE(isolates_job_egress(bare, job()));
+}
+
+TEST(JobIsolation, SelectorsMatchAsTheApiDefinesThem) {
+  const std::map<std::string, std::string> labels = {{"a", "1"}, {"b", "2"}};
+  EXPECT_TRUE(selector_matches(json::object(), labels));
+  EXPECT_FALSE(selector_matches(json(), labels));  // a null selector selects nothing
+  EXPECT_TRUE(selector_matches({{"matchLabels", {{"a", "1"}, {"b", "2"}}}}, labels));
+  EXPECT_FALSE(selector_matches({{"matchLabels", {{"a", "1"}, {"c", "3"}}}}, labels));
+  const auto expression = [](const char* key, const char* op, json values = json::array()) {
+    return json{{"matchExpressions", {{{"key", key}, {"operator", op}, {"values", values}}}}};
+  };
+  EXPECT_TRUE(selector_matches(expression("a", "In", {"0", "1"}), labels));
+  EXPECT_FALSE(selector_matches(expression("a", "In", {"0"}), labels));
+  EXPECT_TRUE(selector_matches(expression("a", "NotIn", {"0"}), labels));
+  EXPECT_TRUE(selector_matches(expression("c", "NotIn", {"0"}), labels));
+  EXPECT_TRUE(selector_matches(expression("b", "Exists"), labels));
+  EXPECT_FALSE(selector_matches(expression("b", "DoesNotExist"), labels));
+  EXPECT_FALSE(selector_matches(expression("a", "Gt", {"0"}), labels));
+}
+
+TEST(JobIsolation, TheEgressPolicyLetsThePodsReachEachOtherDnsAndTheApiServerOnly) {
+  const json egress = build_egress_network_policy(
+      job(), {parse_egress_peer("10.0.0.1:6443"), parse_egress_peer("[fd00::1]:443")});
+  EXPECT_EQ(egress["kind"], "NetworkPolicy");
+  EXPECT_EQ(egress["metadata"]["name"], "pi.egress");
+  EXPECT_EQ(egress["metadata"]["ownerReferences"], json::array({kOwner}));
+  const json same_job = {{"matchLabels", {{"fibermpi.io/job-name", "pi"}}}};
+  const json dns_ports = {{{"protocol", "UDP"}, {"port", 53}}, {{"protocol", "TCP"}, {"port", 53}}};
+  EXPECT_EQ(egress["spec"],
+            (json{{"podSelector", same_job},
+                  {"policyTypes", {"Egress"}},
+                  {"egress",
+                   {{{"to", {{{"podSelector", same_job}}}}},
+                    {{"to",
+                      {{{"namespaceSelector", json::object()},
+                        {"podSelector", {{"matchLabels", {{"k8s-app", "kube-dns"}}}}}}}},
+                     {"ports", dns_ports}},
+                    {{"to", {{{"ipBlock", {{"cidr", "10.0.0.1/32"}}}}}},
+                     {"ports", {{{"protocol", "TCP"}, {"port", 6443}}}}},
+                    {{"to", {{{"ipBlock", {{"cidr", "fd00::1/128"}}}}}},
+                     {"ports", {{{"protocol", "TCP"}, {"port", 443}}}}}}}}));
+}
+
+TEST(JobIsolation, ApiServerPeersAreReadAsAddressesOrBlocksWithAPort) {
+  EXPECT_EQ(parse_egress_peer("10.1.2.3:443"), (EgressPeer{"10.1.2.3/32", 443}));
+  EXPECT_EQ(parse_egress_peer("10.1.2.3/24:6443"), (EgressPeer{"10.1.2.0/24", 6443}));
+  EXPECT_EQ(parse_egress_peer("[2001:db8::7]:443"), (EgressPeer{"2001:db8::7/128", 443}));
+  EXPECT_EQ(parse_egress_peer("2001:db8::7/64:443"), (EgressPeer{"2001:db8::/64", 443}));
+  for (const char* bad : {"10.1.2.3", "10.1.2.3:0", "10.1.2.3:70000", "host:443", "10.1.2.3/33:443",
+                          ":443", "10.1.2.3:x"}) {
+    EXPECT_THROW(parse_egress_peer(bad), std::invalid_argument) << bad;
+  }
+  const json slice = {{"endpoints",
+                       {{{"addresses", {"192.168.0.10"}}, {"conditions", {{"ready", true}}}},
+                        {{"addresses", {"192.168.0.11"}}, {"conditions", {{"ready", false}}}},
+                        {{"addresses", {"fd00::10"}}}}},
+                      {"ports", {{{"name", "https"}, {"port", 6443}, {"protocol", "TCP"}}}}};
+  EXPECT_EQ(egress_peers_of_endpoint_slice(slice),
+            (std::vector<EgressPeer>{{"192.168.0.10/32", 6443}, {"fd00::10/128", 6443}}));
+}
+
 }  // namespace
 }  // namespace fiber::k8s::controller

@@ -100,7 +100,9 @@ constexpr JobIsolation kIsolated = {.join_token_secret = true, .network_policy =
 
 // The tests' settings: a fixed token, so that plans compare equal.
 ReconcileSettings test_settings() {
-  return ReconcileSettings{"runtime:test", [] { return std::string("0123456789abcdef"); }};
+  return ReconcileSettings{"runtime:test",
+                           [] { return std::string("0123456789abcdef"); },
+                           {EgressPeer{"10.0.0.1/32", 6443}}};
 }
 
 // The job's release ConfigMap listing `names` (the launcher's writes).
@@ -289,6 +291,51 @@ TEST(Reconcile, TheProgramsRequestAndAnAutoscalersReplicasCombineIntoTheLarger) 
              release_list_requesting(spec, " 3\n"));
   EXPECT_TRUE(plan.deletions.empty());
   EXPECT_EQ(plan.status["workers"]["desired"], 3);
+}
+
+TEST(Reconcile, TheEgressPolicyExistsExactlyWhileTheNamespaceIsolatesEgress) {
+  const JobSpec spec = job();
+  ObservedState observed = observed_job(spec, ready_status(1), running_job_pods(1));
+  // No policy isolates egress: none is made.
+  ReconcilePlan plan = reconcile(spec, observed, test_settings());
+  EXPECT_TRUE(plan.creations.empty());
+  // A default deny: the job's egress policy is made, with the API server's endpoints.
+  observed.egress_isolated = true;
+  plan = reconcile(spec, observed, test_settings());
+  const json wanted = build_egress_network_policy(spec, {EgressPeer{"10.0.0.1/32", 6443}});
+  ASSERT_EQ(plan.creations.size(), 1u);
+  EXPECT_EQ(plan.creations[0], wanted);
+  EXPECT_TRUE(plan.events.empty());
+  // Made already: nothing to do; another version's rules are replaced at the version read.
+  json found = wanted;
+  found["metadata"]["uid"] = "egress-uid";
+  found["metadata"]["resourceVersion"] = "7";
+  observed.egress_policy = found;
+  EXPECT_TRUE(reconcile(spec, observed, test_settings()).updates.empty());
+  observed.egress_policy["spec"]["egress"].erase(2);
+  observed.egress_policy.erase("kind");  // as a list's items come
+  plan = reconcile(spec, observed, test_settings());
+  ASSERT_EQ(plan.updates.size(), 1u);
+  EXPECT_EQ(plan.updates[0]["spec"], wanted["spec"]);
+  EXPECT_EQ(plan.updates[0]["kind"], "NetworkPolicy");
+  EXPECT_EQ(plan.updates[0]["metadata"]["resourceVersion"], "7");
+  // The deny is gone: the job's policy goes too (alone, it would isolate the pods itself).
+  observed.egress_isolated = false;
+  plan = reconcile(spec, observed, test_settings());
+  ASSERT_EQ(plan.object_deletions.size(), 1u);
+  EXPECT_EQ(plan.object_deletions[0],
+            (ObjectDeletion{"NetworkPolicy", "pi.egress", "egress-uid",
+                            "no other NetworkPolicy isolates the egress of the job's pods"}));
+  // Without the API server's endpoints: made all the same, and a warning says what to do.
+  observed.egress_isolated = true;
+  observed.egress_policy = json();
+  ReconcileSettings unknown = test_settings();
+  unknown.api_server_egress.clear();
+  plan = reconcile(spec, observed, unknown);
+  ASSERT_EQ(plan.creations.size(), 1u);
+  ASSERT_EQ(plan.events.size(), 1u);
+  EXPECT_EQ(plan.events[0].reason, "NoApiServerEgress");
+  EXPECT_NE(plan.events[0].message.find("--api-server-egress"), std::string::npos);
 }
 
 TEST(Reconcile, ARequestThatIsNoCountIsReportedAndCountsAsNone) {

@@ -588,3 +588,43 @@ def test_pods_the_server_refuses_are_said_in_the_status_not_retried_silently(
     assert failed["reason"] == "LauncherRefused"
     assert failed["message"].startswith("the API server refused launcher pod bl-launcher: ")
     assert "image" in failed["message"]
+
+
+NETWORK_POLICIES = "/apis/networking.k8s.io/v1/namespaces/default/networkpolicies"
+
+
+def test_a_namespace_that_denies_egress_gets_the_job_an_egress_policy_for_as_long_as_it_does(
+        cluster: Cluster, kubeconfig: Path, tmp_path: Path) -> None:
+    """NetworkPolicies add up, and one naming Egress isolates the pods it selects: the job's policy
+    JOB.egress (its pods, DNS, the API server given by --api-server-egress) exists exactly while
+    another policy of the namespace isolates the job's egress. (The stand-in stores policies; a
+    network plugin enforces them.)"""
+    port = cluster.url.rsplit(":", 1)[1]
+    controller = Controller(kubeconfig, tmp_path / "controller.log", "c1", "--api-server-egress",
+                            f"127.0.0.1:{port}")
+    try:
+        start_job(cluster, "eg", 1)
+        assert cluster.get(f"{NETWORK_POLICIES}/eg") is not None
+        assert cluster.get(f"{NETWORK_POLICIES}/eg.egress") is None
+        # An ingress-only policy of the namespace changes nothing.
+        cluster.call("POST", NETWORK_POLICIES, {"metadata": {"name": "ingress-only"},
+                                                "spec": {"podSelector": {}, "policyTypes": ["Ingress"]}})
+        cluster.call("POST", NETWORK_POLICIES, {"metadata": {"name": "deny-egress"},
+                                                "spec": {"podSelector": {}, "policyTypes": ["Egress"]}})
+        egress = wait_for("the job's egress policy", lambda: cluster.get(f"{NETWORK_POLICIES}/eg.egress"))
+        job_uid = cluster.job("eg")["metadata"]["uid"]
+        assert egress["metadata"]["ownerReferences"][0]["uid"] == job_uid
+        same_job = {"matchLabels": {"fibermpi.io/job-name": "eg"}}
+        assert egress["spec"]["podSelector"] == same_job
+        assert egress["spec"]["policyTypes"] == ["Egress"]
+        assert egress["spec"]["egress"] == [
+            {"to": [{"podSelector": same_job}]},
+            {"to": [{"namespaceSelector": {}, "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
+             "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]},
+            {"to": [{"ipBlock": {"cidr": "127.0.0.1/32"}}], "ports": [{"protocol": "TCP", "port": int(port)}]}]
+        # The deny gone, the job's egress policy goes too (alone it would cut the pods off).
+        cluster.call("DELETE", f"{NETWORK_POLICIES}/deny-egress")
+        wait_for("the job's egress policy gone", lambda: cluster.get(f"{NETWORK_POLICIES}/eg.egress") is None)
+        assert cluster.get(f"{NETWORK_POLICIES}/eg") is not None
+    finally:
+        assert controller.stop() == 0

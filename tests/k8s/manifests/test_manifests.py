@@ -110,8 +110,16 @@ def test_rbac_names_exact_resources_and_verbs(rendered):
                  ("rbac.authorization.k8s.io", "rolebindings", "create"),
                  ("", "secrets", "create"), ("", "secrets", "get"),
                  ("networking.k8s.io", "networkpolicies", "create"),
-                 ("networking.k8s.io", "networkpolicies", "watch")]:
+                 ("networking.k8s.io", "networkpolicies", "watch"),
+                 # A job's egress policy follows the namespace's: changed, and deleted once no
+                 # policy isolates the job's egress; the API server's endpoints go in it.
+                 ("networking.k8s.io", "networkpolicies", "update"),
+                 ("networking.k8s.io", "networkpolicies", "delete"),
+                 ("discovery.k8s.io", "endpointslices", "get")]:
         assert need in granted, need
+    # The API server's EndpointSlice by name, no other.
+    (slices,) = [rule for rule in rules if "endpointslices" in rule["resources"]]
+    assert slices["resourceNames"] == ["kubernetes"] and slices["verbs"] == ["get"], slices
     # What it never does: list or watch Secrets (which would read every Secret in reach: it reads
     # its jobs' tokens by name), change a secret it made (a job's token stays the pods'), change a
     # job's spec, write pods in place.
