@@ -379,10 +379,15 @@ KeyOutcome FiberJobController::reconcile_key(const std::string& key) {
     if (is_controlled_by(policy, spec.uid)) {
       if (metadata_field(policy, "name") == egress_network_policy_name(name))
         observed.egress_policy = policy;
-    } else if (isolates_job_egress(policy, spec)) {
-      observed.egress_isolated = true;
+    } else {
+      for (std::string& role : job_roles_with_egress_isolated(policy, spec))
+        observed.egress_isolated_roles.push_back(std::move(role));
     }
   }
+  std::sort(observed.egress_isolated_roles.begin(), observed.egress_isolated_roles.end());
+  observed.egress_isolated_roles.erase(
+      std::unique(observed.egress_isolated_roles.begin(), observed.egress_isolated_roles.end()),
+      observed.egress_isolated_roles.end());
   // The program's release list; someone else's ConfigMap of that name is in the way.
   if (const std::optional<json> release = config_maps_->get(ns, release_config_map_name(name))) {
     if (is_controlled_by(*release, spec.uid)) {

@@ -129,17 +129,25 @@ bool selector_matches(const json& selector, const std::map<std::string, std::str
   return true;
 }
 
-bool isolates_job_egress(const json& policy, const JobSpec& job) {
+std::vector<std::string> job_roles_with_egress_isolated(const json& policy, const JobSpec& job) {
   const json spec = policy.value("spec", json::object());
-  // The API server fills policyTypes in (Ingress, and Egress where an egress section is given);
-  // an object from elsewhere may still lack it.
+  // The API server fills policyTypes in (Ingress, and Egress where the egress section holds a
+  // rule); an object from elsewhere may still lack it.
   const bool egress =
-      spec.contains("policyTypes") ? holds(spec["policyTypes"], "Egress") : spec.contains("egress");
-  if (!egress) return false;
+      spec.contains("policyTypes")
+          ? holds(spec["policyTypes"], "Egress")
+          : spec.contains("egress") && spec["egress"].is_array() && !spec["egress"].empty();
+  if (!egress) return {};
   const json selector = spec.value("podSelector", json::object());
-  return selector_matches(selector, pod_labels(job, job.launcher_template, kLauncherRole)) ||
-         selector_matches(selector, pod_labels(job, job.worker_template, kWorkerRole)) ||
-         selector_matches(selector, pod_labels(job, job.name_service_template, kNameServiceRole));
+  std::vector<std::string> roles;
+  const std::pair<std::string_view, const json*> pods[] = {
+      {kLauncherRole, &job.launcher_template},
+      {kNameServiceRole, &job.name_service_template},
+      {kWorkerRole, &job.worker_template}};  // sorted by role
+  for (const auto& [role, pod_template] : pods) {
+    if (selector_matches(selector, pod_labels(job, *pod_template, role))) roles.emplace_back(role);
+  }
+  return roles;
 }
 
 EgressPeer parse_egress_peer(const std::string& text) {
@@ -157,13 +165,18 @@ EgressPeer parse_egress_peer(const std::string& text) {
       port > 65535) {
     throw refuse("the port must be 1 to 65535");
   }
-  if (address.size() > 2 && address.front() == '[' && address.back() == ']')
-    address = address.substr(1, address.size() - 2);
+  const bool bracketed = address.size() > 2 && address.front() == '[' && address.back() == ']';
+  if (bracketed) address = address.substr(1, address.size() - 2);
   std::string prefix;
-  if (const auto slash = address.find('/'); slash != std::string::npos) {
+  const auto slash = address.find('/');
+  if (slash != std::string::npos) {
     prefix = address.substr(slash + 1);
     address = address.substr(0, slash);
+    if (prefix.empty()) throw refuse("an empty prefix length");
   }
+  // fd00::1:443 could be fd00::1 port 443 or fd00::1:443 with no port.
+  if (!bracketed && slash == std::string::npos && address.find(':') != std::string::npos)
+    throw refuse("write an IPv6 address in brackets, [ADDRESS]:PORT");
   std::array<unsigned char, 16> bytes{};
   const bool v4 = inet_pton(AF_INET, address.c_str(), bytes.data()) == 1;
   const bool v6 = !v4 && inet_pton(AF_INET6, address.c_str(), bytes.data()) == 1;
@@ -206,12 +219,14 @@ std::vector<EgressPeer> egress_peers_of_endpoint_slice(const json& slice) {
   return peers;
 }
 
-json build_egress_network_policy(const JobSpec& job, const std::vector<EgressPeer>& api_server) {
+json build_egress_network_policy(const JobSpec& job, const std::vector<std::string>& roles,
+                                 const std::vector<EgressPeer>& api_server) {
   json rules = json::array();
   rules.push_back({{"to", {{{"podSelector", job_pods(job)}}}}});
   rules.push_back(
       {{"to",
-        {{{"namespaceSelector", json::object()},
+        {{{"namespaceSelector",
+           {{"matchLabels", {{"kubernetes.io/metadata.name", "kube-system"}}}}},
           {"podSelector", {{"matchLabels", {{"k8s-app", "kube-dns"}}}}}}}},
        {"ports", {{{"protocol", "UDP"}, {"port", 53}}, {{"protocol", "TCP"}, {"port", 53}}}}});
   for (const EgressPeer& peer : api_server) {
@@ -222,7 +237,10 @@ json build_egress_network_policy(const JobSpec& job, const std::vector<EgressPee
           {"kind", "NetworkPolicy"},
           {"metadata", isolation_metadata(job, egress_network_policy_name(job.name))},
           {"spec",
-           {{"podSelector", job_pods(job)},
+           {{"podSelector",
+             {{"matchLabels", {{std::string(kJobNameLabel), job.name}}},
+              {"matchExpressions",
+               {{{"key", std::string(kRoleLabel)}, {"operator", "In"}, {"values", roles}}}}}},
             {"policyTypes", {"Egress"}},
             {"egress", std::move(rules)}}}};
 }

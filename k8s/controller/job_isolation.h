@@ -60,16 +60,19 @@ std::vector<EgressPeer> egress_peers_of_endpoint_slice(const nlohmann::json& sli
 bool selector_matches(const nlohmann::json& selector,
                       const std::map<std::string, std::string>& labels);
 
-/// True when `policy` (a NetworkPolicy of the job's namespace that the job does not control)
-/// isolates the egress of any of the job's pods: Egress among its policyTypes (given, or
-/// defaulted from an egress section) and a podSelector that selects the labels of the launcher,
-/// the workers or the name service (the controller's labels over their templates').
-bool isolates_job_egress(const nlohmann::json& policy, const JobSpec& job);
+/// The roles of the job's pods (launcher, worker, name-service, sorted) whose egress `policy` (a
+/// NetworkPolicy of the job's namespace that the job does not control) isolates: Egress among its
+/// policyTypes (given, or defaulted from a non-empty egress section) and a podSelector that selects
+/// the labels of pods of that role (the controller's labels over their templates').
+std::vector<std::string> job_roles_with_egress_isolated(const nlohmann::json& policy,
+                                                        const JobSpec& job);
 
-/// NetworkPolicy NAME.egress, owned by the job, for a namespace that isolates its egress: the
-/// job's pods may reach the job's pods (any port), the cluster's DNS (pods labelled
-/// k8s-app=kube-dns in any namespace, port 53 over UDP and TCP) and `api_server`.
+/// NetworkPolicy NAME.egress, owned by the job, for a namespace that isolates the egress of the
+/// job's pods of `roles` (and no others: a policy naming Egress isolates every pod it selects):
+/// they may reach the job's pods (any port), the cluster's DNS (pods labelled k8s-app=kube-dns
+/// in namespace kube-system, port 53 over UDP and TCP) and `api_server`.
 nlohmann::json build_egress_network_policy(const JobSpec& job,
+                                           const std::vector<std::string>& roles,
                                            const std::vector<EgressPeer>& api_server);
 
 /// Adds the Secret's volume to `pod` and mounts it read-only at kJoinTokenMountPath in its first

@@ -295,8 +295,6 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--metrics-addr", flags.metrics_address, "host:port of /metrics")
       ->capture_default_str();
-  // Also from the environment: kustomize's `images:` rewrites an env value of the Deployment
-  // (k8s/config/manager/kustomizeconfig.yaml), never part of an argument.
   app.add_option("--api-server-egress", flags.api_server_egress,
                  "ADDRESS:PORT or CIDR:PORT where pods reach the API server, for the egress policy "
                  "of a namespace that isolates egress (repeatable; default: the endpoints of "
@@ -309,6 +307,8 @@ int main(int argc, char** argv) {
           return std::string(e.what());
         }
       });
+  // Also from the environment: kustomize's `images:` rewrites an env value of the Deployment
+  // (k8s/config/manager/kustomizeconfig.yaml), never part of an argument.
   app.add_option("--name-service-image", flags.name_service_image,
                  "image of the default name-service pod (ompi-server)")
       ->envname("FIBER_NAME_SERVICE_IMAGE")

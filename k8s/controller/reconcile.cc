@@ -293,16 +293,17 @@ class Pass {
   // anywhere else it would cut them off from everything else.
   void ensure_egress() {
     const json& found = observed_.egress_policy;
-    if (!observed_.egress_isolated) {
+    if (observed_.egress_isolated_roles.empty()) {
       if (found.is_object()) {
         plan_.object_deletions.push_back(
             ObjectDeletion{"NetworkPolicy", egress_network_policy_name(job_.name),
-                           found["metadata"].value("uid", ""),
+                           found.value("metadata", json::object()).value("uid", ""),
                            "no other NetworkPolicy isolates the egress of the job's pods"});
       }
       return;
     }
-    const json wanted = build_egress_network_policy(job_, settings_.api_server_egress);
+    const json wanted = build_egress_network_policy(job_, observed_.egress_isolated_roles,
+                                                    settings_.api_server_egress);
     if (!found.is_object()) {
       plan_.creations.push_back(wanted);
     } else if (found.value("spec", json()) != wanted["spec"]) {
@@ -317,9 +318,9 @@ class Pass {
           true, "NoApiServerEgress",
           "a NetworkPolicy of namespace " + job_.ns +
               " isolates the egress of the job's pods, and the controller does not know the API "
-              "server's endpoints (it could not read EndpointSlice default/kubernetes): the "
-              "launcher cannot ask for worker pods; run the controller with --api-server-egress "
-              "ADDRESS:PORT"});
+              "server's endpoints (it could not read EndpointSlice default/kubernetes at start, "
+              "or found no ready endpoint there): the launcher cannot ask for worker pods; run "
+              "the controller with --api-server-egress ADDRESS:PORT"});
     }
   }
 

@@ -78,9 +78,10 @@ struct ObservedState {
   /// The join-token Secret and the NetworkPolicy; a missing one is created in every pass of a
   /// running job.
   JobIsolation isolation;
-  /// A NetworkPolicy of the job's namespace that the job does not control isolates the egress of
-  /// its pods (isolates_job_egress): the job then needs its egress policy NAME.egress.
-  bool egress_isolated = false;
+  /// The roles of the job's pods whose egress NetworkPolicies of the job's namespace that the job
+  /// does not control isolate (job_roles_with_egress_isolated; sorted, each once): those pods
+  /// then need the egress policy NAME.egress.
+  std::vector<std::string> egress_isolated_roles;
   /// NAME.egress (controlled by the job), or null when there is none.
   nlohmann::json egress_policy;
   /// Pod creates refused since the last create of that role succeeded. A launcher or

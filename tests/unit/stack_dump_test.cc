@@ -27,9 +27,14 @@ TEST(StackDump, NamesEveryProcessOfTheTreeWithItsThreadsStacks) {
   EXPECT_NE(out.find("(a test)"), std::string::npos) << out;
   EXPECT_NE(out.find("=== pid " + std::to_string(getpid()) + ": "), std::string::npos) << out;
   EXPECT_NE(out.find("=== pid " + std::to_string(child) + ": sleep 60"), std::string::npos) << out;
-  // gdb's backtrace of this very test, and of the child's sleep.
+  // gdb's backtrace of this very test, and of the child's sleep in its own section.
   EXPECT_NE(out.find("NamesEveryProcessOfTheTreeWithItsThreadsStacks"), std::string::npos) << out;
-  EXPECT_NE(out.find("nanosleep"), std::string::npos) << out;
+  const auto child_section = out.find("=== pid " + std::to_string(child) + ": ");
+  ASSERT_NE(child_section, std::string::npos) << out;
+  const std::string child_stacks =
+      out.substr(child_section, out.find("===", child_section + 1) - child_section);
+  EXPECT_NE(child_stacks.find("#0 "), std::string::npos) << child_stacks;
+  EXPECT_NE(child_stacks.find("nanosleep"), std::string::npos) << child_stacks;
   EXPECT_NE(out.find("fibermpi: end of stacks"), std::string::npos) << out;
 }
 

@@ -71,14 +71,22 @@ std::string release_list_name(const std::string& job) {
   return named && *named ? named : job + "-release";
 }
 
-// What the controller reads as the request: anything but a count is 0 (and a warning there).
+// The request as the controller reads it (k8s/controller/release_list.cc): a count from 0 to
+// 100000 between blanks; anything else is 0 (and a warning there).
 int requested_of(const json& config_map) {
   const json::json_pointer pointer(std::string("/data/") + kRequestedKey);
   if (!config_map.contains(pointer) || !config_map.at(pointer).is_string()) return 0;
   const std::string& text = config_map.at(pointer).get_ref<const std::string&>();
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return 0;
+  const auto last = text.find_last_not_of(" \t\r\n");
   int count = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), count);
-  return error == std::errc() && end == text.data() + text.size() && count >= 0 ? count : 0;
+  const auto [end, error] = std::from_chars(text.data() + first, text.data() + last + 1, count);
+  constexpr int kMostWorkers = 100000;  // the CRD's bound on replicas
+  return error == std::errc() && end == text.data() + last + 1 && count >= 0 &&
+                 count <= kMostWorkers
+             ? count
+             : 0;
 }
 
 std::set<std::string> listed_names(const json& config_map) {

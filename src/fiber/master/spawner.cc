@@ -137,7 +137,9 @@ void Spawner::check_watchdog(Clock::time_point now) {
   host_.traffic_resumed_locked();
   if (stacks_wanted_when_stuck()) {
     // Where it is stuck (the spawning thread, Open MPI's daemon, the processes it started) while
-    // it still is: the cause of a hang seen once in many runs.
+    // it still is: the cause of a hang seen once in many runs. Taken here, before the run can
+    // end, it holds up this thread's other work (on the progress thread, the workers' traffic)
+    // for a second or so a process: asked for where the run fails anyway (tests).
     const std::string why = stuck_;
     lock.unlock();
     dump_process_tree_stacks(why);

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -13,7 +14,6 @@
 #include <fstream>
 #include <map>
 #include <sstream>
-#include <thread>
 #include <vector>
 
 extern char** environ;
@@ -49,39 +49,40 @@ std::string command_line(pid_t pid) {
   return text;
 }
 
-// gdb's backtrace of every thread of `pid`, straight to stderr; killed after `limit`.
+// gdb's backtrace of every thread of `pid`, straight to stderr. `timeout` (coreutils) ends a gdb
+// that takes longer than `limit`: a loop of ours could not, as gdb stops this very process while
+// it reads its threads. A target that gdb left stopped is continued.
 void run_gdb(pid_t pid, std::chrono::seconds limit) {
   const std::string target = std::to_string(pid);
-  std::vector<std::string> args = {"gdb",  "-p",
-                                   target, "-batch",
-                                   "-nx",  "-q",
-                                   "-ex",  "set pagination off",
-                                   "-ex",  "thread apply all bt"};
+  const std::string seconds = std::to_string(limit.count());
+  std::vector<std::string> args = {"timeout", "-s",
+                                   "KILL",    seconds,
+                                   "gdb",     "-p",
+                                   target,    "-batch",
+                                   "-nx",     "-q",
+                                   "-ex",     "set pagination off",
+                                   "-ex",     "thread apply all bt"};
   std::vector<char*> argv;
   for (auto& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);  // all of it on stderr
-  pid_t gdb = 0;
-  const int failed = posix_spawnp(&gdb, "gdb", &actions, nullptr, argv.data(), environ);
+  pid_t child = 0;
+  const int failed = posix_spawnp(&child, "timeout", &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   if (failed != 0) {
-    std::fprintf(stderr, "fibermpi: no stacks: gdb cannot be started (is it installed?)\n");
+    std::fprintf(stderr, "fibermpi: no stacks: timeout cannot be started\n");
     return;
   }
-  const auto until = std::chrono::steady_clock::now() + limit;
   int status = 0;
-  while (waitpid(gdb, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > until) {
-      kill(gdb, SIGKILL);
-      waitpid(gdb, &status, 0);
-      std::fprintf(stderr, "fibermpi: gdb on pid %d gave up after %lld s\n", pid,
-                   static_cast<long long>(limit.count()));
-      return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
+  kill(pid, SIGCONT);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+    std::fprintf(stderr, "fibermpi: no stacks: gdb cannot be started (is it installed?)\n");
+  else if (WIFEXITED(status) && WEXITSTATUS(status) == 137)
+    std::fprintf(stderr, "fibermpi: gdb on pid %d gave up after %s s\n", pid, seconds.c_str());
 }
 
 }  // namespace

@@ -14,7 +14,9 @@ bool stacks_wanted_when_stuck();
 
 /// Writes to stderr, headed by `why`, the stacks of every thread of this process and of its
 /// descendants (each headed by its pid and command line). Blocks until gdb is done (about a
-/// second a process), at most 60 s a process.
+/// second a process), at most 60 s a process. Tracing a process needs the right to: root's
+/// CAP_SYS_PTRACE, or a kernel without Yama's ptrace_scope 1 (there a process other than this one
+/// is not gdb's ancestor, and gdb says "ptrace: Operation not permitted" for it).
 void dump_process_tree_stacks(const std::string& why);
 
 }  // namespace fiber::detail

@@ -368,37 +368,42 @@ json policy(json pod_selector, json policy_types) {
            {{"podSelector", std::move(pod_selector)}, {"policyTypes", std::move(policy_types)}}}};
 }
 
-TEST(JobIsolation, APolicyIsolatesTheJobsEgressWhenItNamesEgressAndSelectsAnyOfItsPods) {
+TEST(JobIsolation, APolicyIsolatesTheEgressOfTheJobsPodsItSelectsWhenItNamesEgress) {
+  using Roles = std::vector<std::string>;
+  const Roles all = {"launcher", "name-service", "worker"};
+  const auto roles = [](const json& p) { return job_roles_with_egress_isolated(p, job()); };
   // A namespace's default deny of egress, or of both.
-  EXPECT_TRUE(isolates_job_egress(policy(json::object(), {"Egress"}), job()));
-  EXPECT_TRUE(isolates_job_egress(policy(json::object(), {"Ingress", "Egress"}), job()));
+  EXPECT_EQ(roles(policy(json::object(), {"Egress"})), all);
+  EXPECT_EQ(roles(policy(json::object(), {"Ingress", "Egress"})), all);
   // Ingress alone leaves egress open.
-  EXPECT_FALSE(isolates_job_egress(policy(json::object(), {"Ingress"}), job()));
+  EXPECT_EQ(roles(policy(json::object(), {"Ingress"})), Roles{});
   // Selected by a label of the launcher's template ("app": "pi"), by the controller's labels (a
   // template's own role label is overridden), by an expression.
-  EXPECT_TRUE(isolates_job_egress(policy({{"matchLabels", {{"app", "pi"}}}}, {"Egress"}), job()));
-  EXPECT_TRUE(isolates_job_egress(
-      policy({{"matchLabels", {{"fibermpi.io/role", "worker"}}}}, {"Egress"}), job()));
-  EXPECT_FALSE(isolates_job_egress(
-      policy({{"matchLabels", {{"fibermpi.io/role", "mine"}}}}, {"Egress"}), job()));
-  EXPECT_TRUE(isolates_job_egress(
-      policy({{"matchExpressions",
-               {{{"key", "fibermpi.io/job-name"}, {"operator", "In"}, {"values", {"a", "pi"}}}}}},
-             {"Egress"}),
-      job()));
+  EXPECT_EQ(roles(policy({{"matchLabels", {{"app", "pi"}}}}, {"Egress"})), Roles{"launcher"});
+  EXPECT_EQ(roles(policy({{"matchLabels", {{"fibermpi.io/role", "worker"}}}}, {"Egress"})),
+            Roles{"worker"});
+  EXPECT_EQ(roles(policy({{"matchLabels", {{"fibermpi.io/role", "mine"}}}}, {"Egress"})), Roles{});
+  EXPECT_EQ(
+      roles(policy(
+          {{"matchExpressions",
+            {{{"key", "fibermpi.io/job-name"}, {"operator", "In"}, {"values", {"a", "pi"}}}}}},
+          {"Egress"})),
+      all);
   // Other pods: no.
-  EXPECT_FALSE(isolates_job_egress(policy({{"matchLabels", {{"app", "web"}}}}, {"Egress"}), job()));
-  EXPECT_FALSE(isolates_job_egress(
-      policy(
-          {{"matchExpressions", {{{"key", "fibermpi.io/job-name"}, {"operator", "DoesNotExist"}}}}},
-          {"Egress"}),
-      job()));
-  // Without policyTypes (an object the API server has not defaulted): an egress section counts.
+  EXPECT_EQ(roles(policy({{"matchLabels", {{"app", "web"}}}}, {"Egress"})), Roles{});
+  EXPECT_EQ(roles(policy({{"matchExpressions",
+                           {{{"key", "fibermpi.io/job-name"}, {"operator", "DoesNotExist"}}}}},
+                         {"Egress"})),
+            Roles{});
+  // Without policyTypes (an object the API server has not defaulted): a non-empty egress section
+  // counts, as the API server's defaulting would have it.
   json bare = policy(json::object(), json());
   bare["spec"].erase("policyTypes");
-  EXPECT_FALSE(isolates_job_egress(bare, job()));
+  EXPECT_EQ(roles(bare), Roles{});
   bare["spec"]["egress"] = json::array();
-  EXPECT_TRUE(isolates_job_egress(bare, job()));
+  EXPECT_EQ(roles(bare), Roles{});
+  bare["spec"]["egress"] = json::array({json::object()});
+  EXPECT_EQ(roles(bare), all);
 }
 
 TEST(JobIsolation, SelectorsMatchAsTheApiDefinesThem) {
@@ -421,19 +426,26 @@ TEST(JobIsolation, SelectorsMatchAsTheApiDefinesThem) {
 
 TEST(JobIsolation, TheEgressPolicyLetsThePodsReachEachOtherDnsAndTheApiServerOnly) {
   const json egress = build_egress_network_policy(
-      job(), {parse_egress_peer("10.0.0.1:6443"), parse_egress_peer("[fd00::1]:443")});
+      job(), {"launcher", "worker"},
+      {parse_egress_peer("10.0.0.1:6443"), parse_egress_peer("[fd00::1]:443")});
   EXPECT_EQ(egress["kind"], "NetworkPolicy");
   EXPECT_EQ(egress["metadata"]["name"], "pi.egress");
   EXPECT_EQ(egress["metadata"]["ownerReferences"], json::array({kOwner}));
   const json same_job = {{"matchLabels", {{"fibermpi.io/job-name", "pi"}}}};
   const json dns_ports = {{{"protocol", "UDP"}, {"port", 53}}, {{"protocol", "TCP"}, {"port", 53}}};
   EXPECT_EQ(egress["spec"],
-            (json{{"podSelector", same_job},
+            (json{{"podSelector",
+                   {{"matchLabels", {{"fibermpi.io/job-name", "pi"}}},
+                    {"matchExpressions",
+                     {{{"key", "fibermpi.io/role"},
+                       {"operator", "In"},
+                       {"values", {"launcher", "worker"}}}}}}},
                   {"policyTypes", {"Egress"}},
                   {"egress",
                    {{{"to", {{{"podSelector", same_job}}}}},
                     {{"to",
-                      {{{"namespaceSelector", json::object()},
+                      {{{"namespaceSelector",
+                         {{"matchLabels", {{"kubernetes.io/metadata.name", "kube-system"}}}}},
                         {"podSelector", {{"matchLabels", {{"k8s-app", "kube-dns"}}}}}}}},
                      {"ports", dns_ports}},
                     {{"to", {{{"ipBlock", {{"cidr", "10.0.0.1/32"}}}}}},
@@ -448,7 +460,7 @@ TEST(JobIsolation, ApiServerPeersAreReadAsAddressesOrBlocksWithAPort) {
   EXPECT_EQ(parse_egress_peer("[2001:db8::7]:443"), (EgressPeer{"2001:db8::7/128", 443}));
   EXPECT_EQ(parse_egress_peer("2001:db8::7/64:443"), (EgressPeer{"2001:db8::/64", 443}));
   for (const char* bad : {"10.1.2.3", "10.1.2.3:0", "10.1.2.3:70000", "host:443", "10.1.2.3/33:443",
-                          ":443", "10.1.2.3:x"}) {
+                          ":443", "10.1.2.3:x", "10.0.0.0/:443", "fd00::1:443"}) {
     EXPECT_THROW(parse_egress_peer(bad), std::invalid_argument) << bad;
   }
   const json slice = {{"endpoints",

@@ -300,9 +300,10 @@ TEST(Reconcile, TheEgressPolicyExistsExactlyWhileTheNamespaceIsolatesEgress) {
   ReconcilePlan plan = reconcile(spec, observed, test_settings());
   EXPECT_TRUE(plan.creations.empty());
   // A default deny: the job's egress policy is made, with the API server's endpoints.
-  observed.egress_isolated = true;
+  const std::vector<std::string> all = {"launcher", "name-service", "worker"};
+  observed.egress_isolated_roles = all;
   plan = reconcile(spec, observed, test_settings());
-  const json wanted = build_egress_network_policy(spec, {EgressPeer{"10.0.0.1/32", 6443}});
+  const json wanted = build_egress_network_policy(spec, all, {EgressPeer{"10.0.0.1/32", 6443}});
   ASSERT_EQ(plan.creations.size(), 1u);
   EXPECT_EQ(plan.creations[0], wanted);
   EXPECT_TRUE(plan.events.empty());
@@ -319,15 +320,24 @@ TEST(Reconcile, TheEgressPolicyExistsExactlyWhileTheNamespaceIsolatesEgress) {
   EXPECT_EQ(plan.updates[0]["spec"], wanted["spec"]);
   EXPECT_EQ(plan.updates[0]["kind"], "NetworkPolicy");
   EXPECT_EQ(plan.updates[0]["metadata"]["resourceVersion"], "7");
+  // A deny of the workers' egress alone: the policy is narrowed to them (selecting the launcher
+  // too would isolate it).
+  observed.egress_policy = found;
+  observed.egress_isolated_roles = {"worker"};
+  plan = reconcile(spec, observed, test_settings());
+  ASSERT_EQ(plan.updates.size(), 1u);
+  EXPECT_EQ(
+      plan.updates[0]["spec"],
+      build_egress_network_policy(spec, {"worker"}, {EgressPeer{"10.0.0.1/32", 6443}})["spec"]);
   // The deny is gone: the job's policy goes too (alone, it would isolate the pods itself).
-  observed.egress_isolated = false;
+  observed.egress_isolated_roles.clear();
   plan = reconcile(spec, observed, test_settings());
   ASSERT_EQ(plan.object_deletions.size(), 1u);
   EXPECT_EQ(plan.object_deletions[0],
             (ObjectDeletion{"NetworkPolicy", "pi.egress", "egress-uid",
                             "no other NetworkPolicy isolates the egress of the job's pods"}));
   // Without the API server's endpoints: made all the same, and a warning says what to do.
-  observed.egress_isolated = true;
+  observed.egress_isolated_roles = all;
   observed.egress_policy = json();
   ReconcileSettings unknown = test_settings();
   unknown.api_server_egress.clear();

@@ -615,15 +615,29 @@ def test_a_namespace_that_denies_egress_gets_the_job_an_egress_policy_for_as_lon
         job_uid = cluster.job("eg")["metadata"]["uid"]
         assert egress["metadata"]["ownerReferences"][0]["uid"] == job_uid
         same_job = {"matchLabels": {"fibermpi.io/job-name": "eg"}}
-        assert egress["spec"]["podSelector"] == same_job
+
+        def selecting(*roles: str) -> dict[str, Any]:
+            return {**same_job, "matchExpressions": [{"key": "fibermpi.io/role", "operator": "In",
+                                                      "values": list(roles)}]}
+
+        assert egress["spec"]["podSelector"] == selecting("launcher", "name-service", "worker")
         assert egress["spec"]["policyTypes"] == ["Egress"]
         assert egress["spec"]["egress"] == [
             {"to": [{"podSelector": same_job}]},
-            {"to": [{"namespaceSelector": {}, "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
+            {"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+                     "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
              "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]},
             {"to": [{"ipBlock": {"cidr": "127.0.0.1/32"}}], "ports": [{"protocol": "TCP", "port": int(port)}]}]
-        # The deny gone, the job's egress policy goes too (alone it would cut the pods off).
+        # A deny of the workers' egress alone: the job's policy narrows to them (selecting the
+        # launcher too would cut it off from what it may reach now).
+        cluster.call("POST", NETWORK_POLICIES, {"metadata": {"name": "deny-worker-egress"},
+                                                "spec": {"podSelector": {"matchLabels": {"fibermpi.io/role": "worker"}},
+                                                         "policyTypes": ["Egress"]}})
         cluster.call("DELETE", f"{NETWORK_POLICIES}/deny-egress")
+        wait_for("the egress policy narrowed to the workers", lambda: cluster.get(
+            f"{NETWORK_POLICIES}/eg.egress")["spec"]["podSelector"] == selecting("worker"))
+        # The deny gone, the job's egress policy goes too (alone it would cut the pods off).
+        cluster.call("DELETE", f"{NETWORK_POLICIES}/deny-worker-egress")
         wait_for("the job's egress policy gone", lambda: cluster.get(f"{NETWORK_POLICIES}/eg.egress") is None)
         assert cluster.get(f"{NETWORK_POLICIES}/eg") is not None
     finally:
