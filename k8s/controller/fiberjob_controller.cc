@@ -186,6 +186,30 @@ void FiberJobController::register_handlers() {
   }
 }
 
+std::vector<EgressPeer> FiberJobController::api_server_endpoints() {
+  constexpr auto kRereadAfter = std::chrono::minutes(1);
+  std::lock_guard lock(endpoints_mutex_);
+  const auto now = std::chrono::steady_clock::now();
+  if (endpoints_read_ && now - *endpoints_read_ < kRereadAfter) return endpoints_;
+  endpoints_read_ = now;
+  try {
+    endpoints_ = egress_peers_of_endpoint_slice(client_.get(
+        ResourceRef{"discovery.k8s.io", "v1", "endpointslices", "default"}, "kubernetes"));
+    endpoints_error_.clear();
+  } catch (const std::exception& e) {
+    // The last addresses read stay in use; a controller bound in one namespace cannot read them
+    // at all, and is told once how to give them.
+    const std::string error = e.what();
+    if (error != endpoints_error_) {
+      log_to(options_.log, LogLevel::kWarning,
+             "cannot read the API server's endpoints (EndpointSlice default/kubernetes: " + error +
+                 "); where a namespace isolates egress, give them with --api-server-egress");
+    }
+    endpoints_error_ = error;
+  }
+  return endpoints_;
+}
+
 void FiberJobController::enqueue_job_of(const json& object) {
   const std::string key = job_key_of(object);
   if (!key.empty()) queue_.add(key);
@@ -410,10 +434,13 @@ KeyOutcome FiberJobController::reconcile_key(const std::string& key) {
       observed.unexplained_shortfall_since = found->second;
     }
   }
-  ReconcilePlan plan = reconcile(spec, observed, options_.reconcile);
+  ReconcileSettings settings = options_.reconcile;
+  if (!observed.egress_isolated_roles.empty() && settings.api_server_egress.empty())
+    settings.api_server_egress = api_server_endpoints();
+  ReconcilePlan plan = reconcile(spec, observed, settings);
   if (plan.read_name_service_log) {
     observed.name_service_uri_from_log = read_name_service_uri(spec);
-    if (observed.name_service_uri_from_log) plan = reconcile(spec, observed, options_.reconcile);
+    if (observed.name_service_uri_from_log) plan = reconcile(spec, observed, settings);
   }
   {
     std::lock_guard lock(shortfall_mutex_);

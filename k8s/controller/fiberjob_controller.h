@@ -31,7 +31,9 @@ struct ControllerOptions {
   std::string watch_namespace;
   /// Jobs reconciled at once (worker threads).
   int workers = 4;
-  /// Shapes the objects created (the name-service image).
+  /// Shapes the objects created (the name-service image). Its api_server_egress, when empty,
+  /// is taken from EndpointSlice default/kubernetes, read again at most every minute while a job
+  /// needs it (the control plane's addresses change in an upgrade).
   ReconcileSettings reconcile;
   /// Where the controller's log lines go (one per action, with job=NS/NAME).
   LogSink log = stderr_log_sink();
@@ -152,6 +154,14 @@ class FiberJobController {
   /// When each job's join-token Secret was last found present, per key.
   std::mutex secrets_mutex_;
   std::map<std::string, std::chrono::steady_clock::time_point> secret_seen_;
+
+  /// Where the API server listens (the endpoints of EndpointSlice default/kubernetes), as last
+  /// read, for the egress policies of jobs in namespaces that isolate egress.
+  std::vector<EgressPeer> api_server_endpoints();
+  std::mutex endpoints_mutex_;
+  std::vector<EgressPeer> endpoints_;
+  std::optional<std::chrono::steady_clock::time_point> endpoints_read_;
+  std::string endpoints_error_;  ///< The last read's error, logged once.
 
   std::mutex workers_mutex_;
   std::vector<std::jthread> workers_;

@@ -43,27 +43,6 @@ struct Flags {
   std::vector<std::string> api_server_egress;
 };
 
-// Where the API server listens, for the egress policy of a namespace that isolates egress: the
-// addresses given, else the endpoints of the `kubernetes` Service (EndpointSlice
-// default/kubernetes, read once at start; a controller bound in one namespace cannot read it and
-// is told so), else none.
-std::vector<EgressPeer> api_server_egress(ApiClient& client, const std::vector<std::string>& given,
-                                          const LogSink& log) {
-  std::vector<EgressPeer> peers;
-  for (const std::string& text : given) peers.push_back(parse_egress_peer(text));
-  if (!peers.empty()) return peers;
-  try {
-    peers = egress_peers_of_endpoint_slice(client.get(
-        ResourceRef{"discovery.k8s.io", "v1", "endpointslices", "default"}, "kubernetes"));
-  } catch (const std::exception& e) {
-    log_to(
-        log, LogLevel::kWarning,
-        std::string("cannot read the API server's endpoints (EndpointSlice default/kubernetes: ") +
-            e.what() + "); where a namespace isolates egress, name them with --api-server-egress");
-  }
-  return peers;
-}
-
 std::string default_identity() {
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
@@ -159,7 +138,10 @@ int run(const Flags& flags) {
   options.watch_namespace = flags.watch_namespace;
   options.workers = flags.workers;
   options.reconcile.name_service_image = flags.name_service_image;
-  options.reconcile.api_server_egress = api_server_egress(client, flags.api_server_egress, log);
+  // Where pods reach the API server, for egress policies; otherwise the controller reads
+  // EndpointSlice default/kubernetes when a job needs them.
+  for (const std::string& text : flags.api_server_egress)
+    options.reconcile.api_server_egress.push_back(parse_egress_peer(text));
   options.log = log;
   FiberJobController controller(client, recorder, metrics, options);
   std::atomic<bool> leading{false};

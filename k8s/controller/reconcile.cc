@@ -318,7 +318,7 @@ class Pass {
           true, "NoApiServerEgress",
           "a NetworkPolicy of namespace " + job_.ns +
               " isolates the egress of the job's pods, and the controller does not know the API "
-              "server's endpoints (it could not read EndpointSlice default/kubernetes at start, "
+              "server's endpoints (it could not read EndpointSlice default/kubernetes, "
               "or found no ready endpoint there): the launcher cannot ask for worker pods; run "
               "the controller with --api-server-egress ADDRESS:PORT"});
     }
