@@ -63,8 +63,9 @@ def test_defaults_fill_absent_fields_and_leave_absent_objects_absent():
     stored, warnings = admit(fiberjob())
     workers = stored["spec"]["workers"]
     assert workers["minReplicas"] == 0 and workers["slotsPerWorker"] == 1
-    # The scale subresource reads it: without a value there, its GET is the real server's 500.
-    assert workers["replicas"] == 0
+    # The scale subresource reads it: without a value there, its GET is the real server's 500; and an
+    # HPA leaves a scale of 0 alone, so the default is 1.
+    assert workers["replicas"] == 1
     assert "runPolicy" not in stored["spec"]  # no default of its own: stays absent
     assert warnings == []
 
