@@ -1,12 +1,13 @@
 """`python -m k8s.devcluster up|down|status DIR`, and the components it starts:
-`python -m k8s.devcluster node ...` and `python -m k8s.devcluster scheduler ...`."""
+`python -m k8s.devcluster node ...`, `python -m k8s.devcluster scheduler ...` and
+`python -m k8s.devcluster controller-manager ...`."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from . import cluster, node, scheduler
+from . import cluster, node, node_lifecycle, scheduler
 
 
 def main(argv: list[str]) -> int:
@@ -18,11 +19,15 @@ def main(argv: list[str]) -> int:
     cluster.add_arguments(subparsers)
     node.add_arguments(subparsers.add_parser("node", help="run one node (a kubelet stand-in)"))
     scheduler.add_arguments(subparsers.add_parser("scheduler", help="run the scheduler"))
+    node_lifecycle.add_arguments(subparsers.add_parser(
+        "controller-manager", help="run the node lifecycle and taint eviction controllers"))
     args = parser.parse_args(argv)
     if args.command == "node":
         return node.main(args)
     if args.command == "scheduler":
         return scheduler.main(args)
+    if args.command == "controller-manager":
+        return node_lifecycle.main(args)
     return cluster.main(args)
 
 

@@ -27,6 +27,7 @@ from .node_container import cluster_containers, remove_cluster_containers
 from .node_volumes import mounts_below, unmount_below
 from .node_images import DEFAULT_MOUNT_PATH, ImageError, ImageTable, LocalImage, parse_image_argument
 from .kube import JSON, KubeClient, KubeError, client_from_kubeconfig, core_path, resource_path, write_kubeconfig
+from .node import LEASE_RENEW_S
 from .scheduler import node_ready
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -44,6 +45,10 @@ START_TIMEOUT_S = 60.0
 STOP_GRACE_S = 10.0
 KILL_WAIT_S = 2.0
 NETWORK_CLEANUP_S = 5.0
+# kube-controller-manager's defaults: a node silent for 40 s is Unknown; heartbeats are checked
+# every 5 s (at most a quarter of the grace period here, so that a short one keeps its meaning).
+NODE_MONITOR_GRACE_PERIOD_S = 40.0
+NODE_MONITOR_PERIOD_S = 5.0
 
 
 class ClusterError(Exception):
@@ -343,11 +348,14 @@ def image_table(arguments: list[str]) -> ImageTable:
 
 
 def up(state_dir: str, node_count: int, with_controller: bool, pods_per_node: int,
-       images: ImageTable | None = None) -> None:
+       images: ImageTable | None = None, node_monitor_grace_period_s: float = NODE_MONITOR_GRACE_PERIOD_S) -> None:
     images = images or ImageTable()
     state_dir = os.path.realpath(state_dir)
     if node_count < 1:
         raise ClusterError(f"--nodes must be at least 1, not {node_count}")
+    if not node_monitor_grace_period_s > LEASE_RENEW_S:
+        raise ClusterError(f"--node-monitor-grace-period must exceed the nodes' Lease renewal interval "
+                           f"({LEASE_RENEW_S:g} s), not {node_monitor_grace_period_s:g}")
     running = running_components(state_dir)
     if running:
         raise ClusterError(f"a cluster is already running in {state_dir} ("
@@ -363,7 +371,8 @@ def up(state_dir: str, node_count: int, with_controller: bool, pods_per_node: in
         os.makedirs(os.path.join(state_dir, sub), exist_ok=True)
     cid = netns.cluster_id(state_dir)
     record: JSON = {"cluster_id": cid, "nodes": [f"node-{i}" for i in range(1, node_count + 1)],
-                    "images": [image.record() for image in images.images]}
+                    "images": [image.record() for image in images.images],
+                    "node_monitor_grace_period_s": node_monitor_grace_period_s}
     write_record(state_dir, record)
     try:
         start_all(state_dir, record, node_count, with_controller, pods_per_node, images)
@@ -396,7 +405,8 @@ def start_all(state_dir: str, record: JSON, node_count: int, with_controller: bo
     pki = os.path.join(state_dir, "pki")
     server_ips = ["127.0.0.1"] + ([network.api_address] if network else [])
     clients = {"admin": "/O=system:masters/CN=kubernetes-admin",
-               "scheduler": "/O=system:masters/CN=system:kube-scheduler"}
+               "scheduler": "/O=system:masters/CN=system:kube-scheduler",
+               "controller-manager": "/O=system:masters/CN=system:kube-controller-manager"}
     for name in record["nodes"]:
         clients[name] = f"/O=system:masters/O=system:nodes/CN=system:node:{name}"
     make_pki(pki, server_ips, clients)
@@ -423,7 +433,7 @@ def start_all(state_dir: str, record: JSON, node_count: int, with_controller: bo
     record.update(api_port=port, server=f"https://127.0.0.1:{port}")
     write_record(state_dir, record)
     ca_file = os.path.join(pki, "ca.crt")
-    for name in ["admin", "scheduler", *record["nodes"]]:
+    for name in ["admin", "scheduler", "controller-manager", *record["nodes"]]:
         write_kubeconfig(os.path.join(state_dir, "kubeconfigs", f"{name}.yaml"), record["server"], ca_file, CONTEXT,
                          name, os.path.join(pki, f"{name}.crt"), os.path.join(pki, f"{name}.key"))
     admin = client_from_kubeconfig(os.path.join(state_dir, "kubeconfigs", "admin.yaml"))
@@ -444,6 +454,11 @@ def start_all(state_dir: str, record: JSON, node_count: int, with_controller: bo
 
     start_component(state_dir, "scheduler", [sys.executable, "-m", "k8s.devcluster", "scheduler", "--kubeconfig",
                                              os.path.join(state_dir, "kubeconfigs", "scheduler.yaml")])
+    start_component(state_dir, "controller-manager", [
+        sys.executable, "-m", "k8s.devcluster", "controller-manager",
+        "--kubeconfig", os.path.join(state_dir, "kubeconfigs", "controller-manager.yaml"),
+        "--node-monitor-grace-period", str(record["node_monitor_grace_period_s"]),
+        "--node-monitor-period", str(min(NODE_MONITOR_PERIOD_S, record["node_monitor_grace_period_s"] / 4))])
     for index, name in enumerate(record["nodes"], start=1):
         argv = [sys.executable, "-m", "k8s.devcluster", "node", "--name", name,
                 "--kubeconfig", os.path.join(state_dir, "kubeconfigs", f"{name}.yaml"), "--state-dir", state_dir,
@@ -528,7 +543,10 @@ def down(state_dir: str, quiet: bool = False) -> list[str]:
     cid = record.get("cluster_id") or netns.cluster_id(state_dir)
     nodes = sorted(record.get("nodes") or [
         os.path.basename(p)[: -len(".pid")] for p in glob.glob(os.path.join(state_dir, "pids", "node-*.pid"))])
-    for tier in (["controller"], nodes, ["scheduler"], ["apiserver"]):   # nodes stop together
+    # A paused node (pause_node) must run again to take its SIGTERM.
+    for name in nodes:
+        resume_pid(read_pid(os.path.join(state_dir, "pids", f"{name}.pid")))
+    for tier in (["controller"], nodes, ["scheduler", "controller-manager"], ["apiserver"]):   # nodes stop together
         pid_files = [os.path.join(state_dir, "pids", f"{name}.pid") for name in tier]
         stop_pids([read_pid(path) for path in pid_files], STOP_GRACE_S)
         for pid_file in pid_files:
@@ -570,6 +588,46 @@ def down(state_dir: str, quiet: bool = False) -> list[str]:
     return leftovers
 
 
+# --- a node's loss ------------------------------------------------------------------------------
+def is_paused(pid: int) -> bool:
+    """Whether the process is stopped (SIGSTOP): state T in /proc/PID/stat."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] == "T"
+    except (OSError, IndexError):
+        return False
+
+
+def resume_pid(pid: int) -> None:
+    if pid > 0 and pid_alive(pid):
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+
+
+def node_pid(state_dir: str, node: str) -> int:
+    state_dir = os.path.realpath(state_dir)
+    if node not in (read_record(state_dir).get("nodes") or []):
+        raise ClusterError(f"no node {node} in the cluster in {state_dir}")
+    pid = read_pid(os.path.join(state_dir, "pids", f"{node}.pid"))
+    if not pid_alive(pid):
+        raise ClusterError(f"{node} of the cluster in {state_dir} is not running")
+    return pid
+
+
+def pause_node(state_dir: str, node: str) -> None:
+    """The node's kubelet stops (SIGSTOP), as when a node is cut off: its pods' processes go on,
+    its Lease and pod statuses are no longer renewed, so the node lifecycle controller marks it
+    Unknown and taints it after the grace period, and evicts its pods as they tolerate."""
+    os.kill(node_pid(state_dir, node), signal.SIGSTOP)
+
+
+def resume_node(state_dir: str, node: str) -> None:
+    """The node's kubelet goes on: it posts Ready again and ends the pods deleted meanwhile."""
+    os.kill(node_pid(state_dir, node), signal.SIGCONT)
+
+
 # --- status ------------------------------------------------------------------------------------
 def status(state_dir: str) -> int:
     state_dir = os.path.realpath(state_dir)
@@ -580,9 +638,12 @@ def status(state_dir: str) -> int:
         return 1
     print(f"cluster {record.get('cluster_id', '?')} in {state_dir}: server {record.get('server', '?')}, "
           f"network {record.get('network', '?')} {record.get('subnet', '')}")
-    for name in ["apiserver", "scheduler", *(record.get("nodes") or []), "controller"]:
+    for name in ["apiserver", "scheduler", "controller-manager", *(record.get("nodes") or []), "controller"]:
         pid = running.get(name)
-        print(f"  {name:<12} {'running, pid ' + str(pid) if pid else 'not running'}")
+        state = "not running"
+        if pid:
+            state = ("paused (pause-node), pid " if is_paused(pid) else "running, pid ") + str(pid)
+        print(f"  {name:<18} {state}")
     return 0 if "apiserver" in running else 1
 
 
@@ -593,6 +654,9 @@ def add_arguments(subparsers: Any) -> None:
     up_parser.add_argument("--nodes", type=int, default=2)
     up_parser.add_argument("--no-controller", action="store_true", help="do not start fiber-controller")
     up_parser.add_argument("--pods-per-node", type=int, default=110, help="allocatable pods of each node")
+    up_parser.add_argument("--node-monitor-grace-period", type=float, default=NODE_MONITOR_GRACE_PERIOD_S,
+                           metavar="SECONDS", help="silence after which a node is Unknown and tainted "
+                                                   "unreachable (default 40, as kube-controller-manager's)")
     up_parser.add_argument("--image", action="append", default=[], metavar="NAME=HOSTDIR[:MOUNTPATH]",
                            help=f"a local image: containers of image NAME (a repository, any tag, or "
                                 f"repository:tag) get HOSTDIR mounted read-only at MOUNTPATH (default "
@@ -602,15 +666,27 @@ def add_arguments(subparsers: Any) -> None:
     down_parser.add_argument("dir")
     status_parser = subparsers.add_parser("status", help="what of the cluster in DIR runs")
     status_parser.add_argument("dir")
+    for command, text in (("pause-node", "stop NODE's kubelet as if the node were cut off (its pods run on)"),
+                          ("resume-node", "let NODE's kubelet go on")):
+        node_parser = subparsers.add_parser(command, help=text)
+        node_parser.add_argument("dir")
+        node_parser.add_argument("node", help="node-1, node-2, ...")
 
 
 def main(args: argparse.Namespace) -> int:
     try:
         if args.command == "up":
-            up(args.dir, args.nodes, not args.no_controller, args.pods_per_node, image_table(args.image))
+            up(args.dir, args.nodes, not args.no_controller, args.pods_per_node, image_table(args.image),
+               args.node_monitor_grace_period)
             return 0
         if args.command == "down":
             return 1 if down(args.dir) else 0
+        if args.command == "pause-node":
+            pause_node(args.dir, args.node)
+            return 0
+        if args.command == "resume-node":
+            resume_node(args.dir, args.node)
+            return 0
         return status(args.dir)
     except (ClusterError, KubeError, netns.NetworkError) as error:
         log(f"{args.command} failed: {error}")

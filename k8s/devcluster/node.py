@@ -109,6 +109,12 @@ class Node:
     def post_node_status(self, client: KubeClient) -> None:
         client.patch(core_path("nodes", name=self.name, subresource="status"), {"status": self.node_status()})
 
+    def posted_ready(self, client: KubeClient) -> bool:
+        """Whether the server's copy of this node says Ready=True."""
+        node = client.get(core_path("nodes", name=self.name))
+        return any(c.get("type") == "Ready" and c.get("status") == "True"
+                   for c in node.get("status", {}).get("conditions") or [])
+
     def renew_lease(self, client: KubeClient) -> None:
         path = group_path("coordination.k8s.io", "v1", "leases", "kube-node-lease", self.name)
         try:
@@ -142,7 +148,13 @@ class Node:
         while not self.stopped.is_set():
             try:
                 self.renew_lease(client)
-                if time.monotonic() - last_status >= NODE_STATUS_REFRESH_S:
+                # Back after a silence (this process stopped, say): the node lifecycle controller
+                # has set Ready to Unknown meanwhile, and the kubelet posts its own status at once
+                # when the server's differs from it.
+                ready = self.posted_ready(client)
+                if not ready:
+                    self.started_at = now_rfc3339()    # the conditions' new lastTransitionTime
+                if not ready or time.monotonic() - last_status >= NODE_STATUS_REFRESH_S:
                     self.post_node_status(client)
                     last_status = time.monotonic()
             except KubeError as error:

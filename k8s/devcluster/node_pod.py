@@ -125,6 +125,10 @@ class PodWorker(threading.Thread):
     # --- called by the node --------------------------------------------------------------------
     def update(self, pod: JSON) -> None:
         self.pod = pod
+        # Another writer changed what this kubelet reported (the node lifecycle controller sets Ready
+        # to False while the node is silent): the kubelet reports its own view again.
+        if self.last_posted is not None and _ready_status(pod.get("status", {})) != _ready_status(self.last_posted):
+            self.last_posted = None
         self.events.put("update")
 
     def mark_gone(self) -> None:
@@ -763,6 +767,10 @@ class PodWorker(threading.Thread):
             self.client.create(core_path("events", self.namespace), event)
         except KubeError as error:
             self.log.debug("event %s: %s", reason, error)
+
+
+def _ready_status(status: JSON) -> str | None:
+    return next((c.get("status") for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
 
 
 def clear_pod_dir(context: NodeContext, uid: str) -> None:

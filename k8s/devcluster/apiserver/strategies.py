@@ -96,6 +96,7 @@ class PodStrategy(Strategy):
                     _default_container(container)
         obj["status"] = {"phase": "Pending", "qosClass": _qos_class(spec)}
         _sync_app_armor(obj)
+        _default_toleration_seconds(spec)
 
     def validate(self, api: Api, info: ResourceInfo, obj: dict[str, Any],
                  old: dict[str, Any] | None) -> list[Cause]:
@@ -132,6 +133,27 @@ class PodStrategy(Strategy):
         if requested is not None:
             return max(requested, 0)
         return int(spec.get("terminationGracePeriodSeconds", 30) or 0)
+
+
+# The DefaultTolerationSeconds admission plugin (on by default): a pod that does not tolerate the
+# node lifecycle controller's NoExecute taints tolerates them for 300 s, so a lost node's pods are
+# evicted after five minutes.
+DEFAULT_TOLERATION_SECONDS = 300
+
+
+def _default_toleration_seconds(spec: dict[str, Any]) -> None:
+    tolerations = spec.get("tolerations")
+    if tolerations is not None and not isinstance(tolerations, list):
+        return  # validation names it
+    tolerations = tolerations or []
+    for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
+        # The plugin's own test: a toleration of this key or of every key, for NoExecute or every effect.
+        if any(isinstance(t, dict) and t.get("key") in (key, "", None) and t.get("effect") in ("NoExecute", "", None)
+               for t in tolerations):
+            continue
+        tolerations.append({"key": key, "operator": "Exists", "effect": "NoExecute",
+                            "tolerationSeconds": DEFAULT_TOLERATION_SECONDS})
+    spec["tolerations"] = tolerations
 
 
 def _default_container(container: dict[str, Any]) -> None:
