@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 #include <string_view>
+#include <utility>
 
 #include "k8s/client/json_fields.h"
 #include "k8s/controller/conditions.h"
@@ -627,7 +628,12 @@ class Pass {
                       ")");
     }
     std::string message = "lost " + plural_pods(static_cast<std::size_t>(lost));
-    if (!names.empty()) message += " [" + capped_list(names, kMaxNamesInMessage) + "]";
+    // Pods lost at an earlier pass may still be listed (a lost node's pods stay until their
+    // kubelet returns), so the names can outnumber this pass's losses.
+    if (!names.empty()) {
+      message += std::cmp_greater(names.size(), lost) ? " among [" : " [";
+      message += capped_list(names, kMaxNamesInMessage) + "]";
+    }
     message += "; replacing";
     plan_.events.push_back(JobEvent{true, "WorkerLost", message});
     set(type::kDegraded, true, "WorkerLost", message);

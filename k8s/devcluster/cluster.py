@@ -561,6 +561,8 @@ def down(state_dir: str, quiet: bool = False) -> list[str]:
     removed_containers = remove_cluster_containers(cid)
     unmount_below(state_dir)
     removed = netns.delete_cluster_network(cid)
+    for cut_list in glob.glob(os.path.join(state_dir, "nodes", "*.cut")):   # pause-node --cut-network's
+        os.unlink(cut_list)
     # The kernel tears a namespace's veth down asynchronously: look again until it is gone.
     deadline = time.monotonic() + NETWORK_CLEANUP_S
     while netns.cluster_network_leftovers(cid) and time.monotonic() < deadline:
@@ -616,16 +618,58 @@ def node_pid(state_dir: str, node: str) -> int:
     return pid
 
 
-def pause_node(state_dir: str, node: str) -> None:
+def cut_list_path(state_dir: str, node: str) -> str:
+    return os.path.join(os.path.realpath(state_dir), "nodes", f"{node}.cut")
+
+
+def cut_pod_network(state_dir: str, node: str) -> list[str]:
+    """Sets down the bridge side of the veth of every pod bound to `node`, so that nothing reaches
+    them or leaves them (a partition: no reset, packets are simply lost); returns the links."""
+    state_dir = os.path.realpath(state_dir)
+    record = read_record(state_dir)
+    if record.get("network") != "pod-netns":
+        raise ClusterError("the cluster's pods share the host's network (no network namespaces here): "
+                           "there is no pod network to cut")
+    admin = client_from_kubeconfig(os.path.join(state_dir, "kubeconfig"))
+    pods = admin.list(core_path("pods"), field_selector=f"spec.nodeName={node}").get("items") or []
+    present = {link.get("ifname") for link in json.loads(netns.run_ip("-j", "link", "show").stdout or "[]")}
+    links = [name for name in (netns.pod_veth_name(record["cluster_id"], pod["metadata"]["uid"])
+                               for pod in pods if not pod["spec"].get("hostNetwork")) if name in present]
+    with open(cut_list_path(state_dir, node), "a", encoding="utf-8") as handle:
+        handle.writelines(f"{name}\n" for name in links)
+    for name in links:
+        netns.run_ip("link", "set", name, "down")
+    return links
+
+
+def restore_pod_network(state_dir: str, node: str) -> None:
+    path = cut_list_path(state_dir, node)
+    if not os.path.exists(path):
+        return
+    with open(path, encoding="utf-8") as handle:
+        links = handle.read().split()
+    for name in links:
+        netns.run_ip("link", "set", name, "up", check=False)   # a pod deleted meanwhile took its link
+    os.unlink(path)
+
+
+def pause_node(state_dir: str, node: str, cut_network: bool = False) -> None:
     """The node's kubelet stops (SIGSTOP), as when a node is cut off: its pods' processes go on,
     its Lease and pod statuses are no longer renewed, so the node lifecycle controller marks it
-    Unknown and taints it after the grace period, and evicts its pods as they tolerate."""
-    os.kill(node_pid(state_dir, node), signal.SIGSTOP)
+    Unknown and taints it after the grace period, and evicts its pods as they tolerate. With
+    `cut_network` its pods are cut off too (cut_pod_network), as in a network partition."""
+    pid = node_pid(state_dir, node)
+    if cut_network:
+        cut_pod_network(state_dir, node)
+    os.kill(pid, signal.SIGSTOP)
 
 
 def resume_node(state_dir: str, node: str) -> None:
-    """The node's kubelet goes on: it posts Ready again and ends the pods deleted meanwhile."""
-    os.kill(node_pid(state_dir, node), signal.SIGCONT)
+    """The node's kubelet goes on: it posts Ready again and ends the pods deleted meanwhile; its
+    pods' network, if pause_node cut it, comes back first."""
+    pid = node_pid(state_dir, node)
+    restore_pod_network(state_dir, node)
+    os.kill(pid, signal.SIGCONT)
 
 
 # --- status ------------------------------------------------------------------------------------
@@ -667,10 +711,13 @@ def add_arguments(subparsers: Any) -> None:
     status_parser = subparsers.add_parser("status", help="what of the cluster in DIR runs")
     status_parser.add_argument("dir")
     for command, text in (("pause-node", "stop NODE's kubelet as if the node were cut off (its pods run on)"),
-                          ("resume-node", "let NODE's kubelet go on")):
+                          ("resume-node", "let NODE's kubelet go on (and its pods' network come back)")):
         node_parser = subparsers.add_parser(command, help=text)
         node_parser.add_argument("dir")
         node_parser.add_argument("node", help="node-1, node-2, ...")
+        if command == "pause-node":
+            node_parser.add_argument("--cut-network", action="store_true",
+                                     help="cut NODE's pods off the network too, as in a partition")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -682,7 +729,7 @@ def main(args: argparse.Namespace) -> int:
         if args.command == "down":
             return 1 if down(args.dir) else 0
         if args.command == "pause-node":
-            pause_node(args.dir, args.node)
+            pause_node(args.dir, args.node, args.cut_network)
             return 0
         if args.command == "resume-node":
             resume_node(args.dir, args.node)

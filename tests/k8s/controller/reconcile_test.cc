@@ -601,6 +601,19 @@ TEST(Reconcile, WorkerDeletedByAUserCountsAsLost) {
   EXPECT_EQ(plan.events[0].message, "lost 1 worker pod [pi-worker-1 (deleted)]; replacing");
 }
 
+TEST(Reconcile, WorkerLostMessageSaysWhenItsNamesIncludeEarlierLosses) {
+  // pi-worker-1 was lost at an earlier pass and is still listed (its node is gone, so nobody ends
+  // it); pi-worker-2 is this pass's loss.
+  std::vector<json> pods = running_job_pods(1);
+  pods.push_back(being_deleted(worker(1)));
+  pods.push_back(being_deleted(worker(2)));
+  const ReconcilePlan plan = run(job({{"replicas", 3}}), ready_status(2), pods);
+  EXPECT_EQ(plan.status["workerReplacements"], 1);
+  ASSERT_EQ(plan.events.size(), 1u);
+  EXPECT_EQ(plan.events[0].message,
+            "lost 1 worker pod among [pi-worker-1 (deleted), pi-worker-2 (deleted)]; replacing");
+}
+
 TEST(Reconcile, DegradedClearsOnceReplacementsAreReady) {
   json status = ready_status(2, 1);
   set_condition(status["conditions"], Condition{"Degraded", true, "WorkerLost", "lost"}, 3,

@@ -4,6 +4,9 @@
 //   grow     Pool(4) grows onto 4 worker pods, maps 2,000 tasks, resize(1), then keeps the last
 //            worker busy for a while (the released pods leave meanwhile), exit 0
 //   loss     Pool(4) maps 2,000 tasks of 10 ms while the test deletes worker pods
+//   partition Pool(4) maps 3,000 tasks of 10 ms while the test cuts a node with worker pods off
+//            (its kubelet and its pods' network); then waits until the pool is whole again and
+//            maps 400 more: the pods that computed them are the replacements
 //   leaving  Pool(1) names its worker, then maps 4 tasks of 3 s while the test asks that worker
 //            to leave (SIGTERM to it alone) and kills it before its task ends
 //   scale    Pool(1) maps until its tasks have run on 3 pods (the test scales the job to 3)
@@ -111,6 +114,19 @@ int loss() {
   std::fflush(stdout);
   const auto in = tasks(2000, 10000);
   print_pods("map of 2000", check(in, pool.map(square_on_pod, in, 1)));
+  return 0;
+}
+
+int partition() {
+  fiber::Pool pool(4);
+  pool.wait_ready();
+  std::printf("4 workers ready\n");
+  std::fflush(stdout);
+  const auto in = tasks(3000, 10000);
+  print_pods("map of 3000", check(in, pool.map(square_on_pod, in, 1)));
+  pool.wait_ready();
+  const auto after = tasks(400, 10000, 3000);
+  print_pods("map after", check(after, pool.map(square_on_pod, after, 1)));
   return 0;
 }
 
@@ -329,6 +345,7 @@ int main(int argc, char** argv) {
   try {
     if (scenario == "grow") return grow();
     if (scenario == "loss") return loss();
+    if (scenario == "partition") return partition();
     if (scenario == "leaving") return leaving();
     if (scenario == "scale") return scale();
     if (scenario == "unready") return unready();
@@ -343,6 +360,7 @@ int main(int argc, char** argv) {
   }
   std::fprintf(
       stderr,
-      "usage: k8s_pool_test grow|loss|leaving|scale|regrow|unready|group|nested|guard|shared\n");
+      "usage: k8s_pool_test "
+      "grow|loss|partition|leaving|scale|regrow|unready|group|nested|guard|shared\n");
   return 2;
 }

@@ -7,6 +7,7 @@ computed them; this file checks what the cluster shows."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pathlib
@@ -15,7 +16,7 @@ import signal
 import subprocess
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pytest
 import yaml
@@ -85,16 +86,18 @@ class Cluster:
         return "\n".join(report) or f"no pod processes under {pid_dir}"
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory) -> Cluster:
+@contextlib.contextmanager
+def dev_cluster(state_dir: pathlib.Path, *up_options: str) -> Iterator[Cluster]:
+    """A development cluster in `state_dir` (`scripts/dev-cluster up DIR UP_OPTIONS...`) with the
+    build's controller, stopped afterwards."""
     controller = BUILD_DIR / "k8s/controller/fiber-controller"
     if not controller.exists():
         pytest.fail(f"{controller} is not built")
     if not pathlib.Path(PROGRAM).exists():
         pytest.fail(f"{PROGRAM} is not built")
-    state_dir = tmp_path_factory.mktemp("cluster")
-    up = subprocess.run([str(ROOT / "scripts/dev-cluster"), "up", str(state_dir)], capture_output=True,
-                        text=True, timeout=120, env={**os.environ, "FIBER_BUILD_DIR": str(BUILD_DIR)})
+    up = subprocess.run([str(ROOT / "scripts/dev-cluster"), "up", str(state_dir), *up_options],
+                        capture_output=True, text=True, timeout=120,
+                        env={**os.environ, "FIBER_BUILD_DIR": str(BUILD_DIR)})
     assert up.returncode == 0, up.stdout + up.stderr
     try:
         yield Cluster(state_dir)
@@ -102,6 +105,12 @@ def cluster(tmp_path_factory) -> Cluster:
         down = subprocess.run([str(ROOT / "scripts/dev-cluster"), "down", str(state_dir)],
                               capture_output=True, text=True, timeout=120)
         assert down.returncode == 0, down.stdout + down.stderr
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory) -> Iterator[Cluster]:
+    with dev_cluster(tmp_path_factory.mktemp("cluster")) as started:
+        yield started
 
 
 def fiberjob(name: str, scenario: str, config: str | None = FAST_CONFIG, max_replicas: int = 8,
