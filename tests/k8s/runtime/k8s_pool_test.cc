@@ -358,9 +358,8 @@ int main(int argc, char** argv) {
     std::printf("FAIL: %s\n", e.what());
     return 1;
   }
-  std::fprintf(
-      stderr,
-      "usage: k8s_pool_test "
-      "grow|loss|partition|leaving|scale|regrow|unready|group|nested|guard|shared\n");
+  std::fprintf(stderr,
+               "usage: k8s_pool_test "
+               "grow|loss|partition|leaving|scale|regrow|unready|group|nested|guard|shared\n");
   return 2;
 }
