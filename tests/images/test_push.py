@@ -70,6 +70,7 @@ def registry(tmp_path: pathlib.Path) -> Iterator[tuple[str, dict[str, str]]]:
     finally:
         process.terminate()
         process.wait(timeout=10)
+        shutil.rmtree(tmp_path / "data", ignore_errors=True)   # the pushed layers: tens of MB
 
 
 def test_push_puts_the_image_in_the_registry_and_it_pulls_back(registry: tuple[str, dict[str, str]]) -> None:
