@@ -74,7 +74,8 @@ def cluster_roles() -> list[Object]:
                          "namespaces/status", "pods/log"),
                    # namespaces read in a namespace: the one the binding is in.
                    _rule(READ, "", "namespaces"),
-                   _rule(READ, "networking.k8s.io", "networkpolicies")]},
+                   _rule(READ, "networking.k8s.io", "networkpolicies"),
+                   _rule(READ, "discovery.k8s.io", "endpointslices")]},
     ]
 
 

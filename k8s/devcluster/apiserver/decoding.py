@@ -22,6 +22,8 @@ _KIND_FIELDS: dict[str, dict[str, tuple[str, type]]] = {
     "events": {"involvedObject": ("v1.ObjectReference", dict), "reason": ("string", str),
                "message": ("string", str), "type": ("string", str)},
     "endpoints": {"subsets": ("[]v1.EndpointSubset", list)},
+    "endpointslices": {"addressType": ("v1.AddressType", str), "endpoints": ("[]v1.Endpoint", list),
+                       "ports": ("[]v1.EndpointPort", list)},
     "serviceaccounts": {"secrets": ("[]v1.ObjectReference", list)},
 }
 

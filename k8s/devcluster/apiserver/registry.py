@@ -6,6 +6,7 @@ import threading
 from typing import Any
 
 from .custom import CustomResourceDefinitionStrategy, CustomResourceStrategy, crd_infos
+from .endpoint_slice import EndpointSliceStrategy
 from .network_policy import NetworkPolicyStrategy
 from .resource_info import ResourceInfo
 from .resource_quota import ResourceQuotaStrategy
@@ -41,6 +42,8 @@ def _builtin_infos() -> list[ResourceInfo]:
     ]
     others = [
         ResourceInfo("coordination.k8s.io", "v1", "leases", "lease", "Lease", "LeaseList", True),
+        ResourceInfo("discovery.k8s.io", "v1", "endpointslices", "endpointslice", "EndpointSlice",
+                     "EndpointSliceList", True),
         ResourceInfo("networking.k8s.io", "v1", "networkpolicies", "networkpolicy", "NetworkPolicy",
                      "NetworkPolicyList", True, short_names=("netpol",)),
         ResourceInfo("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", "RoleList", True),
@@ -75,6 +78,7 @@ class Registry:
             "rolebindings": RoleBindingStrategy(), "clusterrolebindings": RoleBindingStrategy(),
             "customresourcedefinitions": CustomResourceDefinitionStrategy(),
             "resourcequotas": ResourceQuotaStrategy(), "networkpolicies": NetworkPolicyStrategy(),
+            "endpointslices": EndpointSliceStrategy(),
         }
         for info in _builtin_infos():
             self.infos[(info.group, info.version, info.plural)] = info

@@ -3,6 +3,7 @@ ClusterRole aggregator, resource quotas), listeners, and the objects a fresh clu
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import threading
 from dataclasses import dataclass, field
@@ -12,6 +13,7 @@ from .app import App
 from .auth import Authenticator, read_token_file
 from .bootstrap_policy import cluster_role_bindings, cluster_roles
 from .clusterrole_aggregation import ClusterRoleAggregator
+from .endpoint_slice import api_server_slice
 from .gc import GarbageCollector
 from .httpd import Server, tls_context
 from .quota_controller import QuotaController
@@ -62,6 +64,7 @@ class ApiServer:
             self.servers.append(server)
         self.port = port
         self.threads: list[threading.Thread] = []
+        self._publish_endpoints()
 
     def _account_uid(self, namespace: str, name: str) -> str | None:
         account = self.store.get(("", "serviceaccounts"), namespace, name)
@@ -89,6 +92,22 @@ class ApiServer:
         self.api.create(services, "default", {
             "metadata": {"name": "kubernetes", "labels": {"component": "apiserver", "provider": "kubernetes"}},
             "spec": {"clusterIP": first, "ports": [{"name": "https", "port": 443, "targetPort": 6443}]}}, ctx)
+
+    def _publish_endpoints(self) -> None:
+        """EndpointSlice default/kubernetes: where clients reach this server (its addresses other
+        than loopback ones, where it has such)."""
+        binds = []
+        for address in self.options.binds:
+            try:
+                if not ipaddress.ip_address(address).is_unspecified:
+                    binds.append(address)
+            except ValueError:
+                continue    # a host name: not an endpoint address
+        outside = [address for address in binds if not ipaddress.ip_address(address).is_loopback]
+        addresses = outside or binds or ["127.0.0.1"]
+        slices = self.registry.lookup("discovery.k8s.io", "v1", "endpointslices")
+        assert slices
+        self.api.create(slices, "default", api_server_slice(addresses, self.port), Context())
 
     def urls(self) -> list[str]:
         scheme = "http" if self.options.insecure else "https"

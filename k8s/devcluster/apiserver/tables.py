@@ -456,6 +456,14 @@ def endpoints_cells(obj: dict[str, Any]) -> list[Any]:
     return [shown + (f" + {len(pairs) - 3} more..." if len(pairs) > 3 else "")]
 
 
+def endpoint_slice_cells(obj: dict[str, Any]) -> list[Any]:
+    """The address type, the ports' numbers, the first three addresses then how many more."""
+    ports = ",".join("<unset>" if port.get("port") is None else str(port["port"]) for port in obj.get("ports") or [])
+    addresses = [a for endpoint in obj.get("endpoints") or [] for a in endpoint.get("addresses") or []]
+    shown = ",".join(addresses[:3]) + (f" + {len(addresses) - 3} more..." if len(addresses) > 3 else "")
+    return [obj.get("addressType", ""), ports or "<unset>", shown or "<unset>"]
+
+
 def binding_row(obj: dict[str, Any], now: datetime.datetime) -> Row:
     """Name, Role, Age, then (wide) the users, groups and service accounts bound."""
     subjects = obj.get("subjects") or []
@@ -529,6 +537,11 @@ BUILTIN_PRINTERS: dict[tuple[str, str], tuple[list[Column], Callable[..., Row]]]
     ("", "endpoints"): ([NAME_COLUMN, column("Endpoints", description="Addresses and ports."),
                          AGE_COLUMN], simple_rows(endpoints_cells)),
     ("", "resourcequotas"): (RESOURCE_QUOTA_COLUMNS, resource_quota_row),
+    ("discovery.k8s.io", "endpointslices"): (
+        [NAME_COLUMN, column("AddressType", description="The type of address of the endpoints."),
+         column("Ports", description="The ports of the endpoints."),
+         column("Endpoints", description="The addresses of the endpoints."), AGE_COLUMN],
+        simple_rows(endpoint_slice_cells)),
     ("networking.k8s.io", "networkpolicies"): (
         [NAME_COLUMN, column("Pod-Selector", description="The pods the policy applies to (its "
                              "spec.podSelector)."), AGE_COLUMN],

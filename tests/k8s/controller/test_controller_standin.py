@@ -593,28 +593,31 @@ def test_pods_the_server_refuses_are_said_in_the_status_not_retried_silently(
 NETWORK_POLICIES = "/apis/networking.k8s.io/v1/namespaces/default/networkpolicies"
 
 
+@pytest.mark.parametrize("api_server_from", ["flag", "endpointslice"])
 def test_a_namespace_that_denies_egress_gets_the_job_an_egress_policy_for_as_long_as_it_does(
-        cluster: Cluster, kubeconfig: Path, tmp_path: Path) -> None:
+        cluster: Cluster, kubeconfig: Path, tmp_path: Path, api_server_from: str) -> None:
     """NetworkPolicies add up, and one naming Egress isolates the pods it selects: the job's policy
-    JOB.egress (its pods, DNS, the API server given by --api-server-egress) exists exactly while
-    another policy of the namespace isolates the job's egress. (The stand-in stores policies; a
-    network plugin enforces them.)"""
+    JOB.egress (its pods, DNS, the API server) exists exactly while another policy of the namespace
+    isolates the job's egress. The API server's address comes from --api-server-egress, or else
+    from EndpointSlice default/kubernetes, which the stand-in keeps as a real server does. (The
+    stand-in stores policies; a network plugin enforces them.)"""
     port = cluster.url.rsplit(":", 1)[1]
-    controller = Controller(kubeconfig, tmp_path / "controller.log", "c1", "--api-server-egress",
-                            f"127.0.0.1:{port}")
+    flag = ["--api-server-egress", f"127.0.0.1:{port}"] if api_server_from == "flag" else []
+    controller = Controller(kubeconfig, tmp_path / "controller.log", "c1", *flag)
+    job = "eg" if api_server_from == "flag" else "eg-slice"
     try:
-        start_job(cluster, "eg", 1)
-        assert cluster.get(f"{NETWORK_POLICIES}/eg") is not None
-        assert cluster.get(f"{NETWORK_POLICIES}/eg.egress") is None
+        start_job(cluster, job, 1)
+        assert cluster.get(f"{NETWORK_POLICIES}/{job}") is not None
+        assert cluster.get(f"{NETWORK_POLICIES}/{job}.egress") is None
         # An ingress-only policy of the namespace changes nothing.
-        cluster.call("POST", NETWORK_POLICIES, {"metadata": {"name": "ingress-only"},
+        cluster.call("POST", NETWORK_POLICIES, {"metadata": {"name": f"ingress-only-{job}"},
                                                 "spec": {"podSelector": {}, "policyTypes": ["Ingress"]}})
         cluster.call("POST", NETWORK_POLICIES, {"metadata": {"name": "deny-egress"},
                                                 "spec": {"podSelector": {}, "policyTypes": ["Egress"]}})
-        egress = wait_for("the job's egress policy", lambda: cluster.get(f"{NETWORK_POLICIES}/eg.egress"))
-        job_uid = cluster.job("eg")["metadata"]["uid"]
+        egress = wait_for("the job's egress policy", lambda: cluster.get(f"{NETWORK_POLICIES}/{job}.egress"))
+        job_uid = cluster.job(job)["metadata"]["uid"]
         assert egress["metadata"]["ownerReferences"][0]["uid"] == job_uid
-        same_job = {"matchLabels": {"fibermpi.io/job-name": "eg"}}
+        same_job = {"matchLabels": {"fibermpi.io/job-name": job}}
 
         def selecting(*roles: str) -> dict[str, Any]:
             return {**same_job, "matchExpressions": [{"key": "fibermpi.io/role", "operator": "In",
@@ -635,10 +638,10 @@ def test_a_namespace_that_denies_egress_gets_the_job_an_egress_policy_for_as_lon
                                                          "policyTypes": ["Egress"]}})
         cluster.call("DELETE", f"{NETWORK_POLICIES}/deny-egress")
         wait_for("the egress policy narrowed to the workers", lambda: cluster.get(
-            f"{NETWORK_POLICIES}/eg.egress")["spec"]["podSelector"] == selecting("worker"))
+            f"{NETWORK_POLICIES}/{job}.egress")["spec"]["podSelector"] == selecting("worker"))
         # The deny gone, the job's egress policy goes too (alone it would cut the pods off).
         cluster.call("DELETE", f"{NETWORK_POLICIES}/deny-worker-egress")
-        wait_for("the job's egress policy gone", lambda: cluster.get(f"{NETWORK_POLICIES}/eg.egress") is None)
-        assert cluster.get(f"{NETWORK_POLICIES}/eg") is not None
+        wait_for("the job's egress policy gone", lambda: cluster.get(f"{NETWORK_POLICIES}/{job}.egress") is None)
+        assert cluster.get(f"{NETWORK_POLICIES}/{job}") is not None
     finally:
         assert controller.stop() == 0
