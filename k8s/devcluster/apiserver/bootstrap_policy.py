@@ -65,7 +65,10 @@ def cluster_roles() -> list[Object]:
          "rules": [_rule(READ, "", "secrets"),
                    _rule(["impersonate"], "", "serviceaccounts"),
                    _rule(WRITE, "", "pods"),
-                   _rule(WRITE, "", "serviceaccounts", "services", "endpoints", "configmaps", "secrets"),
+                   # No Endpoints (nor EndpointSlices) since v1.22: writing them redirects a Service's
+                   # traffic anywhere (CVE-2021-25740).
+                   _rule(WRITE, "", "serviceaccounts", "services", "configmaps", "secrets"),
+                   _rule(["create"], "", "serviceaccounts/token"),
                    _rule(WRITE, "networking.k8s.io", "networkpolicies")]},
         {"metadata": _metadata("system:aggregate-to-view", {AGGREGATE_TO_VIEW: "true"}),
          "rules": [_rule(READ, "", "pods", "serviceaccounts", "services", "services/status", "endpoints",

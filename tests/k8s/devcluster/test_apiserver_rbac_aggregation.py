@@ -342,3 +342,22 @@ def test_rules_put_into_view_are_taken_back(users: Users):
                              written["metadata"]["resourceVersion"])
     assert restored["rules"] == aggregated
     assert users.call("vic", "DELETE", jobs("team-a", "anything")) == 403
+
+
+def test_edit_writes_no_endpoints_and_creates_service_account_tokens(users: Users):
+    """As since Kubernetes v1.22 (CVE-2021-25740: a written Endpoints object sends a Service's
+    traffic anywhere): `edit` and `admin` read Endpoints and EndpointSlices but write neither; `edit`
+    creates service-account tokens."""
+    endpoints = {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "web"},
+                 "subsets": [{"addresses": [{"ip": "10.0.0.1"}], "ports": [{"port": 80}]}]}
+    slice_path = "/apis/discovery.k8s.io/v1/namespaces/team-a/endpointslices"
+    endpoint_slice = {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "metadata": {"name": "web"},
+                      "addressType": "IPv4", "endpoints": [{"addresses": ["10.0.0.1"]}]}
+    for user in ("alice", "ada"):
+        assert users.call(user, "POST", "/api/v1/namespaces/team-a/endpoints", endpoints) == 403
+        assert users.call(user, "POST", slice_path, endpoint_slice) == 403
+        assert users.call(user, "GET", "/api/v1/namespaces/team-a/endpoints") == 200
+        assert users.call(user, "GET", slice_path) == 200
+    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}
+    assert users.call("alice", "POST", "/api/v1/namespaces/team-a/serviceaccounts/default/token", request) == 201
+    assert users.call("vic", "POST", "/api/v1/namespaces/team-a/serviceaccounts/default/token", request) == 403
