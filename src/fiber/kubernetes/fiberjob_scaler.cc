@@ -1,15 +1,17 @@
 #include "fiber/kubernetes/fiberjob_scaler.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "fiber/errors.h"
 #include "k8s/client/api_client.h"
 #include "k8s/client/errors.h"
 #include "k8s/client/kube_config.h"
+#include "k8s/client/release_request.h"
 #include "k8s/client/resource_ref.h"
 
 namespace fiber::detail {
@@ -61,9 +63,6 @@ int FiberJobScaler::Workers::floor() const {
 // Role may get and update it alone.
 namespace {
 
-constexpr const char* kReleaseListKey = "workersToDelete";
-constexpr const char* kRequestedKey = "workersRequested";
-
 k8s::ResourceRef config_maps_ref(const std::string& ns) { return {"", "v1", "configmaps", ns}; }
 
 std::string release_list_name(const std::string& job) {
@@ -71,46 +70,16 @@ std::string release_list_name(const std::string& job) {
   return named && *named ? named : job + "-release";
 }
 
-// The request as the controller reads it (k8s/controller/release_list.cc): a count from 0 to
-// 100000 between blanks; anything else is 0 (and a warning there).
+// The request and the list as the controller reads them (k8s/client/release_request.h): what it
+// refuses (and warns of) counts for nothing here either.
 int requested_of(const json& config_map) {
-  const json::json_pointer pointer(std::string("/data/") + kRequestedKey);
-  if (!config_map.contains(pointer) || !config_map.at(pointer).is_string()) return 0;
-  const std::string& text = config_map.at(pointer).get_ref<const std::string&>();
-  const auto first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string::npos) return 0;
-  const auto last = text.find_last_not_of(" \t\r\n");
-  int count = 0;
-  const auto [end, error] = std::from_chars(text.data() + first, text.data() + last + 1, count);
-  constexpr int kMostWorkers = 100000;  // the CRD's bound on replicas
-  return error == std::errc() && end == text.data() + last + 1 && count >= 0 &&
-                 count <= kMostWorkers
-             ? count
-             : 0;
+  std::vector<std::string> refused;
+  return k8s::parse_requested_workers(config_map, refused);
 }
 
 std::set<std::string> listed_names(const json& config_map) {
-  std::set<std::string> names;
-  const json::json_pointer pointer(std::string("/data/") + kReleaseListKey);
-  if (!config_map.contains(pointer) || !config_map.at(pointer).is_string()) return names;
-  const std::string text = config_map.at(pointer).get<std::string>();
-  for (size_t begin = 0; begin < text.size();) {
-    const size_t end = std::min(text.find('\n', begin), text.size());
-    // Trimmed as the controller reads it: a line a person edited is still that pod.
-    const size_t first = text.find_first_not_of(" \t\r", begin);
-    if (first < end) {
-      const size_t last = text.find_last_not_of(" \t\r", end - 1);
-      names.insert(text.substr(first, last - first + 1));
-    }
-    begin = end + 1;
-  }
-  return names;
-}
-
-std::string list_text(const std::set<std::string>& names) {
-  std::string text;
-  for (const auto& name : names) text += name + "\n";
-  return text;
+  std::vector<std::string> refused;
+  return k8s::parse_release_list(config_map, refused);
 }
 
 }  // namespace
@@ -133,7 +102,7 @@ FiberJobScaler::Workers FiberJobScaler::grow(int held, int more) {
     Workers workers = read(list);
     const int wanted = std::min(std::max(workers.requested, held + more), workers.max_replicas);
     if (workers.requested >= wanted) return workers;
-    list["data"][kRequestedKey] = std::to_string(wanted);
+    list["data"][k8s::kRequestedWorkersKey] = std::to_string(wanted);
     try {
       client_->replace(config_maps_ref(ns_), list);  // with its resourceVersion: a race is a 409
       workers.requested = wanted;
@@ -165,8 +134,8 @@ std::vector<std::string> FiberJobScaler::release(const std::vector<std::string>&
     // delete a busy pod) nor the names without the count (it would replace them).
     const int requested = std::min(workers.requested, left);
     if (!listed_now && requested == workers.requested) return released;
-    list["data"][kReleaseListKey] = list_text(names);
-    list["data"][kRequestedKey] = std::to_string(requested);
+    list["data"][k8s::kReleaseListKey] = k8s::release_list_text(names);
+    list["data"][k8s::kRequestedWorkersKey] = std::to_string(requested);
     try {
       client_->replace(config_maps_ref(ns_), list);
       return released;
@@ -185,7 +154,7 @@ void FiberJobScaler::forget(const std::vector<std::string>& pods) {
     bool changed = false;
     for (const auto& pod : pods) changed |= names.erase(pod) > 0;
     if (!changed) return;
-    list["data"][kReleaseListKey] = list_text(names);
+    list["data"][k8s::kReleaseListKey] = k8s::release_list_text(names);
     try {
       client_->replace(lists, list);
       return;
