@@ -74,6 +74,17 @@ std::vector<json> Informer::list() const {
   return copy;
 }
 
+std::vector<json> Informer::list(std::string_view ns) const {
+  const std::string prefix = store_key(ns, "");
+  std::lock_guard lock(mutex_);
+  std::vector<json> copy;
+  for (auto it = objects_.lower_bound(prefix);
+       it != objects_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+    copy.push_back(it->second);
+  }
+  return copy;
+}
+
 std::vector<json> Informer::by_label(std::string_view value) const {
   std::lock_guard lock(mutex_);
   std::vector<json> matches;

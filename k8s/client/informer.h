@@ -89,6 +89,9 @@ class Informer {
   std::optional<nlohmann::json> get(std::string_view ns, std::string_view name) const;
   /// A copy of every stored object.
   std::vector<nlohmann::json> list() const;
+  /// A copy of the stored objects of namespace `ns` (ns not empty), by name. The store is ordered
+  /// by "namespace/name", so this reads that namespace's objects alone, not the whole store.
+  std::vector<nlohmann::json> list(std::string_view ns) const;
   /// The stored objects whose `index_label` label equals `value` (empty without index_label), in
   /// all namespaces the informer sees.
   std::vector<nlohmann::json> by_label(std::string_view value) const;

@@ -398,8 +398,7 @@ KeyOutcome FiberJobController::reconcile_key(const std::string& key) {
   // the job's: its Secret in the way stops the job as any object in the way does).
   observed.isolation = {.join_token_secret = join_token_secret_is_ours(spec, key),
                         .network_policy = ours(*network_policies_, network_policy_name(name))};
-  for (const json& policy : network_policies_->list()) {
-    if (metadata_field(policy, "namespace") != ns) continue;
+  for (const json& policy : network_policies_->list(ns)) {
     if (is_controlled_by(policy, spec.uid)) {
       if (metadata_field(policy, "name") == egress_network_policy_name(name))
         observed.egress_policy = policy;

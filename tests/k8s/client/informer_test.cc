@@ -234,6 +234,36 @@ TEST(Informer, ListsWatchesAndRelistsAfterGone) {
   second_watch->close();
 }
 
+TEST(Informer, ListsOneNamespaceAlone) {
+  // Namespaces whose names begin alike, and a cluster-scoped object: none of them leaks in.
+  const auto in = [](const std::string& ns, const std::string& name) {
+    json object = pod(name, "1", "j");
+    if (ns.empty()) {
+      object["metadata"].erase("namespace");
+    } else {
+      object["metadata"]["namespace"] = ns;
+    }
+    return object;
+  };
+  ScriptedServer server;
+  server.queue_list(
+      {in("ns", "b"), in("ns-2", "a"), in("n", "s"), in("", "ns"), in("ns", "a"), in("nsx", "c")},
+      "10");
+  auto watch = server.queue_watch();
+  ApiClient client(server.access());
+  Informer informer(client, pod_informer_options());
+  informer.start();
+  ASSERT_TRUE(informer.wait_for_sync(10s));
+  std::vector<std::string> names;
+  for (const json& object : informer.list("ns")) names.push_back(name_of(object));
+  EXPECT_EQ(names, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(informer.list("ns-2").size(), 1u);
+  EXPECT_TRUE(informer.list("other").empty());
+  EXPECT_EQ(informer.list().size(), 6u);
+  informer.stop();
+  watch->close();
+}
+
 TEST(Informer, BookmarksAndDeletesMoveTheResourceVersion) {
   ScriptedServer server;
   server.queue_list({pod("a", "1", "j1")}, "5");
