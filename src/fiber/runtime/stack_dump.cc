@@ -41,6 +41,20 @@ std::map<pid_t, std::vector<pid_t>> children_by_parent() {
   return children;
 }
 
+// Whether `pid` is an MPI launcher's daemon (/proc/PID/comm: the executable's name, at most 15
+// characters): Open MPI 5's prterun, prte and prted, Open MPI 4's mpirun and orted, MPICH's
+// Hydra.
+bool is_launcher_daemon(pid_t pid) {
+  std::ifstream file("/proc/" + std::to_string(pid) + "/comm");
+  std::string name;
+  std::getline(file, name);
+  for (const char* daemon : {"prterun", "prte", "prted", "mpirun", "mpiexec", "orterun", "orted",
+                             "mpiexec.hydra", "hydra_pmi_proxy"}) {
+    if (name == daemon) return true;
+  }
+  return false;
+}
+
 std::string command_line(pid_t pid) {
   std::ifstream file("/proc/" + std::to_string(pid) + "/cmdline");
   std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
@@ -96,7 +110,10 @@ void dump_process_tree_stacks(const std::string& why) {
   // A kernel with Yama's ptrace_scope 1 lets only ancestors trace a process: allow gdb, our child.
   prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
   const auto children = children_by_parent();
-  std::vector<pid_t> tree = {getpid()};
+  // Under mpirun the processes this one spawned are children of the launcher's daemon, not of
+  // this process: the daemon and everything under it are taken then (this process included).
+  const pid_t parent = getppid();
+  std::vector<pid_t> tree = {is_launcher_daemon(parent) ? parent : getpid()};
   for (size_t i = 0; i < tree.size(); ++i) {
     const auto found = children.find(tree[i]);
     if (found != children.end())

@@ -13,7 +13,9 @@ namespace fiber::detail {
 bool stacks_wanted_when_stuck();
 
 /// Writes to stderr, headed by `why`, the stacks of every thread of this process and of its
-/// descendants (each headed by its pid and command line). Blocks until gdb is done (about a
+/// descendants (each headed by its pid and command line); where this process's parent is an MPI
+/// launcher's daemon (mpirun's prterun, orted...), of that daemon and all its descendants, among
+/// them the processes this one spawned. Blocks until gdb is done (about a
 /// second a process), at most 60 s a process. Tracing a process needs the right to: root's
 /// CAP_SYS_PTRACE, or a kernel without Yama's ptrace_scope 1 (there a process other than this one
 /// is not gdb's ancestor, and gdb says "ptrace: Operation not permitted" for it).
