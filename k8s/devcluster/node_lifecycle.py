@@ -28,6 +28,7 @@ from typing import Any
 
 from .kube import JSON, KubeClient, KubeError, client_from_kubeconfig, core_path, group_path, make_event, pod_path
 from .node_process import now_rfc3339
+from .scheduler import toleration_matches
 
 UNREACHABLE = "node.kubernetes.io/unreachable"
 NOT_READY = "node.kubernetes.io/not-ready"
@@ -54,15 +55,6 @@ def parse_time(text: str | None) -> float:
 
 def condition_of(obj: JSON, kind: str) -> JSON | None:
     return next((c for c in obj.get("status", {}).get("conditions") or [] if c.get("type") == kind), None)
-
-
-def toleration_matches(toleration: JSON, taint: JSON) -> bool:
-    """Whether one toleration tolerates `taint` (its effect, then Exists or Equal on the key)."""
-    if toleration.get("effect") and toleration["effect"] != taint.get("effect"):
-        return False
-    if toleration.get("operator") == "Exists":
-        return not toleration.get("key") or toleration["key"] == taint.get("key")
-    return toleration.get("key") == taint.get("key") and toleration.get("value", "") == taint.get("value", "")
 
 
 def eviction_delay(pod: JSON, taints: list[JSON]) -> float | None:

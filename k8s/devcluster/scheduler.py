@@ -45,16 +45,17 @@ def node_ready(node: JSON) -> bool:
                for c in node.get("status", {}).get("conditions") or [])
 
 
+def toleration_matches(toleration: JSON, taint: JSON) -> bool:
+    """Whether one toleration tolerates `taint` (its effect, then Exists or Equal on the key)."""
+    if toleration.get("effect") and toleration["effect"] != taint.get("effect"):
+        return False
+    if toleration.get("operator") == "Exists":
+        return not toleration.get("key") or toleration["key"] == taint.get("key")
+    return toleration.get("key") == taint.get("key") and toleration.get("value", "") == taint.get("value", "")
+
+
 def tolerates(pod: JSON, taint: JSON) -> bool:
-    for toleration in pod.get("spec", {}).get("tolerations") or []:
-        if toleration.get("effect") and toleration["effect"] != taint.get("effect"):
-            continue
-        if toleration.get("operator") == "Exists":
-            if not toleration.get("key") or toleration["key"] == taint.get("key"):
-                return True
-        elif toleration.get("key") == taint.get("key") and toleration.get("value", "") == taint.get("value", ""):
-            return True
-    return False
+    return any(toleration_matches(t, taint) for t in pod.get("spec", {}).get("tolerations") or [])
 
 
 def expression_matches(expression: JSON, values_of: dict[str, str]) -> bool:
