@@ -17,14 +17,16 @@ quietly() {
 
 quietly cmake --install "$build_dir" --prefix "$work/prefix"
 
-# Only public headers are installed, and the umbrella header pulls in neither <mpi.h> nor any of
-# the runtime's internals (fiber/mpi.h is the one public header that includes <mpi.h>).
-for internal in mpi_bridge fiber/runtime fiber/master fiber/worker fiber/wire; do
-  if [ -e "$work/prefix/include/$internal" ]; then
-    echo "failed: internal headers installed: include/$internal"
-    exit 1
-  fi
-done
+# Only the public headers are installed (include/ of the source tree, nothing from src/), and the
+# umbrella header pulls in neither <mpi.h> nor any of the runtime's internals (fiber/mpi.h and
+# fiber/boost_mpi.h are the public headers that include <mpi.h>).
+installed="$(cd "$work/prefix/include" && find . -type f | sed 's|^\./||' | sort)"
+public="$(cd "$source_dir/../../include" && find . -type f | sed 's|^\./||' | sort)"
+if [ "$installed" != "$public" ]; then
+  echo "failed: the installed headers are not include/ of the source tree:"
+  diff <(echo "$public") <(echo "$installed") || true
+  exit 1
+fi
 echo '#include <fiber/fiber.h>' > "$work/umbrella.cc"
 if ! c++ -std=c++20 -fsyntax-only -H -I"$work/prefix/include" "$work/umbrella.cc" 2> "$work/includes.txt"; then
   echo "failed: fiber/fiber.h does not compile on its own from the installed headers"
@@ -36,6 +38,6 @@ if grep -E '/mpi\.h$|mpi-ext\.h$' "$work/includes.txt"; then
   exit 1
 fi
 quietly cmake -S "$source_dir/consumer" -B "$work/build" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" \
-  -DCMAKE_BUILD_TYPE=Release
+  -DCMAKE_BUILD_TYPE=Release -DFIBER_INSTALLED_INCLUDE_DIR="$work/prefix/include"
 quietly cmake --build "$work/build"
 "$work/build/consumer"
