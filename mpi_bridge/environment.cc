@@ -55,14 +55,15 @@ void Environment::initialize(int* argc, char*** argv) {
   // program's MPI starts its runtime at the first spawn, which reads the environment then.
   prepare_process_environment();
   if (!is_initialized()) {
-    if (built_against_mpi() == detail::MpiFamily::kMpich) std::atexit(end_after_mpi_exit_handlers);
+    if (built_against_mpi() == internal::MpiFamily::kMpich)
+      std::atexit(end_after_mpi_exit_handlers);
     FIBER_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
     g_owns_mpi = true;
   } else {
     if (is_finalized()) throw Error("fiber::init: MPI was already finalized");
     // Such a process cannot run itself again under mpiexec (launch_environment.h): MPICH's
     // process manager would kill its caller's whole process group at a worker's loss.
-    if (built_against_mpi() == detail::MpiFamily::kMpich && !started_by_launcher()) {
+    if (built_against_mpi() == internal::MpiFamily::kMpich && !started_by_launcher()) {
       throw UsageError(
           "fiber::init: this program initialised MPICH itself without a launcher; start it with "
           "mpiexec (mpiexec -n 1 ./prog), or let fiber::init initialise MPI");
@@ -93,7 +94,7 @@ void Environment::finalize(bool always) {
 }
 
 void Environment::leave(int code) {
-  if (built_against_mpi() != detail::MpiFamily::kMpich || !g_owns_mpi) std::_Exit(code);
+  if (built_against_mpi() != internal::MpiFamily::kMpich || !g_owns_mpi) std::_Exit(code);
   g_leaving_with.store(std::max(code, 0));
   std::exit(code);
 }
@@ -132,11 +133,11 @@ void Environment::join(const std::string& address) {
 
 bool Environment::has_standalone_name_server() {
   // Open MPI 5 has none; MPICH's hydra_nameserver is not wired into the joining modes.
-  return built_against_mpi() == detail::MpiFamily::kOpenMpi4;
+  return built_against_mpi() == internal::MpiFamily::kOpenMpi4;
 }
 
 std::string Environment::joining_limitation() {
-  if (built_against_mpi() != detail::MpiFamily::kMpich) return {};
+  if (built_against_mpi() != internal::MpiFamily::kMpich) return {};
   // MPICH's MPI_Comm_accept waits for a connecting job in a loop that keeps the library's
   // global lock (measured on the 5.0.2 wheel: the master's other threads block in MPI_Isend and
   // MPI_Improbe until a job connects), and the master always has an accept waiting.

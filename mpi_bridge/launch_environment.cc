@@ -17,16 +17,16 @@ namespace fiber::bridge {
 namespace {
 
 #if defined(MPICH_VERSION)
-constexpr detail::MpiFamily kThisMpi = detail::MpiFamily::kMpich;
+constexpr internal::MpiFamily kThisMpi = internal::MpiFamily::kMpich;
 #elif defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5
-constexpr detail::MpiFamily kThisMpi = detail::MpiFamily::kOpenMpi5;
+constexpr internal::MpiFamily kThisMpi = internal::MpiFamily::kOpenMpi5;
 #else
-constexpr detail::MpiFamily kThisMpi = detail::MpiFamily::kOpenMpi4;
+constexpr internal::MpiFamily kThisMpi = internal::MpiFamily::kOpenMpi4;
 #endif
-constexpr bool kOpenMpi5 = kThisMpi == detail::MpiFamily::kOpenMpi5;
+constexpr bool kOpenMpi5 = kThisMpi == internal::MpiFamily::kOpenMpi5;
 
 bool on_path(const char* program) {
-  for (const std::string& folder : detail::command_search_folders())
+  for (const std::string& folder : internal::command_search_folders())
     if (::access((folder + "/" + program).c_str(), X_OK) == 0) return true;
   return false;
 }
@@ -61,7 +61,7 @@ void point_at_loaded_mpi() {
   if (!std::filesystem::is_directory(prefix + "/bin", ignored)) return;
   ::setenv("OPAL_PREFIX", prefix.c_str(), 0);
   if (!on_path("prte")) {
-    ::setenv("PATH", detail::command_search_path_after(prefix + "/bin").c_str(), 1);
+    ::setenv("PATH", internal::command_search_path_after(prefix + "/bin").c_str(), 1);
   }
 }
 
@@ -75,7 +75,7 @@ bool started_by_launcher() {
 bool running_as_root() { return ::geteuid() == 0; }
 
 std::vector<std::string> own_launcher_command() {
-  if (kThisMpi != detail::MpiFamily::kMpich) return {};
+  if (kThisMpi != internal::MpiFamily::kMpich) return {};
   // The MPICH this program was built against: the mpiexec first on PATH may be another MPI's
   // (Debian's alternatives name Open MPI's).
   std::string mpiexec = "mpiexec";
@@ -86,15 +86,15 @@ std::vector<std::string> own_launcher_command() {
   return {mpiexec, "-n", "1"};
 }
 
-detail::MpiFamily built_against_mpi() { return kThisMpi; }
+internal::MpiFamily built_against_mpi() { return kThisMpi; }
 
 const char* recovery_variable() {
-  static const std::string variable = detail::recovery_variable(kThisMpi);
+  static const std::string variable = internal::recovery_variable(kThisMpi);
   return variable.c_str();
 }
 
 std::vector<std::pair<std::string, std::string>> own_runtime_variables() {
-  return detail::own_runtime_variables(kThisMpi, running_as_root());
+  return internal::own_runtime_variables(kThisMpi, running_as_root());
 }
 
 void prepare_own_runtime() {
@@ -107,7 +107,7 @@ void prepare_own_runtime() {
 void prepare_process_environment() {
   // The user's own settings win.
   if (!started_by_launcher()) prepare_own_runtime();
-  for (const auto& [name, value] : detail::process_variables(built_against_mpi()))
+  for (const auto& [name, value] : internal::process_variables(built_against_mpi()))
     ::setenv(name.c_str(), value.c_str(), 0);
 }
 
@@ -134,12 +134,12 @@ void use_writable_temporary_directory() {
 }
 
 const char* recovery_option() {
-  static const std::string option = detail::recovery_option(kThisMpi);
+  static const std::string option = internal::recovery_option(kThisMpi);
   return option.c_str();
 }
 
 std::vector<std::string> mpirun_options() {
-  return detail::mpirun_options(kThisMpi, running_as_root());
+  return internal::mpirun_options(kThisMpi, running_as_root());
 }
 
 bool finalize_waits_for_the_job() {
@@ -152,7 +152,7 @@ std::string root_refusal_hint() {
   // that fails there failed for another reason, which the hint would hide.
   if (!running_as_root() || started_by_launcher()) return {};
   std::string missing;
-  for (const std::string& name : detail::root_variables(kThisMpi)) {
+  for (const std::string& name : internal::root_variables(kThisMpi)) {
     const char* value = std::getenv(name.c_str());
     if (value && std::strcmp(value, "1") == 0) continue;
     missing += missing.empty() ? "" : " ";

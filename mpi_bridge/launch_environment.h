@@ -15,7 +15,7 @@
 namespace fiber::bridge {
 
 /// The MPI this library was built against.
-detail::MpiFamily built_against_mpi();
+internal::MpiFamily built_against_mpi();
 
 /// Started by mpirun or srun (a PMIx or PMI rank).
 bool started_by_launcher();

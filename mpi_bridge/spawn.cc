@@ -105,7 +105,7 @@ Communicator spawn(const SpawnOptions& options, int count) {
 #if defined(MPICH_VERSION)
   // Hydra ignores the "env" info key (make_info checked the entries): the child's command line
   // carries them (fiber/runtime/spawned_environment.h).
-  std::vector<std::string> words = detail::environment_as_arguments(options.env);
+  std::vector<std::string> words = internal::environment_as_arguments(options.env);
   words.insert(words.end(), options.args.begin(), options.args.end());
 #else
   const std::vector<std::string>& words = options.args;

@@ -290,8 +290,9 @@ class AsyncResult {
     if (!ready()) throw UsageError("AsyncResult::successful() called before the result is ready");
     return job_->first_error == nullptr;
   }
-  /// Calls `callback` with the value once it has arrived (on the pool's callback thread, or at once
-  /// in this thread when it already has). Like Python's callback=; keep it short.
+  /// Calls `callback` with the value once it has arrived, on the pool's callback thread (also when
+  /// it has already arrived; in this thread only when the pool is gone). Like Python's callback=;
+  /// keep it short.
   AsyncResult& on_success(SuccessCallback callback) {
     detail::when_ready(job_, [job = job_, sink = sink_, callback = std::move(callback)] {
       if (job->first_error) return;

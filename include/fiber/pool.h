@@ -26,9 +26,12 @@
 
 namespace fiber {
 
-namespace detail {
+namespace internal {
 class PoolClient;
 struct PoolSettings;
+}  // namespace internal
+
+namespace detail {
 
 /// A range that never ends: its end cannot be reached (std::views::iota(0)), or it transforms or
 /// filters one that never ends.
@@ -437,7 +440,7 @@ class Pool {
 
   /// Throws UsageError when `processes` workers of this share cannot fit where the program runs.
   static void check_share(const Share& share, int processes);
-  static detail::PoolSettings settings_from(Options options);
+  static internal::PoolSettings settings_from(Options options);
   /// Queues a job; `total` is its input count where known.
   void submit_job(const std::shared_ptr<detail::Job>& job, std::optional<size_t> total);
   /// Stops reading a job's inputs (its caller no longer waits for it).
@@ -448,7 +451,7 @@ class Pool {
 
   Share share_;
   bool progress_ = false;
-  std::shared_ptr<detail::PoolClient> client_;
+  std::shared_ptr<internal::PoolClient> client_;
 };
 
 }  // namespace fiber

@@ -13,9 +13,12 @@
 
 namespace fiber {
 
-namespace detail {
+namespace internal {
 struct ProcessState;
-std::shared_ptr<ProcessState> make_process_state(TaskSpec task);
+}  // namespace internal
+
+namespace detail {
+std::shared_ptr<internal::ProcessState> make_process_state(TaskSpec task);
 }  // namespace detail
 
 /// A function call that runs in its own OS process. The function must be a free function or a
@@ -70,11 +73,11 @@ class Process {
  private:
   friend Process current_process();
   friend std::vector<Process> active_children();
-  explicit Process(std::shared_ptr<detail::ProcessState> state) : state_(std::move(state)) {}
+  explicit Process(std::shared_ptr<internal::ProcessState> state) : state_(std::move(state)) {}
   bool join_for(std::chrono::nanoseconds timeout);
   bool is_self() const;
 
-  std::shared_ptr<detail::ProcessState> state_;
+  std::shared_ptr<internal::ProcessState> state_;
 };
 
 /// The process this code runs in: "MainProcess" in the master, the Process being run in a worker.

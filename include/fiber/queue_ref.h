@@ -10,9 +10,11 @@
 
 #include "fiber/serialization.h"
 
-namespace fiber::detail {
-
+namespace fiber::internal {
 struct QueueResult;
+}  // namespace fiber::internal
+
+namespace fiber::detail {
 
 /// Operations on one hub queue from whichever process holds the handle.
 class QueueRef {

@@ -25,8 +25,8 @@ namespace {
 void start(std::string program, std::vector<std::string> argv, std::vector<std::string> worker_args,
            std::string settings) {
   fiber::detail::ModuleTable::set_program_path(program);
-  fiber::detail::ResolvedConfig resolved;
-  if (!settings.empty()) fiber::detail::apply_config_text(settings, "fibermpi.init()", resolved);
+  fiber::internal::ResolvedConfig resolved;
+  if (!settings.empty()) fiber::internal::apply_config_text(settings, "fibermpi.init()", resolved);
   fiber::Config config = resolved.config;
   if (config.spawn.executable.empty()) config.spawn.executable = program;
   worker_args.insert(worker_args.end(), config.spawn.args.begin(), config.spawn.args.end());
@@ -57,8 +57,8 @@ void bind_runtime(py::module_& m) {
   m.def(
       "shutdown_before_exit",
       [] {
-        if (fiber::detail::Runtime::exists())
-          fiber::detail::Runtime::instance().shutdown_before_exit();
+        if (fiber::internal::Runtime::exists())
+          fiber::internal::Runtime::instance().shutdown_before_exit();
       },
       py::call_guard<py::gil_scoped_release>(),
       "Ends the runtime before the interpreter ends; MPI_Finalize waits for the process's exit, "

@@ -15,11 +15,12 @@ namespace detail {
 /// What the copies of a Group share; the last copy waits for a started group's end.
 class GroupHandle {
  public:
-  explicit GroupHandle(std::shared_ptr<GroupClient> client) : client_(std::move(client)) {}
+  explicit GroupHandle(std::shared_ptr<internal::GroupClient> client)
+      : client_(std::move(client)) {}
   GroupHandle(const GroupHandle&) = delete;
   GroupHandle& operator=(const GroupHandle&) = delete;
   ~GroupHandle() {
-    if (!Runtime::exists()) return;
+    if (!internal::Runtime::exists()) return;
     try {
       client_->release();
     } catch (const std::exception& e) {
@@ -27,18 +28,18 @@ class GroupHandle {
     }
   }
 
-  GroupClient& client() { return *client_; }
+  internal::GroupClient& client() { return *client_; }
 
  private:
-  std::shared_ptr<GroupClient> client_;
+  std::shared_ptr<internal::GroupClient> client_;
 };
 
 }  // namespace detail
 
 namespace {
 
-const detail::GroupMembership& membership(const char* what) {
-  const detail::GroupMembership* member = detail::current_group_membership();
+const internal::GroupMembership& membership(const char* what) {
+  const internal::GroupMembership* member = internal::current_group_membership();
   if (!member) {
     throw UsageError(std::string("fiber::") + what +
                      "() can only be called inside a member of a fiber::Group");
@@ -54,8 +55,8 @@ Group::Group(Options options, detail::TaskSpec task) {
   if (options.max_restarts < 0)
     throw UsageError("Group: max_restarts cannot be negative, got " +
                      std::to_string(options.max_restarts));
-  handle_ = std::make_shared<detail::GroupHandle>(detail::Runtime::instance().make_group(
-      detail::GroupSettings{options.size, options.max_restarts, std::move(task)}));
+  handle_ = std::make_shared<detail::GroupHandle>(internal::Runtime::instance().make_group(
+      internal::GroupSettings{options.size, options.max_restarts, std::move(task)}));
 }
 
 void Group::start() { handle_->client().start(); }
@@ -63,10 +64,10 @@ void Group::start() { handle_->client().start(); }
 void Group::join() { join_for(std::chrono::nanoseconds::max()); }
 
 bool Group::join_for(std::chrono::nanoseconds timeout) {
-  detail::GroupClient& client = handle_->client();
+  internal::GroupClient& client = handle_->client();
   if (!client.started()) throw UsageError("can only join a started group (" + client.name() + ")");
-  std::optional<detail::Clock::time_point> deadline;
-  if (timeout != std::chrono::nanoseconds::max()) deadline = detail::Clock::now() + timeout;
+  std::optional<internal::Clock::time_point> deadline;
+  if (timeout != std::chrono::nanoseconds::max()) deadline = internal::Clock::now() + timeout;
   const bool ended = client.wait_ended(deadline);
   if (ended && client.start_error()) std::rethrow_exception(client.start_error());
   return ended;

@@ -11,7 +11,7 @@ void check_mpi(int code, const char* routine) { bridge::check_mpi(code, routine)
 bool owns_mpi() { return bridge::Environment::owns_mpi(); }
 
 MPI_Comm group_comm() {
-  const detail::GroupMembership* member = detail::current_group_membership();
+  const internal::GroupMembership* member = internal::current_group_membership();
   if (!member)
     throw UsageError("fiber::group_comm() can only be called inside a member of a fiber::Group");
   return member->comm;

@@ -22,22 +22,25 @@ namespace detail {
 
 bool wait_for_job(const std::function<bool()>& done,
                   std::optional<SteadyClock::time_point> deadline) {
-  return Runtime::instance().engine().wait_until(done, deadline);
+  return internal::Runtime::instance().engine().wait_until(done, deadline);
 }
 
 void when_ready(const std::shared_ptr<Job>& job, std::function<void()> callback) {
   {
-    auto lock = Runtime::instance().lock();
-    if (!job->ready()) {
-      job->on_ready.push_back(std::move(callback));
-      return;
-    }
+    auto lock = internal::Runtime::instance().lock();
+    job->on_ready.push_back(std::move(callback));
+    // Already ready: on the pool's callback thread all the same, never on the caller's (a Python
+    // apply_async would otherwise wait for its own callback to return).
+    if (!job->ready() || (job->run_ready_callbacks && job->run_ready_callbacks(*job))) return;
+    callback = std::move(job->on_ready.back());
+    job->on_ready.pop_back();
   }
+  // The pool is gone and its callback thread with it: nowhere else to run it.
   callback();
 }
 
 void resume_stream(const std::shared_ptr<Job>& job) {
-  auto& runtime = Runtime::instance();
+  auto& runtime = internal::Runtime::instance();
   auto lock = runtime.lock();
   if (!job->resume) return;
   // Taken out first: the pool may set it again while it reads more.
@@ -87,11 +90,11 @@ bool in_launched_world() {
 void Pool::check_share(const Share& share, int processes) {
   if (share.cpus <= 0 && share.memory == 0 && share.gpus <= 0) return;
   // The machine is read only when the request concerns it.
-  const detail::MachineFacts machine =
-      share.memory > 0 || share.gpus > 0 ? detail::read_machine() : detail::MachineFacts{};
-  detail::check_worker_request(
+  const internal::MachineFacts machine =
+      share.memory > 0 || share.gpus > 0 ? internal::read_machine() : internal::MachineFacts{};
+  internal::check_worker_request(
       {.processes = processes, .cpus = share.cpus, .memory = share.memory, .gpus = share.gpus},
-      detail::process_environment(), machine);
+      internal::process_environment(), machine);
 }
 
 int default_pool_size() {
@@ -108,7 +111,7 @@ int default_pool_size() {
   return cpus_here > 0 ? std::max(1, std::min(cores, cpus_here)) : cores;
 }
 
-detail::PoolSettings Pool::settings_from(Options options) {
+internal::PoolSettings Pool::settings_from(Options options) {
   if (options.processes < 0)
     throw UsageError("Pool: processes must be at least 1 (or 0 for the default size), got " +
                      std::to_string(options.processes));
@@ -122,7 +125,7 @@ detail::PoolSettings Pool::settings_from(Options options) {
     throw UsageError("Pool: cpus_per_worker and gpus_per_worker cannot be negative, got " +
                      std::to_string(options.cpus_per_worker) + " and " +
                      std::to_string(options.gpus_per_worker));
-  detail::PoolSettings settings;
+  internal::PoolSettings settings;
   settings.processes = options.processes > 0 ? options.processes : default_pool_size();
   if (options.autoscale) {
     const auto& scale = *options.autoscale;
@@ -170,8 +173,8 @@ Pool::Pool(int processes, Initializer init, uint64_t maxtasksperchild)
 
 Pool::Pool(Options options)
     : share_{options.cpus_per_worker, options.memory_per_worker, options.gpus_per_worker},
-      progress_(options.progress || detail::progress_asked_by_environment()),
-      client_(detail::Runtime::instance().make_pool(settings_from(std::move(options)))) {}
+      progress_(options.progress || internal::progress_asked_by_environment()),
+      client_(internal::Runtime::instance().make_pool(settings_from(std::move(options)))) {}
 
 Pool& Pool::operator=(Pool&& other) noexcept {
   if (this != &other) {
@@ -194,7 +197,7 @@ void Pool::release() {
     FIBER_LOG_WARNING("ending a Pool: %s", e.what());
   }
   try {
-    if (detail::Runtime::exists()) client_->release();
+    if (internal::Runtime::exists()) client_->release();
   } catch (const std::exception& e) {
     FIBER_LOG_WARNING("ending a Pool: %s", e.what());
   }
@@ -202,7 +205,7 @@ void Pool::release() {
 }
 
 namespace {
-detail::PoolClient& require(const std::shared_ptr<detail::PoolClient>& client) {
+internal::PoolClient& require(const std::shared_ptr<internal::PoolClient>& client) {
   if (!client) throw UsageError("this Pool was moved from");
   return *client;
 }
@@ -223,20 +226,20 @@ void Pool::resize(int processes) {
 std::vector<int> Pool::worker_pids() const { return require(client_).worker_pids(); }
 
 void Pool::submit_job(const std::shared_ptr<detail::Job>& job, std::optional<size_t> total) {
-  detail::PoolClient& client = require(client_);
+  internal::PoolClient& client = require(client_);
   if (progress_ && total && *total >= 2) show_progress(job, *total);
   client.submit(job);
 }
 
 void Pool::stop_inputs(const std::shared_ptr<detail::Job>& job) {
-  if (!detail::Runtime::exists()) return;
-  auto lock = detail::Runtime::instance().lock();
+  if (!internal::Runtime::exists()) return;
+  auto lock = internal::Runtime::instance().lock();
   job->end_inputs(nullptr);
 }
 
 void Pool::show_progress(const std::shared_ptr<detail::Job>& job, size_t total) {
-  const std::weak_ptr<detail::PoolClient> pool = client_;
-  auto display = detail::ProgressDisplay::start(
+  const std::weak_ptr<internal::PoolClient> pool = client_;
+  auto display = internal::ProgressDisplay::start(
       total,
       [pool] {
         const auto client = pool.lock();

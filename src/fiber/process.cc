@@ -15,19 +15,19 @@
 namespace fiber {
 namespace detail {
 
-std::shared_ptr<ProcessState> make_process_state(TaskSpec task) {
-  return Runtime::instance().processes().new_process(std::move(task));
+std::shared_ptr<internal::ProcessState> make_process_state(TaskSpec task) {
+  return internal::Runtime::instance().processes().new_process(std::move(task));
 }
 
 }  // namespace detail
 
 namespace {
 
-detail::Runtime& runtime() { return detail::Runtime::instance(); }
-detail::ProcessControl& processes() { return runtime().processes(); }
+internal::Runtime& runtime() { return internal::Runtime::instance(); }
+internal::ProcessControl& processes() { return runtime().processes(); }
 
-void require_started(const detail::ProcessState& state, const char* what) {
-  if (state.status == detail::ProcessStatus::kCreated) {
+void require_started(const internal::ProcessState& state, const char* what) {
+  if (state.status == internal::ProcessStatus::kCreated) {
     throw UsageError(std::string("can only ") + what + " a started process (" + state.name + ")");
   }
 }
@@ -35,7 +35,7 @@ void require_started(const detail::ProcessState& state, const char* what) {
 }  // namespace
 
 bool Process::is_self() const {
-  return state_->id == detail::kMasterId || state_->id == runtime().self_id();
+  return state_->id == internal::kMasterId || state_->id == runtime().self_id();
 }
 
 void Process::start() {
@@ -60,7 +60,7 @@ bool Process::join_for(std::chrono::nanoseconds timeout) {
     auto lock = runtime().lock();
     require_started(*state_, "join");
   }
-  const bool ended = processes().wait_ended(state_, detail::Clock::now() + timeout);
+  const bool ended = processes().wait_ended(state_, internal::Clock::now() + timeout);
   auto lock = runtime().lock();
   if (ended && state_->start_error) std::rethrow_exception(state_->start_error);
   return ended;
@@ -79,8 +79,8 @@ void Process::kill() {
 bool Process::is_alive() const {
   if (is_self()) return true;
   auto lock = runtime().lock();
-  return state_->status == detail::ProcessStatus::kPending ||
-         state_->status == detail::ProcessStatus::kRunning;
+  return state_->status == internal::ProcessStatus::kPending ||
+         state_->status == internal::ProcessStatus::kRunning;
 }
 
 std::optional<int> Process::exitcode() const {
@@ -93,7 +93,7 @@ int Process::pid() const {
   if (is_self()) return static_cast<int>(::getpid());
   {
     auto lock = runtime().lock();
-    if (state_->status == detail::ProcessStatus::kCreated) return 0;
+    if (state_->status == internal::ProcessStatus::kCreated) return 0;
   }
   return processes().wait_pid(state_);
 }
@@ -115,7 +115,7 @@ bool Process::daemon() const {
 
 void Process::set_daemon(bool daemon) {
   auto lock = runtime().lock();
-  if (state_->status != detail::ProcessStatus::kCreated) {
+  if (state_->status != internal::ProcessStatus::kCreated) {
     throw UsageError("cannot change daemon of " + state_->name + " after it started");
   }
   state_->daemon = daemon;
@@ -126,15 +126,15 @@ void Process::set_resources(int cpus, uint64_t memory, int gpus) {
     throw UsageError("Process::set_resources: cpus and gpus must be at least 0 (got " +
                      std::to_string(cpus) + " and " + std::to_string(gpus) + ")");
   // Checked in the master only: a worker sees the GPUs its own work was given, or another host.
-  if ((cpus > 0 || memory > 0 || gpus > 0) && runtime().self_id() == detail::kMasterId) {
-    const detail::MachineFacts machine =
-        memory > 0 || gpus > 0 ? detail::read_machine() : detail::MachineFacts{};
-    detail::check_worker_request(
+  if ((cpus > 0 || memory > 0 || gpus > 0) && runtime().self_id() == internal::kMasterId) {
+    const internal::MachineFacts machine =
+        memory > 0 || gpus > 0 ? internal::read_machine() : internal::MachineFacts{};
+    internal::check_worker_request(
         {.who = name(), .processes = 1, .cpus = cpus, .memory = memory, .gpus = gpus},
-        detail::process_environment(), machine);
+        internal::process_environment(), machine);
   }
   auto lock = runtime().lock();
-  if (state_->status != detail::ProcessStatus::kCreated)
+  if (state_->status != internal::ProcessStatus::kCreated)
     throw UsageError("cannot change the resources of " + state_->name + " after it started");
   state_->cores = std::max(1, cpus);
   state_->gpus = gpus;
@@ -142,11 +142,11 @@ void Process::set_resources(int cpus, uint64_t memory, int gpus) {
 
 Process current_process() {
   auto& rt = runtime();
-  auto state = std::make_shared<detail::ProcessState>();
+  auto state = std::make_shared<internal::ProcessState>();
   state->id = rt.self_id();
   state->name = rt.self_name();
   state->pid = static_cast<int>(::getpid());
-  state->status = detail::ProcessStatus::kRunning;
+  state->status = internal::ProcessStatus::kRunning;
   return Process(std::move(state));
 }
 

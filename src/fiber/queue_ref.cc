@@ -6,18 +6,19 @@
 namespace fiber::detail {
 
 QueueRef QueueRef::create(bool pipe_channel, bool joinable, uint64_t maxsize) {
-  return QueueRef(Runtime::instance().queues().queue_create(pipe_channel, joinable, maxsize));
+  return QueueRef(
+      internal::Runtime::instance().queues().queue_create(pipe_channel, joinable, maxsize));
 }
 
 void QueueRef::put_waiting(std::vector<std::byte> item,
                            std::optional<std::chrono::microseconds> timeout,
                            const char* what) const {
-  QueueResult result =
-      Runtime::instance().queues().queue_call(id_, wire::QueueOp::kPut, std::move(item), timeout);
+  internal::QueueResult result = internal::Runtime::instance().queues().queue_call(
+      id_, internal::wire::QueueOp::kPut, std::move(item), timeout);
   switch (result.outcome) {
-    case Outcome::kItem:
+    case internal::Outcome::kItem:
       return;
-    case Outcome::kTimeout:
+    case internal::Outcome::kTimeout:
       throw Full(std::string(what) + ": queue " + std::to_string(id_) + " is full" +
                  (timeout && timeout->count() > 0
                       ? " after " + std::to_string(timeout->count()) + " us"
@@ -28,21 +29,21 @@ void QueueRef::put_waiting(std::vector<std::byte> item,
 }
 
 void QueueRef::task_done() const {
-  QueueResult result =
-      Runtime::instance().queues().queue_call(id_, wire::QueueOp::kTaskDone, {}, std::nullopt);
-  if (result.outcome == Outcome::kItem) return;
+  internal::QueueResult result = internal::Runtime::instance().queues().queue_call(
+      id_, internal::wire::QueueOp::kTaskDone, {}, std::nullopt);
+  if (result.outcome == internal::Outcome::kItem) return;
   throw UsageError(result.reason);
 }
 
 bool QueueRef::join(std::optional<std::chrono::microseconds> timeout) const {
-  QueueResult result =
-      Runtime::instance().queues().queue_call(id_, wire::QueueOp::kJoin, {}, timeout);
+  internal::QueueResult result = internal::Runtime::instance().queues().queue_call(
+      id_, internal::wire::QueueOp::kJoin, {}, timeout);
   switch (result.outcome) {
-    case Outcome::kItem:
+    case internal::Outcome::kItem:
       return true;
-    case Outcome::kTimeout:
+    case internal::Outcome::kTimeout:
       return false;
-    case Outcome::kEof:
+    case internal::Outcome::kEof:
       throw EOFError("Queue::join: " + result.reason);
     default:
       throw ProtocolError("Queue::join: " + result.reason);
@@ -50,19 +51,20 @@ bool QueueRef::join(std::optional<std::chrono::microseconds> timeout) const {
 }
 
 void QueueRef::put(std::vector<std::byte> item) const {
-  Runtime::instance().queues().queue_put(id_, std::move(item));
+  internal::Runtime::instance().queues().queue_put(id_, std::move(item));
 }
 
 std::vector<std::byte> QueueRef::get(std::optional<std::chrono::microseconds> timeout,
                                      const char* what) const {
-  QueueResult result = Runtime::instance().queues().queue_wait(id_, true, timeout);
+  internal::QueueResult result =
+      internal::Runtime::instance().queues().queue_wait(id_, true, timeout);
   switch (result.outcome) {
-    case Outcome::kItem:
+    case internal::Outcome::kItem:
       return std::move(result.item);
-    case Outcome::kTimeout:
+    case internal::Outcome::kTimeout:
       throw Empty(std::string(what) + ": nothing arrived within " +
                   std::to_string(timeout ? timeout->count() : 0) + " us");
-    case Outcome::kEof:
+    case internal::Outcome::kEof:
       throw EOFError(std::string(what) + ": " + result.reason);
     default:
       throw ProtocolError(std::string(what) + ": unexpected reply " + result.reason);
@@ -70,11 +72,12 @@ std::vector<std::byte> QueueRef::get(std::optional<std::chrono::microseconds> ti
 }
 
 bool QueueRef::poll(std::optional<std::chrono::microseconds> timeout) const {
-  return Runtime::instance().queues().queue_wait(id_, false, timeout).outcome != Outcome::kTimeout;
+  return internal::Runtime::instance().queues().queue_wait(id_, false, timeout).outcome !=
+         internal::Outcome::kTimeout;
 }
 
-size_t QueueRef::size() const { return Runtime::instance().queues().queue_size(id_); }
+size_t QueueRef::size() const { return internal::Runtime::instance().queues().queue_size(id_); }
 
-void QueueRef::close_producer() const { Runtime::instance().queues().queue_close(id_); }
+void QueueRef::close_producer() const { internal::Runtime::instance().queues().queue_close(id_); }
 
 }  // namespace fiber::detail

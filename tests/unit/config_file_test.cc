@@ -18,7 +18,7 @@
 #include "fiber/errors.h"
 #include "fiber/runtime/settings.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 namespace fs = std::filesystem;
@@ -540,4 +540,4 @@ TEST_F(ConfigFileTest, RulesBetweenKeysNameTheSources) {
 }
 
 }  // namespace
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 using Lists = std::vector<std::string>;
@@ -157,4 +157,4 @@ TEST(CoreBinderOnThisMachine, AProcessRunningEverywhereHoldsNothing) {
 }
 
 }  // namespace
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -11,7 +11,7 @@
 
 #include "fiber/runtime/worker_resources.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 TEST(GpuAssigner, WorkersGetTheirOwnWhileEnoughAreFree) {
@@ -74,4 +74,4 @@ TEST(VisibleGpus, CudaVisibleDevicesNamesThemInItsOrder) {
 }
 
 }  // namespace
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -22,7 +22,7 @@
 #include "fiber/kubernetes/join_turns.h"
 #include "fiber/runtime/log.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 // The refusals checked below are warnings, which FIBER_QUIET (set for every test) would hide:
@@ -315,4 +315,4 @@ TEST(JoinTurns, AConnectToAnAddressThatNeverAnswersEndsWithinTheLimit) {
 }
 
 }  // namespace
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -18,7 +18,7 @@
 
 #include "fiber/errors.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 using namespace std::chrono_literals;
@@ -181,4 +181,4 @@ TEST(JoinTurns, NobodyListeningIsAnErrorNamingTheAddress) {
 }
 
 }  // namespace
-}  // namespace fiber::detail
+}  // namespace fiber::internal

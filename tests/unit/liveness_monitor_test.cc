@@ -9,7 +9,7 @@
 #include <set>
 #include <vector>
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 using namespace std::chrono_literals;
@@ -200,4 +200,4 @@ TEST_F(LivenessMonitorTest, ManyWorkersOwingAtOnceIsTheMastersProblemNotTheirs) 
 }
 
 }  // namespace
-}  // namespace fiber::detail
+}  // namespace fiber::internal

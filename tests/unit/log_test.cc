@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 // What `body` writes to stderr in a child process started with `variables` set.
@@ -153,4 +153,4 @@ TEST(Log, LevelNames) {
 }
 
 }  // namespace
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -14,12 +14,12 @@
 
 namespace {
 
-using fiber::detail::Failure;
-using fiber::detail::ManagerHub;
 using fiber::detail::ObjectOp;
-using fiber::detail::ObjectResult;
 using fiber::detail::ObjectType;
-using fiber::detail::Outcome;
+using fiber::internal::Failure;
+using fiber::internal::ManagerHub;
+using fiber::internal::ObjectResult;
+using fiber::internal::Outcome;
 using Clock = ManagerHub::Clock;
 using Bytes = ManagerHub::Bytes;
 using namespace std::chrono_literals;

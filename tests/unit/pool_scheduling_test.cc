@@ -16,7 +16,7 @@
 #include "fiber/serialization.h"
 #include "fiber/wire/pool_messages.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 using namespace std::chrono_literals;
@@ -31,7 +31,7 @@ struct Sent {
 
 class FakeHost : public PoolHost {
  public:
-  std::shared_ptr<ProcessState> new_process_locked(TaskSpec task,
+  std::shared_ptr<ProcessState> new_process_locked(detail::TaskSpec task,
                                                    const std::string& prefix) override {
     auto process = std::make_shared<ProcessState>();
     process->id = next_id_++;
@@ -94,7 +94,7 @@ class FakeHost : public PoolHost {
   std::mutex mu_;
 };
 
-wire::PoolResult result_message(uint64_t task, Bytes body) {
+wire::PoolResult result_message(uint64_t task, detail::Bytes body) {
   wire::PoolResult result;
   result.task = task;
   result.pool = 5;
@@ -102,7 +102,7 @@ wire::PoolResult result_message(uint64_t task, Bytes body) {
   return result;
 }
 
-Bytes result_of(int value, std::chrono::microseconds compute) {
+detail::Bytes result_of(int value, std::chrono::microseconds compute) {
   serial::Writer writer;
   serial::save(writer, static_cast<uint64_t>(compute.count() * 1000));
   serial::save(writer, value);
@@ -123,22 +123,22 @@ class PoolSchedulingTest : public ::testing::Test {
     for (auto& process : host_.started) pool.on_worker_ready(*process, wire::PoolReady{});
   }
   /// Keeps every chunk's outcome as it came.
-  struct RecordingSink final : ResultSink {
-    std::map<size_t, ChunkOutcome> outcomes;
-    void store(size_t chunk, uint64_t, uint32_t, Bytes& results, size_t offset) override {
-      outcomes[chunk] = ChunkOutcome{std::move(results), offset, nullptr};
+  struct RecordingSink final : detail::ResultSink {
+    std::map<size_t, detail::ChunkOutcome> outcomes;
+    void store(size_t chunk, uint64_t, uint32_t, detail::Bytes& results, size_t offset) override {
+      outcomes[chunk] = detail::ChunkOutcome{std::move(results), offset, nullptr};
     }
     void fail(size_t chunk, uint64_t, uint32_t, const std::exception_ptr& error) override {
       outcomes[chunk].error = error;
     }
   };
   /// A job of `chunks` chunks of one item each, every one of which runs whatever the others do.
-  std::shared_ptr<Job> submit(PoolCore& pool, int chunks) {
-    auto job = std::make_shared<Job>();
-    std::vector<Bytes> payloads;
+  std::shared_ptr<detail::Job> submit(PoolCore& pool, int chunks) {
+    auto job = std::make_shared<detail::Job>();
+    std::vector<detail::Bytes> payloads;
     for (int i = 0; i < chunks; ++i)
-      payloads.push_back(Bytes(8, std::byte{static_cast<unsigned char>(i)}));
-    job->source = std::make_unique<EncodedChunks>(
+      payloads.push_back(detail::Bytes(8, std::byte{static_cast<unsigned char>(i)}));
+    job->source = std::make_unique<detail::EncodedChunks>(
         std::move(payloads), std::vector<uint32_t>(static_cast<size_t>(chunks), 1));
     job->sink = std::make_unique<RecordingSink>();
     job->fails_as_whole = false;
@@ -146,7 +146,7 @@ class PoolSchedulingTest : public ::testing::Test {
     return job;
   }
   /// The outcome of a chunk, or null while it has none.
-  static const ChunkOutcome* outcome_of(const Job& job, size_t chunk) {
+  static const detail::ChunkOutcome* outcome_of(const detail::Job& job, size_t chunk) {
     const auto& outcomes = static_cast<const RecordingSink&>(*job.sink).outcomes;
     const auto found = outcomes.find(chunk);
     return found == outcomes.end() ? nullptr : &found->second;
@@ -164,8 +164,8 @@ class PoolSchedulingTest : public ::testing::Test {
     process->exitcode = code;
     pool.on_worker_ended(process);
   }
-  static int value_of(const Job& job, size_t chunk) {
-    const ChunkOutcome* outcome = outcome_of(job, chunk);
+  static int value_of(const detail::Job& job, size_t chunk) {
+    const detail::ChunkOutcome* outcome = outcome_of(job, chunk);
     EXPECT_NE(outcome, nullptr);
     if (!outcome) return -1;
     serial::Reader reader(std::span<const std::byte>(outcome->results).subspan(outcome->offset));
@@ -456,4 +456,4 @@ TEST_F(PoolSchedulingTest, AutoscalingGrowsOnBacklogAndRetiresIdleWorkers) {
 }
 
 }  // namespace
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -9,7 +9,7 @@
 #include <memory>
 #include <vector>
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 using namespace std::chrono_literals;
@@ -131,7 +131,8 @@ TEST_F(ProcessTableTest, AnExpiredFreshWorkerIsReported) {
 }
 
 TEST_F(ProcessTableTest, SpawnWantedCountsPendingMinusComingPlusProcessesAhead) {
-  for (int i = 0; i < 5; ++i) table_.pending().push_back(table_.create(TaskSpec{}, "PoolWorker"));
+  for (int i = 0; i < 5; ++i)
+    table_.pending().push_back(table_.create(detail::TaskSpec{}, "PoolWorker"));
   EXPECT_EQ(table_.spawn_wanted(0, false, kProgram), 5);
   EXPECT_EQ(table_.spawn_wanted(3, false, kProgram), 2);
   EXPECT_EQ(table_.spawn_wanted(8, false, kProgram), 0);
@@ -146,8 +147,8 @@ TEST_F(ProcessTableTest, SpawnWantedCountsPendingMinusComingPlusProcessesAhead) 
 }
 
 TEST_F(ProcessTableTest, ProcessesGetIncreasingIdsAndNames) {
-  auto first = table_.create(TaskSpec{}, "Process");
-  auto second = table_.create(TaskSpec{}, "PoolWorker");
+  auto first = table_.create(detail::TaskSpec{}, "Process");
+  auto second = table_.create(detail::TaskSpec{}, "PoolWorker");
   EXPECT_EQ(first->name, "Process-" + std::to_string(first->id));
   EXPECT_EQ(second->name, "PoolWorker-" + std::to_string(second->id));
   EXPECT_GT(second->id, first->id);
@@ -155,4 +156,4 @@ TEST_F(ProcessTableTest, ProcessesGetIncreasingIdsAndNames) {
 }
 
 }  // namespace
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 pid_t start_sleeper() {
@@ -77,4 +77,4 @@ TEST(ProcessWatch, APidNotAskedAboutInARoundIsDropped) {
 }
 
 }  // namespace
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -12,7 +12,7 @@
 #include <string>
 #include <thread>
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 using namespace std::chrono_literals;
@@ -109,4 +109,4 @@ TEST(ProgressDisplayOutput, AFailedJobSaysSoAndADroppedOneStops) {
 }
 
 }  // namespace
-}  // namespace fiber::detail
+}  // namespace fiber::internal

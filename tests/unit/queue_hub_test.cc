@@ -14,9 +14,9 @@
 
 namespace {
 
-using fiber::detail::kMasterId;
-using fiber::detail::Outcome;
-using fiber::detail::QueueHub;
+using fiber::internal::kMasterId;
+using fiber::internal::Outcome;
+using fiber::internal::QueueHub;
 using Clock = QueueHub::Clock;
 using namespace std::chrono_literals;
 

@@ -14,8 +14,8 @@
 
 namespace {
 
-using fiber::detail::adopt_shared_output;
-using fiber::detail::SharedOutput;
+using fiber::internal::adopt_shared_output;
+using fiber::internal::SharedOutput;
 
 std::string read_all(int fd) {
   std::string text;

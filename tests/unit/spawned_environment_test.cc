@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 // A mutable argv over `words` (with the null pointer after the last), as main() gets it.
@@ -69,4 +69,4 @@ TEST(SpawnedEnvironment, ArgumentsWithoutCarrierOrMalformedEntriesStayUntouched)
 }
 
 }  // namespace
-}  // namespace fiber::detail
+}  // namespace fiber::internal

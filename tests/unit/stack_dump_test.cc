@@ -19,7 +19,7 @@ TEST(StackDump, NamesEveryProcessOfTheTreeWithItsThreadsStacks) {
     _exit(127);
   }
   testing::internal::CaptureStderr();
-  fiber::detail::dump_process_tree_stacks("a test");
+  fiber::internal::dump_process_tree_stacks("a test");
   const std::string out = testing::internal::GetCapturedStderr();
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
@@ -42,11 +42,11 @@ TEST(StackDump, NamesEveryProcessOfTheTreeWithItsThreadsStacks) {
 
 TEST(StackDump, IsAskedForByItsVariableOnly) {
   unsetenv("FIBER_STACKS_WHEN_STUCK");
-  EXPECT_FALSE(fiber::detail::stacks_wanted_when_stuck());
+  EXPECT_FALSE(fiber::internal::stacks_wanted_when_stuck());
   setenv("FIBER_STACKS_WHEN_STUCK", "0", 1);
-  EXPECT_FALSE(fiber::detail::stacks_wanted_when_stuck());
+  EXPECT_FALSE(fiber::internal::stacks_wanted_when_stuck());
   setenv("FIBER_STACKS_WHEN_STUCK", "1", 1);
-  EXPECT_TRUE(fiber::detail::stacks_wanted_when_stuck());
+  EXPECT_TRUE(fiber::internal::stacks_wanted_when_stuck());
 }
 
 }  // namespace

@@ -17,7 +17,7 @@
 #include "fiber/wire/process_messages.h"
 #include "fiber/wire/queue_messages.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 using namespace std::chrono_literals;
@@ -66,7 +66,7 @@ TEST(Wire, HelloOfAnotherProtocolIsReadAsFarAsItsProtocol) {
 }
 
 TEST(Wire, ProcessMessages) {
-  TaskSpec task;
+  detail::TaskSpec task;
   task.invoker = {11, 12};
   task.fn = {13, 14};
   task.args = bytes_of("args");
@@ -98,23 +98,23 @@ TEST(Wire, ProcessMessages) {
 TEST(Wire, ManagerMessages) {
   const auto payload = bytes_of("args");
   bridge::Received create_in =
-      as_received(wire::ObjectCreate{3, ObjectType::kBarrier, payload}.encode());
+      as_received(wire::ObjectCreate{3, detail::ObjectType::kBarrier, payload}.encode());
   const auto create = wire::ObjectCreate::decode(create_in);
   EXPECT_EQ(create.request, 3u);
-  EXPECT_EQ(create.type, ObjectType::kBarrier);
+  EXPECT_EQ(create.type, detail::ObjectType::kBarrier);
   EXPECT_EQ(create.payload, payload);
-  auto bad_type = wire::ObjectCreate{3, ObjectType::kDict, {}}.encode();
+  auto bad_type = wire::ObjectCreate{3, detail::ObjectType::kDict, {}}.encode();
   bad_type.flags = 0;
   bridge::Received bad_in = as_received(bad_type);
   EXPECT_THROW(wire::ObjectCreate::decode(bad_in), ProtocolError);
 
   bridge::Received call_in = as_received(
-      wire::ObjectCall{4, 12, static_cast<uint32_t>(ObjectOp::kLockAcquire), 900, payload}
+      wire::ObjectCall{4, 12, static_cast<uint32_t>(detail::ObjectOp::kLockAcquire), 900, payload}
           .encode());
   const auto call = wire::ObjectCall::decode(call_in);
   EXPECT_EQ(call.request, 4u);
   EXPECT_EQ(call.object, 12u);
-  EXPECT_EQ(call.op, static_cast<uint32_t>(ObjectOp::kLockAcquire));
+  EXPECT_EQ(call.op, static_cast<uint32_t>(detail::ObjectOp::kLockAcquire));
   EXPECT_EQ(call.timeout_us, 900);
   EXPECT_EQ(call.payload, payload);
   bridge::Received short_in = as_received(wire::ObjectCall{4, 12, 1, -1, {}}.encode());
@@ -252,7 +252,7 @@ TEST(Wire, NestingMessagesKeepErrorTypes) {
   settings.cpus_per_worker = 2;
   settings.memory_per_worker = uint64_t{3} << 30;
   settings.gpus_per_worker = 1;
-  settings.initializer = TaskSpec{{1, 2}, {3, 4}, bytes_of("init"), {7}};
+  settings.initializer = detail::TaskSpec{{1, 2}, {3, 4}, bytes_of("init"), {7}};
   const auto create = round_trip(wire::PoolCreate{9, settings});
   EXPECT_EQ(create.settings.processes, 3);
   EXPECT_EQ(create.settings.max_processes, 6);
@@ -314,7 +314,7 @@ TEST(Wire, ProcessStartCarriesItsResourcesAndRefusesImpossibleOnes) {
   start.daemon = true;
   start.cores = 3;
   start.gpus = 2;
-  start.task = TaskSpec{{1, 2}, {3, 4}, bytes_of("args"), {5}};
+  start.task = detail::TaskSpec{{1, 2}, {3, 4}, bytes_of("args"), {5}};
   const auto read = round_trip(start);
   EXPECT_EQ(read.name, "Process-2");
   EXPECT_TRUE(read.daemon);
@@ -386,4 +386,4 @@ TEST(Wire, ABoolOfAPoolsSettingsIsZeroOrOne) {
 }
 
 }  // namespace
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -9,7 +9,7 @@
 
 #include "fiber/errors.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 using Variables = std::map<std::string, std::string>;
@@ -185,4 +185,4 @@ TEST(BadEnvironment, AMalformedCountNamesTheVariable) {
 }
 
 }  // namespace
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -47,9 +47,9 @@ json describe_mpi(const std::string& program) {
     }
     mpi["library"] = library.path;
     mpi["version"] = library.version_text;
-    mpi["family"] = std::string(fiber::detail::family_name(library.family));
+    mpi["family"] = std::string(fiber::internal::family_name(library.family));
     mpi["ulfm"] = library.has_ulfm;
-    mpi["recovery_option"] = fiber::detail::recovery_option(library.family);
+    mpi["recovery_option"] = fiber::internal::recovery_option(library.family);
     if (found) mpi["mpirun"] = found->mpirun;
   } catch (const fiber::Error& error) {
     mpi["error"] = error.what();
@@ -59,17 +59,17 @@ json describe_mpi(const std::string& program) {
 
 json describe_config() {
   json config;
-  const fiber::detail::EnvironmentLookup environment = fiber::detail::process_environment();
+  const fiber::internal::EnvironmentLookup environment = fiber::internal::process_environment();
   try {
-    const fiber::detail::ResolvedConfig resolved = fiber::detail::resolve_config(
+    const fiber::internal::ResolvedConfig resolved = fiber::internal::resolve_config(
         fiber::Config{}, environment, std::filesystem::current_path());
     config["file"] = resolved.file;
     json keys = json::array();
-    for (const std::string& key : fiber::detail::config_keys()) {
+    for (const std::string& key : fiber::internal::config_keys()) {
       keys.push_back({{"key", key},
-                      {"value", fiber::detail::config_value_text(resolved.config, key)},
+                      {"value", fiber::internal::config_value_text(resolved.config, key)},
                       {"source", resolved.origin(key)},
-                      {"variable", fiber::detail::config_environment_variable(key)}});
+                      {"variable", fiber::internal::config_environment_variable(key)}});
     }
     config["keys"] = keys;
   } catch (const fiber::Error& error) {
@@ -153,9 +153,9 @@ int print_info(const InfoRequest& request) {
                        {"allowed_cpus", topology.allowed},
                        {"bound_cpus", topology.bound}};
   // Where spawned workers go with Config::bind "core": one core each, in this order.
-  report["machine"]["worker_cores"] = fiber::detail::CoreBinder(true).core_lists();
+  report["machine"]["worker_cores"] = fiber::internal::CoreBinder(true).core_lists();
   report["mpi"] = describe_mpi(request.program);
-  const LaunchSite site = detect_launch_site(fiber::detail::process_environment());
+  const LaunchSite site = detect_launch_site(fiber::internal::process_environment());
   report["launch"] = {{"kind", site.kind_name()}, {"site", site.describe()}};
   if (site.kind == LaunchSite::Kind::kSlurmAllocation) {
     report["launch"]["slurm_job"] = site.slurm_job;

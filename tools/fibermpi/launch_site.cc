@@ -73,7 +73,7 @@ std::vector<std::string> host_list_hosts(const std::string& list) {
 // variables of Open MPI 4.1 (orte) and 5 (prte, also read with the OMPI_MCA_ prefix), MPICH's
 // hydra, and the host lists PBS, Grid Engine and LSF give the launchers that read them. For
 // whichever MPI the program uses: a setting of another MPI's only moves the report.
-std::string other_hosts_of_mpirun(const fiber::detail::EnvironmentLookup& environment) {
+std::string other_hosts_of_mpirun(const fiber::internal::EnvironmentLookup& environment) {
   for (const char* name :
        {"OMPI_MCA_orte_default_hostfile", "PRTE_MCA_prte_default_hostfile",
         "OMPI_MCA_prte_default_hostfile", "HYDRA_HOST_FILE", "PBS_NODEFILE", "PE_HOSTFILE"}) {
@@ -128,7 +128,7 @@ std::string LaunchSite::kind_name() const {
   return {};
 }
 
-LaunchSite detect_launch_site(const fiber::detail::EnvironmentLookup& environment) {
+LaunchSite detect_launch_site(const fiber::internal::EnvironmentLookup& environment) {
   LaunchSite site;
   auto value = [&](const char* name) { return environment(name).value_or(""); };
   if (const std::string role = value("FIBER_K8S_ROLE"); !role.empty()) {

@@ -40,6 +40,6 @@ struct LaunchSite {
 
 /// Reads the site from the environment. Throws fiber::UsageError for a Slurm task count that is
 /// not a whole number.
-LaunchSite detect_launch_site(const fiber::detail::EnvironmentLookup& environment);
+LaunchSite detect_launch_site(const fiber::internal::EnvironmentLookup& environment);
 
 }  // namespace fibermpi

@@ -28,7 +28,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using fiber::UsageError;
-using fiber::detail::MpiFamily;
+using fiber::internal::MpiFamily;
 
 struct Captured {
   int status = -1;  ///< The child's exit status; -1 when it was killed or timed out.
@@ -215,7 +215,7 @@ std::string find_program(const std::string& name) {
       throw UsageError("PROGRAM " + name + " is not an executable file");
     return fs::absolute(name).lexically_normal().string();
   }
-  for (const std::string& folder : fiber::detail::command_search_folders()) {
+  for (const std::string& folder : fiber::internal::command_search_folders()) {
     const fs::path candidate = fs::path(folder) / name;
     if (fs::is_regular_file(candidate, error) && ::access(candidate.c_str(), X_OK) == 0)
       return fs::absolute(candidate).lexically_normal().string();
@@ -293,7 +293,7 @@ MpiLibrary probe_library(const std::string& path) {
   library.has_ulfm = probed.out.rfind("ulfm=1", 0) == 0;
   const std::string text = probed.out.substr(7);
   library.version_text = trimmed(first_line(text));
-  if (!fiber::detail::family_from_library_version(text, library.family)) {
+  if (!fiber::internal::family_from_library_version(text, library.family)) {
     throw UsageError(path + " is an MPI fibermpi does not know (" + library.version_text +
                      "); it knows Open MPI 4.1 and 5, and MPICH");
   }
@@ -371,7 +371,7 @@ ProgramMpi mpi_of_library(const std::string& libmpi, const std::string& user) {
     if (found.library.family == MpiFamily::kOpenMpi5 && !std::getenv("OPAL_PREFIX"))
       environment.emplace_back("OPAL_PREFIX", prefix.string());
     environment.emplace_back(
-        "PATH", fiber::detail::command_search_path_after(mpirun.parent_path().string()));
+        "PATH", fiber::internal::command_search_path_after(mpirun.parent_path().string()));
     return environment;
   };
   auto matches = [&](const fs::path& mpirun) {

@@ -18,7 +18,7 @@ struct MpiLibrary {
   std::string path;          ///< The library file, as the dynamic loader resolved it.
   std::string version_text;  ///< MPI_Get_library_version's text, first line.
   std::string version;       ///< "4.1.4", "5.0.11", "5.0.2".
-  fiber::detail::MpiFamily family = fiber::detail::MpiFamily::kOpenMpi5;
+  fiber::internal::MpiFamily family = fiber::internal::MpiFamily::kOpenMpi5;
   bool has_ulfm = false;  ///< The library has ULFM's MPIX_Comm_agree (Open MPI 5).
 };
 

@@ -19,7 +19,7 @@ namespace fibermpi {
 namespace {
 
 using fiber::UsageError;
-using fiber::detail::MpiFamily;
+using fiber::internal::MpiFamily;
 
 std::string shell_quoted(const std::string& word) {
   if (!word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -71,7 +71,7 @@ struct ReportPlace {
   std::string directory;
   /// In the working folder, for ranks on other hosts to reach (who must be given the variable).
   bool shared = false;
-  fiber::detail::ExitReportExpectation expectation;
+  fiber::internal::ExitReportExpectation expectation;
 };
 
 ReportPlace report_place(const LaunchSite& site, const std::string& program) {
@@ -111,7 +111,7 @@ int run_program(const RunRequest& request) {
   std::vector<std::string> program_words = request.command;
   program_words.front() = find_program(program_words.front());
   const std::string& program = program_words.front();
-  const LaunchSite site = detect_launch_site(fiber::detail::process_environment());
+  const LaunchSite site = detect_launch_site(fiber::internal::process_environment());
 
   const bool placed_elsewhere =
       site.kind == LaunchSite::Kind::kLauncher || site.kind == LaunchSite::Kind::kFiberJobPod;
@@ -166,11 +166,12 @@ int run_program(const RunRequest& request) {
       return 0;
     }
     const ReportPlace place = report_place(site, program);
-    return fiber::detail::run_reporting_exit_status(words, place.directory, program,
-                                                    place.expectation);
+    return fiber::internal::run_reporting_exit_status(words, place.directory, program,
+                                                      place.expectation);
   }
   std::vector<std::string> words = {mpi.mpirun};
-  for (std::string& option : fiber::detail::mpirun_options(mpi.library.family, ::geteuid() == 0)) {
+  for (std::string& option :
+       fiber::internal::mpirun_options(mpi.library.family, ::geteuid() == 0)) {
     // Inside an allocation the ranks go where Slurm gave room, never beyond it.
     if (in_slurm && option == "--oversubscribe") continue;
     words.push_back(std::move(option));
@@ -188,12 +189,12 @@ int run_program(const RunRequest& request) {
   // own); hydra passes on the whole environment.
   const ReportPlace place = report_place(site, program);
   if (place.shared && mpi.library.family != MpiFamily::kMpich)
-    words.insert(words.end(), {"-x", fiber::detail::kExitStatusFileVariable});
+    words.insert(words.end(), {"-x", fiber::internal::kExitStatusFileVariable});
   words.insert(words.end(), {"-n", std::to_string(ranks)});
   words.insert(words.end(), program_words.begin(), program_words.end());
 
   std::vector<std::pair<std::string, std::string>> environment = mpi.environment;
-  for (const auto& [name, value] : fiber::detail::mpirun_variables(mpi.library.family)) {
+  for (const auto& [name, value] : fiber::internal::mpirun_variables(mpi.library.family)) {
     if (!std::getenv(name.c_str())) environment.emplace_back(name, value);
   }
   if (request.dry_run) {
@@ -201,8 +202,8 @@ int run_program(const RunRequest& request) {
     return 0;
   }
   for (const auto& [name, value] : environment) ::setenv(name.c_str(), value.c_str(), 1);
-  return fiber::detail::run_reporting_exit_status(words, place.directory, program,
-                                                  place.expectation);
+  return fiber::internal::run_reporting_exit_status(words, place.directory, program,
+                                                    place.expectation);
 }
 
 }  // namespace fibermpi

@@ -95,6 +95,9 @@ struct Job {
   /// has consumed half of it.
   std::function<void()> resume;
   std::vector<std::function<void()>> on_ready;  ///< Run on the pool's callback thread.
+  /// Set by the pool that runs the job: hands on_ready to that pool's callback thread (with the
+  /// lock held); false once that thread has stopped, the callbacks left in on_ready.
+  std::function<bool(Job&)> run_ready_callbacks;
   /// Called with the lock held as each chunk completes, with its item count (progress display).
   std::function<void(uint32_t items)> on_chunk;
 

@@ -14,7 +14,7 @@
 #include "k8s/client/release_request.h"
 #include "k8s/client/resource_ref.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 using nlohmann::json;
@@ -164,4 +164,4 @@ void FiberJobScaler::forget(const std::vector<std::string>& pods) {
   }
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

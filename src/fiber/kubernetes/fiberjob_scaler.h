@@ -17,7 +17,7 @@ namespace fiber::k8s {
 class ApiClient;
 }
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 class FiberJobScaler {
  public:
@@ -68,4 +68,4 @@ class FiberJobScaler {
   std::unique_ptr<k8s::ApiClient> client_;
 };
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -143,4 +143,4 @@ std::string read_from_master(int fd, size_t size, Clock::time_point deadline,
   return bytes;
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -22,7 +22,7 @@
 #include "fiber/errors.h"
 #include "fiber/kubernetes/join_token.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 /// Bytes of each side's nonce.
 inline constexpr size_t kJoinNonceBytes = 32;
@@ -87,4 +87,4 @@ class JoinerHandshake {
 std::string read_from_master(int fd, size_t size, std::chrono::steady_clock::time_point deadline,
                              const std::string& what, const std::string& address);
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -12,7 +12,7 @@
 #include "mpi_bridge/environment.h"
 #include "mpi_bridge/rendezvous.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 std::unique_ptr<JoinTurns> serve_join_turns(Master& master, const std::string& host,
                                             const std::optional<JoinToken>& token) {
@@ -79,4 +79,4 @@ bridge::Communicator join_master(const std::string& address, const std::optional
   return comm;
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

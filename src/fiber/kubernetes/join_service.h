@@ -13,7 +13,7 @@
 #include "fiber/kubernetes/join_turns.h"
 #include "mpi_bridge/communicator.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 class Master;
 
@@ -33,4 +33,4 @@ std::unique_ptr<JoinTurns> serve_join_turns(Master& master, const std::string& h
 bridge::Communicator join_master(const std::string& address, const std::optional<JoinToken>& token,
                                  std::chrono::seconds limit);
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

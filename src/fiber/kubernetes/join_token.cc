@@ -16,7 +16,7 @@
 #include "fiber/errors.h"
 #include "fiber/runtime/log.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 JoinToken JoinToken::from_file(const std::string& path) {
   const auto bad = [&](const std::string& why) {
@@ -92,4 +92,4 @@ void warn_join_without_token(const std::string& side, const std::string& address
       side.c_str(), address.c_str());
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 /// What an HMAC-SHA256 of the token is: 32 bytes.
 using JoinMac = std::array<unsigned char, 32>;
@@ -49,4 +49,4 @@ std::string random_bytes(size_t bytes);
 /// ("this master", "this joining job").
 void warn_join_without_token(const std::string& side, const std::string& address);
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -22,7 +22,7 @@
 #include "fiber/kubernetes/join_handshake.h"
 #include "fiber/runtime/log.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -519,4 +519,4 @@ std::string turn_address_of(const std::string& uri) {
   return uri.substr(kJoinUriScheme.size());
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -25,7 +25,7 @@
 
 #include "fiber/kubernetes/join_token.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 /// How long each step of the join handshake may take: a peer that stalls or sends half a
 /// message is dropped after this.
@@ -116,4 +116,4 @@ std::string join_uri(const std::string& turn_address);
 /// The join-turn address in a join address; throws fiber::Error naming it when it is none.
 std::string turn_address_of(const std::string& join_uri);
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -17,7 +17,7 @@
 #define FIBER_MPIRUN "mpirun"
 #endif
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 std::string required(const char* name, const char* why) {
@@ -86,8 +86,8 @@ void relaunch_under_mpirun(const KubernetesPod& pod, int argc, char** argv) {
   if (!std::getenv("OMPI_MCA_btl_vader_single_copy_mechanism")) {
     words.insert(words.end(), {"--mca", "btl_vader_single_copy_mechanism", "none"});
   }
-  words.insert(words.end(),
-               {"--bind-to", "none", "-n", std::to_string(ranks), ModuleTable::program_path()});
+  words.insert(words.end(), {"--bind-to", "none", "-n", std::to_string(ranks),
+                             detail::ModuleTable::program_path()});
   for (int i = 1; i < argc; ++i) words.emplace_back(argv[i]);
   if (pod.role == KubernetesPod::Role::kLauncher) {
     std::_Exit(
@@ -103,4 +103,4 @@ void relaunch_under_mpirun(const KubernetesPod& pod, int argc, char** argv) {
               "); Kubernetes mode needs Open MPI 4.1's mpirun on PATH or in FIBER_MPIRUN");
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 /// What the FiberJob controller tells a pod (k8s/README.md lists the variables).
 struct KubernetesPod {
@@ -46,4 +46,4 @@ std::string pod_identity_from_environment();
 /// started). FIBER_MPIRUN names another mpirun.
 [[noreturn]] void relaunch_under_mpirun(const KubernetesPod& pod, int argc, char** argv);
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -23,7 +23,7 @@
 #include "mpi_bridge/launch_environment.h"
 #include "mpi_bridge/rendezvous.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -96,7 +96,7 @@ void end_when_launcher_closes(int turn, const std::string& what) {
 void prepare_pod_process(const KubernetesPod& pod, int argc, char** argv) {
   if (!bridge::Environment::has_standalone_name_server()) {
     throw UsageError("fibermpi runs in a pod of " + pod.describe() + " but was built against " +
-                     std::string(detail::family_name(bridge::built_against_mpi())) +
+                     std::string(internal::family_name(bridge::built_against_mpi())) +
                      ", whose separately started jobs cannot meet through the job's name service "
                      "(ompi-server): build it with -DFIBER_MPI=openmpi4 for Kubernetes");
   }
@@ -210,4 +210,4 @@ std::unique_ptr<JoinTurns> serve_worker_pods(const KubernetesPod& pod, Master& m
   return turns;
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

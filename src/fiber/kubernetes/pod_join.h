@@ -13,7 +13,7 @@
 #include "fiber/kubernetes/kubernetes_pod.h"
 #include "mpi_bridge/communicator.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 class Master;
 
@@ -48,4 +48,4 @@ bool joined_launcher();
 std::unique_ptr<JoinTurns> serve_worker_pods(const KubernetesPod& pod, Master& master,
                                              const std::optional<JoinToken>& token);
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

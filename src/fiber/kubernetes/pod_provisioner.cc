@@ -6,7 +6,7 @@
 #include "fiber/kubernetes/fiberjob_scaler.h"
 #include "fiber/runtime/log.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 // The pod's name in a "name/uid" key.
@@ -217,4 +217,4 @@ void PodProvisioner::loop() {
   }
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -22,7 +22,7 @@
 #include "fiber/runtime/progress_engine.h"
 #include "fiber/runtime/settings.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 class FiberJobScaler;
 
@@ -123,4 +123,4 @@ class PodProvisioner {
   std::chrono::milliseconds backoff_{0};
 };
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

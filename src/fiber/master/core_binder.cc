@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <optional>
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 struct CoreBinder::Topology {
   hwloc_topology_t handle = nullptr;
@@ -201,4 +201,4 @@ std::vector<std::string> CoreBinder::core_lists() const {
   return lists;
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 class CoreBinder {
  public:
@@ -61,4 +61,4 @@ class CoreBinder {
   std::map<int, std::vector<size_t>> launcher_cores_of_;  ///< pid -> the cores held for it.
 };
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

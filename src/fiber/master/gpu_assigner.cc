@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 GpuAssigner::GpuAssigner(std::vector<std::string> devices)
     : devices_(std::move(devices)), holders_(devices_.size(), 0) {}
@@ -35,4 +35,4 @@ void GpuAssigner::release(int pid) {
   held_.erase(found);
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 class GpuAssigner {
  public:
@@ -33,4 +33,4 @@ class GpuAssigner {
   std::map<int, std::vector<size_t>> held_;  ///< pid -> indices into devices_
 };
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

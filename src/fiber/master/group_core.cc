@@ -10,13 +10,13 @@
 #include "fiber/runtime/log.h"
 #include "fiber/worker/group_member.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 GroupCore::GroupCore(GroupHost& host, uint64_t id, GroupSettings settings,
                      std::chrono::milliseconds stop_grace)
     : host_(host), id_(id), settings_(std::move(settings)), stop_grace_(stop_grace) {
   serial::Writer writer;
-  save_task(writer, settings_.task);
+  detail::save_task(writer, settings_.task);
   task_bytes_ = writer.take();
 }
 
@@ -35,7 +35,7 @@ void GroupCore::begin_attempt_locked() {
   start_error_ = nullptr;
   std::vector<std::shared_ptr<ProcessState>> started;
   for (int k = 0; k < settings_.size; ++k) {
-    TaskSpec task = make_task(group_member_main, id_, attempt_, task_bytes_);
+    detail::TaskSpec task = detail::make_task(group_member_main, id_, attempt_, task_bytes_);
     // The members may put into the queues the user's function was given.
     task.produces = settings_.task.produces;
     auto process = host_.new_process_locked(std::move(task), name());
@@ -223,4 +223,4 @@ std::vector<int> GroupCore::member_pids_locked() const {
   return pids;
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

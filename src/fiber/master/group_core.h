@@ -19,7 +19,7 @@
 #include "fiber/master/process_host.h"
 #include "fiber/wire/group_messages.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 /// What a group needs of the master besides processes and messages.
 class GroupHost : public ProcessHost {
@@ -41,7 +41,7 @@ class GroupHost : public ProcessHost {
 struct GroupSettings {
   int size = 1;
   int max_restarts = 0;
-  TaskSpec task;  ///< What every member runs.
+  detail::TaskSpec task;  ///< What every member runs.
 };
 
 class GroupCore {
@@ -123,4 +123,4 @@ class GroupCore {
   std::function<void()> observer_;
 };
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <cstdio>
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 std::string JoinAcceptor::open() {
   if (!rendezvous_) {
@@ -63,4 +63,4 @@ bool JoinAcceptor::stop() {
   return exited_.load();
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

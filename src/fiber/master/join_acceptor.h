@@ -11,7 +11,7 @@
 #include "fiber/runtime/progress_engine.h"
 #include "mpi_bridge/rendezvous.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 class JoinAcceptor {
  public:
@@ -47,4 +47,4 @@ class JoinAcceptor {
   std::atomic<bool> turn_holds_{false};  ///< Traffic is held for a joining job's turn.
 };
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

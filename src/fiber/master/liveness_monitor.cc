@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 int64_t milliseconds(Clock::duration duration) {
@@ -107,4 +107,4 @@ std::optional<LivenessMonitor::Verdict> LivenessMonitor::on_heartbeat(
                      " arrived; Open MPI's transport lost or holds them)"};
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

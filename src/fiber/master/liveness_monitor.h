@@ -13,7 +13,7 @@
 #include "fiber/master/slot.h"
 #include "fiber/runtime/settings.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 class LivenessMonitor {
  public:
@@ -52,4 +52,4 @@ class LivenessMonitor {
   bool sending_stuck_ = false;
 };
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

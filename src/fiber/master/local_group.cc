@@ -2,7 +2,7 @@
 
 #include "fiber/master/master.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 void LocalGroup::start() {
   auto lock = engine_.lock();
@@ -50,4 +50,4 @@ void LocalGroup::release() {
   master_.release_group(core_->id());
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

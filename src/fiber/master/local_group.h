@@ -7,7 +7,7 @@
 #include "fiber/runtime/group_client.h"
 #include "fiber/runtime/progress_engine.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 class Master;
 
@@ -34,4 +34,4 @@ class LocalGroup final : public GroupClient {
   std::shared_ptr<GroupCore> core_;
 };
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -3,7 +3,7 @@
 #include "fiber/errors.h"
 #include "fiber/master/master.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 int LocalPool::size() {
   auto lock = engine_.lock();
@@ -33,7 +33,7 @@ std::vector<int> LocalPool::worker_pids() {
   return core_->pids_locked();
 }
 
-void LocalPool::submit(const std::shared_ptr<Job>& job) {
+void LocalPool::submit(const std::shared_ptr<detail::Job>& job) {
   auto lock = engine_.lock();
   core_->submit_locked(job);
   engine_.notify_locked();
@@ -65,4 +65,4 @@ void LocalPool::release() {
   master_.release_pool(core_->id());
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

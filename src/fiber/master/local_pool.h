@@ -7,7 +7,7 @@
 #include "fiber/runtime/pool_client.h"
 #include "fiber/runtime/progress_engine.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 class Master;
 
@@ -20,7 +20,7 @@ class LocalPool final : public PoolClient {
   void wait_ready() override;
   void resize(int processes) override;
   std::vector<int> worker_pids() override;
-  void submit(const std::shared_ptr<Job>& job) override;
+  void submit(const std::shared_ptr<detail::Job>& job) override;
   void close() override;
   void terminate() override;
   void join() override;
@@ -32,4 +32,4 @@ class LocalPool final : public PoolClient {
   std::shared_ptr<PoolCore> core_;
 };
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

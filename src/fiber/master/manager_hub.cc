@@ -5,7 +5,7 @@
 #include "fiber/errors.h"
 #include "fiber/function_ref.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 namespace {
 
@@ -28,7 +28,7 @@ std::string index_problem(const char* what, uint64_t index, size_t size) {
          " is out of range (the list has " + std::to_string(size) + " items)";
 }
 
-[[noreturn]] void wrong_op(ObjectOp op, const char* type) {
+[[noreturn]] void wrong_op(detail::ObjectOp op, const char* type) {
   throw ProtocolError("operation " + std::to_string(static_cast<uint32_t>(op)) +
                       " is not one of a " + type);
 }
@@ -37,33 +37,33 @@ std::string index_problem(const char* what, uint64_t index, size_t size) {
 
 ManagerHub::ManagerHub(Log log) : log_(std::move(log)) {}
 
-uint64_t ManagerHub::create(ObjectType type, std::span<const std::byte> payload) {
+uint64_t ManagerHub::create(detail::ObjectType type, std::span<const std::byte> payload) {
   serial::Reader reader(payload);
   Object object;
   switch (type) {
-    case ObjectType::kDict:
+    case detail::ObjectType::kDict:
       object = Dict{};
       break;
-    case ObjectType::kList:
+    case detail::ObjectType::kList:
       object = List{};
       break;
-    case ObjectType::kValue:
+    case detail::ObjectType::kValue:
       object = Value{rest_of(reader)};
       break;
-    case ObjectType::kLock:
+    case detail::ObjectType::kLock:
       object = Lock{};
       break;
-    case ObjectType::kEvent:
+    case detail::ObjectType::kEvent:
       object = Event{};
       break;
-    case ObjectType::kBarrier: {
+    case detail::ObjectType::kBarrier: {
       Barrier barrier;
       barrier.parties = serial::read<uint64_t>(reader);
       if (barrier.parties == 0) throw UsageError("Manager::barrier: parties must be at least 1");
       object = std::move(barrier);
       break;
     }
-    case ObjectType::kSemaphore: {
+    case detail::ObjectType::kSemaphore: {
       Semaphore semaphore;
       semaphore.value = serial::read<uint64_t>(reader);
       semaphore.bound = serial::read<uint64_t>(reader);
@@ -73,7 +73,7 @@ uint64_t ManagerHub::create(ObjectType type, std::span<const std::byte> payload)
       object = std::move(semaphore);
       break;
     }
-    case ObjectType::kCondition:
+    case detail::ObjectType::kCondition:
       object = Condition{};
       break;
     default:
@@ -85,9 +85,9 @@ uint64_t ManagerHub::create(ObjectType type, std::span<const std::byte> payload)
   return id;
 }
 
-void ManagerHub::call(uint64_t object_id, ObjectOp op, uint64_t requester, const std::string& who,
-                      std::span<const std::byte> args, std::optional<Clock::time_point> deadline,
-                      Completion done) {
+void ManagerHub::call(uint64_t object_id, detail::ObjectOp op, uint64_t requester,
+                      const std::string& who, std::span<const std::byte> args,
+                      std::optional<Clock::time_point> deadline, Completion done) {
   auto found = objects_.find(object_id);
   if (found == objects_.end())
     throw ProtocolError("unknown shared object id " + std::to_string(object_id));
@@ -119,9 +119,10 @@ void ManagerHub::call(uint64_t object_id, ObjectOp op, uint64_t requester, const
       found->second);
 }
 
-void ManagerHub::call_dict(Dict& dict, ObjectOp op, serial::Reader& args, const Completion& done) {
+void ManagerHub::call_dict(Dict& dict, detail::ObjectOp op, serial::Reader& args,
+                           const Completion& done) {
   switch (op) {
-    case ObjectOp::kDictSet: {
+    case detail::ObjectOp::kDictSet: {
       std::string key = as_key(args.read_span(args.read_size()));
       Bytes value = rest_of(args);
       if (auto it = dict.index.find(key); it != dict.index.end()) {
@@ -132,23 +133,23 @@ void ManagerHub::call_dict(Dict& dict, ObjectOp op, serial::Reader& args, const 
       }
       return done(ObjectResult::item());
     }
-    case ObjectOp::kDictGet: {
+    case detail::ObjectOp::kDictGet: {
       auto it = dict.index.find(as_key(args.read_span(args.remaining())));
       if (it == dict.index.end()) return done(ObjectResult::number(0));
       return done(ObjectResult::item(it->second->second));
     }
-    case ObjectOp::kDictContains:
+    case detail::ObjectOp::kDictContains:
       return done(ObjectResult::number(dict.index.count(as_key(args.read_span(args.remaining())))));
-    case ObjectOp::kDictErase: {
+    case detail::ObjectOp::kDictErase: {
       auto it = dict.index.find(as_key(args.read_span(args.remaining())));
       if (it == dict.index.end()) return done(ObjectResult::number(0));
       dict.entries.erase(it->second);
       dict.index.erase(it);
       return done(ObjectResult::number(1));
     }
-    case ObjectOp::kDictSize:
+    case detail::ObjectOp::kDictSize:
       return done(ObjectResult::number(dict.entries.size()));
-    case ObjectOp::kDictItems: {
+    case detail::ObjectOp::kDictItems: {
       serial::Writer out;
       out.write_size(dict.entries.size());
       for (const auto& [key, value] : dict.entries) {
@@ -157,7 +158,7 @@ void ManagerHub::call_dict(Dict& dict, ObjectOp op, serial::Reader& args, const 
       }
       return done(ObjectResult::item(out.take()));
     }
-    case ObjectOp::kDictClear:
+    case detail::ObjectOp::kDictClear:
       dict.entries.clear();
       dict.index.clear();
       return done(ObjectResult::item());
@@ -166,19 +167,20 @@ void ManagerHub::call_dict(Dict& dict, ObjectOp op, serial::Reader& args, const 
   }
 }
 
-void ManagerHub::call_list(List& list, ObjectOp op, serial::Reader& args, const Completion& done) {
+void ManagerHub::call_list(List& list, detail::ObjectOp op, serial::Reader& args,
+                           const Completion& done) {
   switch (op) {
-    case ObjectOp::kListAppend:
+    case detail::ObjectOp::kListAppend:
       list.items.push_back(rest_of(args));
       return done(ObjectResult::item());
-    case ObjectOp::kListGet: {
+    case detail::ObjectOp::kListGet: {
       const auto index = serial::read<uint64_t>(args);
       if (index >= list.items.size())
         return done(
             ObjectResult::error(Failure::kUsage, index_problem("get", index, list.items.size())));
       return done(ObjectResult::item(list.items[index]));
     }
-    case ObjectOp::kListSet: {
+    case detail::ObjectOp::kListSet: {
       const auto index = serial::read<uint64_t>(args);
       if (index >= list.items.size())
         return done(
@@ -186,15 +188,15 @@ void ManagerHub::call_list(List& list, ObjectOp op, serial::Reader& args, const 
       list.items[index] = rest_of(args);
       return done(ObjectResult::item());
     }
-    case ObjectOp::kListSize:
+    case detail::ObjectOp::kListSize:
       return done(ObjectResult::number(list.items.size()));
-    case ObjectOp::kListValues: {
+    case detail::ObjectOp::kListValues: {
       serial::Writer out;
       out.write_size(list.items.size());
       for (const auto& item : list.items) write_sized(out, item);
       return done(ObjectResult::item(out.take()));
     }
-    case ObjectOp::kListClear:
+    case detail::ObjectOp::kListClear:
       list.items.clear();
       return done(ObjectResult::item());
     default:
@@ -202,19 +204,19 @@ void ManagerHub::call_list(List& list, ObjectOp op, serial::Reader& args, const 
   }
 }
 
-void ManagerHub::call_value(Value& value, ObjectOp op, serial::Reader& args,
+void ManagerHub::call_value(Value& value, detail::ObjectOp op, serial::Reader& args,
                             const Completion& done) {
   switch (op) {
-    case ObjectOp::kValueGet:
+    case detail::ObjectOp::kValueGet:
       return done(ObjectResult::item(value.bytes));
-    case ObjectOp::kValueSet:
+    case detail::ObjectOp::kValueSet:
       value.bytes = rest_of(args);
       return done(ObjectResult::item());
-    case ObjectOp::kValueApply: {
-      FunctionRef ref;
+    case detail::ObjectOp::kValueApply: {
+      detail::FunctionRef ref;
       ref.module_id = serial::read<uint64_t>(args);
       ref.offset = serial::read<uint64_t>(args);
-      auto update = reinterpret_cast<ValueUpdater>(ModuleTable::instance().decode(ref));
+      auto update = reinterpret_cast<ValueUpdater>(detail::ModuleTable::instance().decode(ref));
       Bytes old = value.bytes;
       try {
         update(value.bytes, args);
@@ -238,9 +240,9 @@ void ManagerHub::grant_next(Lock& lock) {
   next.done(ObjectResult::item());
 }
 
-void ManagerHub::call_lock(uint64_t id, Lock& lock, ObjectOp op, Waiter waiter) {
+void ManagerHub::call_lock(uint64_t id, Lock& lock, detail::ObjectOp op, Waiter waiter) {
   switch (op) {
-    case ObjectOp::kLockAcquire:
+    case detail::ObjectOp::kLockAcquire:
       if (!lock.holder && lock.waiters.empty()) {
         lock.holder = waiter.requester;
         lock.holder_name = waiter.who;
@@ -250,7 +252,7 @@ void ManagerHub::call_lock(uint64_t id, Lock& lock, ObjectOp op, Waiter waiter) 
         return waiter.done({Outcome::kTimeout, 0, {}, {}, {}});
       lock.waiters.push_back(std::move(waiter));
       return;
-    case ObjectOp::kLockRelease:
+    case detail::ObjectOp::kLockRelease:
       if (!lock.holder)
         return waiter.done(ObjectResult::error(
             Failure::kUsage, "Lock::release: lock " + std::to_string(id) + " is not held"));
@@ -258,16 +260,17 @@ void ManagerHub::call_lock(uint64_t id, Lock& lock, ObjectOp op, Waiter waiter) 
       lock.holder_name.clear();
       waiter.done(ObjectResult::item());
       return grant_next(lock);
-    case ObjectOp::kLockHeld:
+    case detail::ObjectOp::kLockHeld:
       return waiter.done(ObjectResult::number(lock.holder ? 1 : 0));
     default:
       wrong_op(op, "Lock");
   }
 }
 
-void ManagerHub::call_event(Event& event, ObjectOp op, serial::Reader& args, Waiter waiter) {
+void ManagerHub::call_event(Event& event, detail::ObjectOp op, serial::Reader& args,
+                            Waiter waiter) {
   switch (op) {
-    case ObjectOp::kEventSet: {
+    case detail::ObjectOp::kEventSet: {
       event.set = true;
       ++event.generation;
       auto waiters = std::exchange(event.waiters, {});
@@ -275,14 +278,14 @@ void ManagerHub::call_event(Event& event, ObjectOp op, serial::Reader& args, Wai
       for (auto& w : waiters) w.done(ObjectResult::item());
       return;
     }
-    case ObjectOp::kEventClear:
+    case detail::ObjectOp::kEventClear:
       event.set = false;
       return waiter.done(ObjectResult::item());
-    case ObjectOp::kEventIsSet:
+    case detail::ObjectOp::kEventIsSet:
       return waiter.done(ObjectResult::number(event.set ? 1 : 0));
-    case ObjectOp::kEventState:
+    case detail::ObjectOp::kEventState:
       return waiter.done(ObjectResult::number(event.generation * 2 + (event.set ? 1 : 0)));
-    case ObjectOp::kEventWait:
+    case detail::ObjectOp::kEventWait:
       if (event.set) return waiter.done(ObjectResult::item());
       if (args.remaining() != 0 && serial::read<uint64_t>(args) != event.generation)
         return waiter.done(ObjectResult::item());
@@ -295,10 +298,10 @@ void ManagerHub::call_event(Event& event, ObjectOp op, serial::Reader& args, Wai
   }
 }
 
-void ManagerHub::call_semaphore(uint64_t id, Semaphore& semaphore, ObjectOp op,
+void ManagerHub::call_semaphore(uint64_t id, Semaphore& semaphore, detail::ObjectOp op,
                                 serial::Reader& args, Waiter waiter) {
   switch (op) {
-    case ObjectOp::kSemaphoreAcquire:
+    case detail::ObjectOp::kSemaphoreAcquire:
       if (semaphore.value > 0 && semaphore.waiters.empty()) {
         --semaphore.value;
         return waiter.done(ObjectResult::item());
@@ -307,7 +310,7 @@ void ManagerHub::call_semaphore(uint64_t id, Semaphore& semaphore, ObjectOp op,
         return waiter.done({Outcome::kTimeout, 0, {}, {}, {}});
       semaphore.waiters.push_back(std::move(waiter));
       return;
-    case ObjectOp::kSemaphoreRelease: {
+    case detail::ObjectOp::kSemaphoreRelease: {
       const auto count = serial::read<uint64_t>(args);
       if (count > semaphore.bound - semaphore.value)
         return waiter.done(
@@ -324,22 +327,22 @@ void ManagerHub::call_semaphore(uint64_t id, Semaphore& semaphore, ObjectOp op,
       }
       return;
     }
-    case ObjectOp::kSemaphoreValue:
+    case detail::ObjectOp::kSemaphoreValue:
       return waiter.done(ObjectResult::number(semaphore.value));
     default:
       wrong_op(op, "Semaphore");
   }
 }
 
-void ManagerHub::call_condition(uint64_t id, Condition& condition, ObjectOp op,
+void ManagerHub::call_condition(uint64_t id, Condition& condition, detail::ObjectOp op,
                                 serial::Reader& args, Waiter waiter) {
   switch (op) {
-    case ObjectOp::kConditionEnqueue: {
+    case detail::ObjectOp::kConditionEnqueue: {
       const uint64_t ticket = condition.next_ticket++;
       condition.queued.push_back({ticket, waiter.requester});
       return waiter.done(ObjectResult::number(ticket));
     }
-    case ObjectOp::kConditionWait: {
+    case detail::ObjectOp::kConditionWait: {
       const auto ticket = serial::read<uint64_t>(args);
       if (args.remaining() != 0) waiter.slice = serial::read<uint8_t>(args) != 0;
       if (condition.notified.erase(ticket) != 0) return waiter.done(ObjectResult::item());
@@ -357,7 +360,7 @@ void ManagerHub::call_condition(uint64_t id, Condition& condition, ObjectOp op,
       condition.waiting.emplace(ticket, std::move(waiter));
       return;
     }
-    case ObjectOp::kConditionNotify: {
+    case detail::ObjectOp::kConditionNotify: {
       const auto count = serial::read<uint64_t>(args);
       uint64_t woken = 0;
       while (woken < count && !condition.queued.empty()) {
@@ -375,7 +378,7 @@ void ManagerHub::call_condition(uint64_t id, Condition& condition, ObjectOp op,
       }
       return waiter.done(ObjectResult::number(woken));
     }
-    case ObjectOp::kConditionWaiting:
+    case detail::ObjectOp::kConditionWaiting:
       return waiter.done(ObjectResult::number(condition.queued.size()));
     default:
       wrong_op(op, "Condition");
@@ -389,10 +392,10 @@ void ManagerHub::break_barrier(uint64_t id, Barrier& barrier, const std::string&
     waiter.done(ObjectResult::error(Failure::kBrokenBarrier, barrier.broken_why));
 }
 
-void ManagerHub::call_barrier(uint64_t id, Barrier& barrier, ObjectOp op, serial::Reader& args,
-                              Waiter waiter) {
+void ManagerHub::call_barrier(uint64_t id, Barrier& barrier, detail::ObjectOp op,
+                              serial::Reader& args, Waiter waiter) {
   switch (op) {
-    case ObjectOp::kBarrierWait: {
+    case detail::ObjectOp::kBarrierWait: {
       if (args.remaining() != 0) waiter.slice = serial::read<uint8_t>(args) != 0;
       barrier.between_slices.erase(waiter.requester);
       if (barrier.broken)
@@ -419,18 +422,18 @@ void ManagerHub::call_barrier(uint64_t id, Barrier& barrier, ObjectOp op, serial
       barrier.waiting.push_back(std::move(waiter));
       return;
     }
-    case ObjectOp::kBarrierReset:
+    case detail::ObjectOp::kBarrierReset:
       if (!barrier.waiting.empty()) break_barrier(id, barrier, "it was reset while parties waited");
       barrier.broken = false;
       barrier.broken_why.clear();
       barrier.between_slices.clear();
       return waiter.done(ObjectResult::item());
-    case ObjectOp::kBarrierAbort:
+    case detail::ObjectOp::kBarrierAbort:
       break_barrier(id, barrier, "it was aborted by " + waiter.who);
       return waiter.done(ObjectResult::item());
-    case ObjectOp::kBarrierWaiting:
+    case detail::ObjectOp::kBarrierWaiting:
       return waiter.done(ObjectResult::number(barrier.waiting.size()));
-    case ObjectOp::kBarrierBroken:
+    case detail::ObjectOp::kBarrierBroken:
       return waiter.done(ObjectResult::number(barrier.broken ? 1 : 0));
     default:
       wrong_op(op, "Barrier");
@@ -536,4 +539,4 @@ std::optional<ManagerHub::Clock::time_point> ManagerHub::expire(Clock::time_poin
   return next;
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

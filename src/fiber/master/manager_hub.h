@@ -24,7 +24,7 @@
 #include "fiber/wire/manager_messages.h"
 #include "fiber/wire/message_kind.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 /// Updates a Value's bytes in place with an argument (Value::fetch_add's addition), in the master.
 using ValueUpdater = void (*)(std::vector<std::byte>& value, serial::Reader& argument);
@@ -43,7 +43,7 @@ class ManagerHub {
 
   /// A new object; throws UsageError for a barrier of no parties, ProtocolError for a type the
   /// hub does not keep (kHosted) or a malformed payload.
-  uint64_t create(ObjectType type, std::span<const std::byte> payload);
+  uint64_t create(detail::ObjectType type, std::span<const std::byte> payload);
   /// An id for an object kept elsewhere (a user's class).
   uint64_t reserve_id() { return next_id_++; }
   bool exists(uint64_t object) const { return objects_.count(object) != 0; }
@@ -51,7 +51,7 @@ class ManagerHub {
   /// Runs `op` on `object` for process `requester` (`who` names it in messages); `done` gets the
   /// outcome now or, for a wait, when it ends (`deadline` empty = no limit). Throws
   /// ProtocolError for an unknown object, an operation of another type or malformed arguments.
-  void call(uint64_t object, ObjectOp op, uint64_t requester, const std::string& who,
+  void call(uint64_t object, detail::ObjectOp op, uint64_t requester, const std::string& who,
             std::span<const std::byte> args, std::optional<Clock::time_point> deadline,
             Completion done);
 
@@ -103,7 +103,7 @@ class ManagerHub {
   };
   struct Semaphore {
     uint64_t value = 0;
-    uint64_t bound = kUnbounded;
+    uint64_t bound = detail::kUnbounded;
     std::deque<Waiter> waiters;
   };
   /// Tickets in the order they were taken; a notify wakes the oldest. A ticket notified before
@@ -120,16 +120,16 @@ class ManagerHub {
   };
   using Object = std::variant<Dict, List, Value, Lock, Event, Barrier, Semaphore, Condition>;
 
-  void call_dict(Dict& dict, ObjectOp op, serial::Reader& args, const Completion& done);
-  void call_list(List& list, ObjectOp op, serial::Reader& args, const Completion& done);
-  void call_value(Value& value, ObjectOp op, serial::Reader& args, const Completion& done);
-  void call_lock(uint64_t id, Lock& lock, ObjectOp op, Waiter waiter);
-  void call_event(Event& event, ObjectOp op, serial::Reader& args, Waiter waiter);
-  void call_barrier(uint64_t id, Barrier& barrier, ObjectOp op, serial::Reader& args,
+  void call_dict(Dict& dict, detail::ObjectOp op, serial::Reader& args, const Completion& done);
+  void call_list(List& list, detail::ObjectOp op, serial::Reader& args, const Completion& done);
+  void call_value(Value& value, detail::ObjectOp op, serial::Reader& args, const Completion& done);
+  void call_lock(uint64_t id, Lock& lock, detail::ObjectOp op, Waiter waiter);
+  void call_event(Event& event, detail::ObjectOp op, serial::Reader& args, Waiter waiter);
+  void call_barrier(uint64_t id, Barrier& barrier, detail::ObjectOp op, serial::Reader& args,
                     Waiter waiter);
-  void call_semaphore(uint64_t id, Semaphore& semaphore, ObjectOp op, serial::Reader& args,
+  void call_semaphore(uint64_t id, Semaphore& semaphore, detail::ObjectOp op, serial::Reader& args,
                       Waiter waiter);
-  void call_condition(uint64_t id, Condition& condition, ObjectOp op, serial::Reader& args,
+  void call_condition(uint64_t id, Condition& condition, detail::ObjectOp op, serial::Reader& args,
                       Waiter waiter);
   void break_barrier(uint64_t id, Barrier& barrier, const std::string& why);
   void grant_next(Lock& lock);
@@ -139,4 +139,4 @@ class ManagerHub {
   std::unordered_map<uint64_t, Object> objects_;
 };
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -9,21 +9,21 @@
 #include "fiber/runtime/log.h"
 #include "fiber/wire/manager_messages.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 namespace {
 
 template <class Fn>
 Fn resolve(serial::Reader& reader) {
-  FunctionRef ref;
+  detail::FunctionRef ref;
   ref.module_id = serial::read<uint64_t>(reader);
   ref.offset = serial::read<uint64_t>(reader);
-  return reinterpret_cast<Fn>(ModuleTable::instance().decode(ref));
+  return reinterpret_cast<Fn>(detail::ModuleTable::instance().decode(ref));
 }
 
 /// A user's exception as a kRemote failure: its type name, '\0', its message.
 ObjectResult remote_failure() {
-  std::string text = current_exception_type_name();
+  std::string text = detail::current_exception_type_name();
   text.push_back('\0');
   try {
     throw;
@@ -98,9 +98,10 @@ void ManagerService::post_job(Hosted& hosted, std::function<void()> job) {
   hosted.jobs_cv.notify_one();
 }
 
-ObjectResult ManagerService::object_create(ObjectType type, std::vector<std::byte> payload) {
+ObjectResult ManagerService::object_create(detail::ObjectType type,
+                                           std::vector<std::byte> payload) {
   auto lock = engine_.lock();
-  if (type != ObjectType::kHosted) {
+  if (type != detail::ObjectType::kHosted) {
     try {
       return ObjectResult::number(hub_.create(type, payload));
     } catch (const UsageError& e) {
@@ -124,10 +125,11 @@ ObjectResult ManagerService::object_create(ObjectType type, std::vector<std::byt
   return ObjectResult::number(id);
 }
 
-ObjectResult ManagerService::object_call(uint64_t object, ObjectOp op, std::vector<std::byte> args,
+ObjectResult ManagerService::object_call(uint64_t object, detail::ObjectOp op,
+                                         std::vector<std::byte> args,
                                          std::optional<std::chrono::microseconds> timeout) {
   auto lock = engine_.lock();
-  if (op == ObjectOp::kHostedCall) {
+  if (op == detail::ObjectOp::kHostedCall) {
     auto found = hosted_.find(object);
     if (found == hosted_.end())
       return ObjectResult::error(Failure::kProtocol,
@@ -179,7 +181,7 @@ void ManagerService::on_request_locked(Kind kind, MPI_Comm comm, int source, uin
   try {
     if (kind == Kind::kObjectCreate) {
       auto create = wire::ObjectCreate::decode(message);
-      if (create.type != ObjectType::kHosted) {
+      if (create.type != detail::ObjectType::kHosted) {
         answer_locked(comm, source, request,
                       ObjectResult::number(hub_.create(create.type, create.payload)));
         return;
@@ -205,7 +207,7 @@ void ManagerService::on_request_locked(Kind kind, MPI_Comm comm, int source, uin
       return;
     }
     auto call = wire::ObjectCall::decode(message);
-    if (static_cast<ObjectOp>(call.op) == ObjectOp::kHostedCall) {
+    if (static_cast<detail::ObjectOp>(call.op) == detail::ObjectOp::kHostedCall) {
       auto found = hosted_.find(call.object);
       if (found == hosted_.end()) {
         answer_locked(comm, source, request,
@@ -223,8 +225,8 @@ void ManagerService::on_request_locked(Kind kind, MPI_Comm comm, int source, uin
     }
     std::optional<Clock::time_point> deadline;
     if (call.timeout_us >= 0) deadline = Clock::now() + std::chrono::microseconds(call.timeout_us);
-    hub_.call(call.object, static_cast<ObjectOp>(call.op), requester, who, call.payload, deadline,
-              [this, comm, source, request](ObjectResult result) {
+    hub_.call(call.object, static_cast<detail::ObjectOp>(call.op), requester, who, call.payload,
+              deadline, [this, comm, source, request](ObjectResult result) {
                 answer_locked(comm, source, request, result);
               });
     next_deadline_.note(deadline);
@@ -277,4 +279,4 @@ void ManagerService::stop() {
   }
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

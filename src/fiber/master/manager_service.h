@@ -21,7 +21,7 @@
 #include "fiber/runtime/progress_engine.h"
 #include "fiber/wire/queue_messages.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 /// Makes an object of a user's class in the master from its encoded constructor arguments.
 using HostedFactory = void* (*)(serial::Reader& args);
@@ -40,8 +40,8 @@ class ManagerService final : public ManagerAccess {
   ~ManagerService() override;
 
   // The master's own operations (they take the lock).
-  ObjectResult object_create(ObjectType type, std::vector<std::byte> payload) override;
-  ObjectResult object_call(uint64_t object, ObjectOp op, std::vector<std::byte> args,
+  ObjectResult object_create(detail::ObjectType type, std::vector<std::byte> payload) override;
+  ObjectResult object_call(uint64_t object, detail::ObjectOp op, std::vector<std::byte> args,
                            std::optional<std::chrono::microseconds> timeout) override;
 
   /// A request (kObjectCreate, kObjectCall) from the worker at (comm, source), which runs process
@@ -84,4 +84,4 @@ class ManagerService final : public ManagerAccess {
   NextDeadline next_deadline_;
 };
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

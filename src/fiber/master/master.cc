@@ -23,7 +23,7 @@
 #include "mpi_bridge/launch_environment.h"
 #include "mpi_bridge/spawn.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 // How long after a static-world rank's death the spawner waits before it spawns.
@@ -85,12 +85,12 @@ bool Master::worker_lost() const {
 // ---------------------------------------------------------------------------------------------
 // Processes
 
-std::shared_ptr<ProcessState> Master::new_process(TaskSpec task) {
+std::shared_ptr<ProcessState> Master::new_process(detail::TaskSpec task) {
   auto held = engine_.lock();
   return new_process_locked(std::move(task), "Process");
 }
 
-std::shared_ptr<ProcessState> Master::new_process_locked(TaskSpec task,
+std::shared_ptr<ProcessState> Master::new_process_locked(detail::TaskSpec task,
                                                          const std::string& name_prefix) {
   return table_.create(std::move(task), name_prefix);
 }
@@ -562,4 +562,4 @@ bool Master::shutdown() {
   return mpi_quiet;
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -35,7 +35,7 @@
 #include "fiber/wire/nested_messages.h"
 #include "fiber/wire/process_messages.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 class FiberJobScaler;
 
@@ -61,8 +61,8 @@ class Master final : public MessageSink,
   bool worker_lost() const;
 
   // ---- Processes (ProcessControl: the master's own children) ----
-  std::shared_ptr<ProcessState> new_process(TaskSpec task) override;
-  std::shared_ptr<ProcessState> new_process_locked(TaskSpec task,
+  std::shared_ptr<ProcessState> new_process(detail::TaskSpec task) override;
+  std::shared_ptr<ProcessState> new_process_locked(detail::TaskSpec task,
                                                    const std::string& name_prefix) override;
   void start_process(const std::shared_ptr<ProcessState>& process) override;
   void start_process_locked(const std::shared_ptr<ProcessState>& process) override;
@@ -274,4 +274,4 @@ class Master final : public MessageSink,
   std::vector<GoneWorker> pods_gone_;
 };
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -9,7 +9,7 @@
 #include "fiber/master/master.h"
 #include "fiber/runtime/log.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 // A communicator whose workers are all gone is freed once nothing has arrived on it for this
@@ -212,4 +212,4 @@ void Master::trim_reserve_locked(Clock::time_point now) {
   if (fresh_expired) processes_started_ = false;
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

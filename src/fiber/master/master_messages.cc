@@ -11,7 +11,7 @@
 #include "fiber/serialization.h"
 #include "mpi_bridge/launch_environment.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 void Master::send_locked(MPI_Comm comm, int dest, const Outgoing& message) {
   bridge::Envelope envelope{
@@ -150,11 +150,11 @@ void Master::on_hello_locked(Link& link, int rank, const wire::Hello& hello) {
   if (hello.protocol != kProtocolVersion) {
     refusal = "worker speaks fibermpi protocol " + std::to_string(hello.protocol) +
               ", the master " + std::to_string(kProtocolVersion);
-  } else if (hello.module != ModuleTable::instance().engine_module_id()) {
+  } else if (hello.module != detail::ModuleTable::instance().engine_module_id()) {
     refusal = "worker pid " + std::to_string(hello.pid) + " on " + hello.host +
               " runs a different binary than the master (build-id hash " +
               std::to_string(hello.module) + " vs " +
-              std::to_string(ModuleTable::instance().engine_module_id()) +
+              std::to_string(detail::ModuleTable::instance().engine_module_id()) +
               "): rebuild or redeploy so every process runs the same executable";
   }
   if (!refusal.empty()) {
@@ -259,4 +259,4 @@ void Master::on_peers_failed(Link& link, const std::vector<int>& ranks) {
   engine_.notify_locked();
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -9,7 +9,7 @@
 #include "fiber/master/master.h"
 #include "fiber/runtime/log.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 Slot* Master::slot_of_locked(uint64_t process) {
   auto child = table_.children().find(process);
@@ -170,11 +170,11 @@ namespace {
 // A job submitted by a worker's pool: every chunk's outcome goes back to that worker, whose copy
 // of the job is the one its code waits on; nothing here reads the outcome again, so its bytes
 // move on.
-class RelaySink final : public ResultSink {
+class RelaySink final : public detail::ResultSink {
  public:
   RelaySink(size_t chunks, std::function<void(wire::JobChunk)> relay)
       : chunks_(chunks), relay_(std::move(relay)) {}
-  void store(size_t chunk, uint64_t, uint32_t, Bytes& results, size_t offset) override {
+  void store(size_t chunk, uint64_t, uint32_t, detail::Bytes& results, size_t offset) override {
     relay_(wire::JobChunk{0, 0, chunk, std::move(results), offset, {}});
   }
   void fail(size_t chunk, uint64_t, uint32_t items, const std::exception_ptr& error) override {
@@ -194,12 +194,12 @@ class RelaySink final : public ResultSink {
 
 void Master::on_pool_submit_locked(uint64_t owner, wire::PoolSubmit submit) {
   PoolCore& pool = owned_pool_locked(owner, submit.pool);
-  auto job = std::make_shared<Job>();
+  auto job = std::make_shared<detail::Job>();
   // The worker's side decides what a failed chunk means; here every chunk runs.
   job->fails_as_whole = false;
   const size_t chunks = submit.chunks.size();
-  job->source =
-      std::make_unique<EncodedChunks>(std::move(submit.chunks), std::move(submit.chunk_sizes));
+  job->source = std::make_unique<detail::EncodedChunks>(std::move(submit.chunks),
+                                                        std::move(submit.chunk_sizes));
   job->sink = std::make_unique<RelaySink>(
       chunks, [this, owner, pool_id = submit.pool, job_id = submit.job](wire::JobChunk event) {
         event.pool = pool_id;
@@ -326,4 +326,4 @@ void Master::nested_process_ended_locked(const ProcessState& process) {
   }
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

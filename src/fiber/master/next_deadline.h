@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <optional>
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 class NextDeadline {
  public:
@@ -34,4 +34,4 @@ class NextDeadline {
   std::atomic<int64_t> next_ns_{INT64_MAX};
 };
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

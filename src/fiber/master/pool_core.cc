@@ -10,7 +10,7 @@
 #include "fiber/wire/pool_messages.h"
 #include "fiber/worker/pool_worker.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 // Ending before ever becoming ready this many times in a row per worker slot means starting
@@ -37,10 +37,10 @@ PoolCore::PoolCore(PoolHost& host, uint64_t id, PoolSettings settings)
     : host_(host),
       id_(id),
       settings_(std::move(settings)),
-      callbacks_([this] { return host_.lock(); }) {
+      callbacks_(std::make_shared<CallbackRunner>([this] { return host_.lock(); })) {
   if (settings_.initializer) {
     serial::Writer writer;
-    save_task(writer, *settings_.initializer);
+    detail::save_task(writer, *settings_.initializer);
     initializer_bytes_ = writer.take();
   }
 }
@@ -51,7 +51,7 @@ void PoolCore::start_workers_locked() {
 
 void PoolCore::launch_worker_locked() {
   auto process = host_.new_process_locked(
-      make_task(pool_worker_main, id_, initializer_bytes_, settings_.maxtasksperchild),
+      detail::make_task(pool_worker_main, id_, initializer_bytes_, settings_.maxtasksperchild),
       "PoolWorker");
   process->pool = id_;
   process->cores = std::max(1, settings_.cpus_per_worker);
@@ -128,7 +128,7 @@ int PoolCore::starting_workers_locked() const {
 bool PoolCore::work_may_come_locked() const {
   return state_ == State::kRunning || !backlog_.empty() || !in_flight_.empty() ||
          std::any_of(sources_.begin(), sources_.end(),
-                     [](const std::shared_ptr<Job>& job) { return !job->inputs_done; });
+                     [](const std::shared_ptr<detail::Job>& job) { return !job->inputs_done; });
 }
 
 bool PoolCore::short_for_good_locked() const {
@@ -141,7 +141,7 @@ int PoolCore::ready_workers_locked() const {
   }));
 }
 
-void PoolCore::submit_locked(const std::shared_ptr<Job>& job) {
+void PoolCore::submit_locked(const std::shared_ptr<detail::Job>& job) {
   if (state_ == State::kTerminated)
     throw UsageError("the Pool was terminated: no new tasks can be submitted");
   if (state_ == State::kClosed)
@@ -156,6 +156,7 @@ void PoolCore::submit_locked(const std::shared_ptr<Job>& job) {
         4 * workers * static_cast<uint64_t>(std::max(1, settings_.tasks_in_flight_per_worker)));
     job->window_items = chunks * job->chunksize;
   }
+  CallbackRunner::attach(callbacks_, *job);
   sources_.push_back(job);
   dispatch_locked();
 }
@@ -220,7 +221,7 @@ void PoolCore::on_result(const ProcessState& process, wire::PoolResult result_me
     if (--worker->second.in_flight == 0) worker->second.idle_since = host_.now();
   }
 
-  ChunkOutcome result;
+  detail::ChunkOutcome result;
   if (result_message.outcome == PoolOutcome::kResults) {
     const double compute_us = static_cast<double>(result_message.compute_ns()) / 1000.0;
     mean_compute_us_ =
@@ -250,13 +251,14 @@ void PoolCore::on_started(const ProcessState& process, const wire::PoolStarted& 
   if (worker != workers_.end()) worker->second.front_started = true;
 }
 
-void PoolCore::complete_chunk(Job& job, const Job::Made& chunk, ChunkOutcome outcome) {
+void PoolCore::complete_chunk(detail::Job& job, const detail::Job::Made& chunk,
+                              detail::ChunkOutcome outcome) {
   if (job.complete(chunk, std::move(outcome))) schedule_callbacks_locked(job);
 }
 
-void PoolCore::schedule_callbacks_locked(Job& job) { callbacks_.schedule_locked(job); }
+void PoolCore::schedule_callbacks_locked(detail::Job& job) { callbacks_->schedule_locked(job); }
 
-void PoolCore::stop_callbacks() { callbacks_.stop(); }
+void PoolCore::stop_callbacks() { callbacks_->stop(); }
 
 void PoolCore::on_worker_ended(const std::shared_ptr<ProcessState>& process) {
   auto it = workers_.find(process->id);
@@ -279,7 +281,7 @@ void PoolCore::on_worker_ended(const std::shared_ptr<ProcessState>& process) {
     in_flight_.erase(id);
     if (state_ == State::kTerminated) continue;
     if (id == running && ++task.attempts > settings_.max_task_retries) {
-      ChunkOutcome outcome;
+      detail::ChunkOutcome outcome;
       outcome.error = std::make_exception_ptr(WorkerLost(
           "a task was lost " + std::to_string(task.attempts) +
           " times with the worker running it (last: " + describe_worker(*process) + " " +
@@ -350,7 +352,7 @@ void PoolCore::on_worker_ended(const std::shared_ptr<ProcessState>& process) {
 
 void PoolCore::fail_all_locked(const std::exception_ptr& error) {
   for (auto& task : backlog_) {
-    ChunkOutcome outcome;
+    detail::ChunkOutcome outcome;
     outcome.error = error;
     complete_chunk(*task.job, task.chunk, std::move(outcome));
   }
@@ -360,7 +362,7 @@ void PoolCore::fail_all_locked(const std::exception_ptr& error) {
     if (job->end_inputs(error)) schedule_callbacks_locked(*job);
   sources_.clear();
   for (auto& [id, task] : in_flight_) {
-    ChunkOutcome outcome;
+    detail::ChunkOutcome outcome;
     outcome.error = error;
     complete_chunk(*task.job, task.chunk, std::move(outcome));
   }
@@ -422,4 +424,4 @@ void PoolCore::terminate_locked() {
   for (auto& process : to_kill) host_.terminate_locked(process, SIGTERM);
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -28,7 +28,7 @@
 #include "fiber/wire/pool_messages.h"
 #include "fiber/wire/task_message.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 class PoolCore {
  public:
@@ -46,7 +46,7 @@ class PoolCore {
   void start_workers_locked();
   /// Queues a job, whose inputs are read as workers have room for them; throws UsageError after
   /// close/terminate.
-  void submit_locked(const std::shared_ptr<Job>& job);
+  void submit_locked(const std::shared_ptr<detail::Job>& job);
   /// No more submissions; workers leave once the backlog is done.
   void close_locked();
   /// Fails everything outstanding with TerminatedError and stops the workers now.
@@ -70,7 +70,7 @@ class PoolCore {
   /// Why no task can run any more (every worker failed to start, or the initializer threw).
   const std::string& broken_locked() const { return broken_; }
   /// Queues a job's callbacks for the callback thread.
-  void schedule_callbacks_locked(Job& job);
+  void schedule_callbacks_locked(detail::Job& job);
 
   /// A worker of a joining job is idle: grow by one worker onto it. False when this pool does not
   /// take joined workers (closed, or Options::take_joined_workers off).
@@ -98,9 +98,9 @@ class PoolCore {
   enum class State { kRunning, kClosed, kTerminated };
   struct Task {
     uint64_t id = 0;
-    std::shared_ptr<Job> job;
-    Job::Made chunk;
-    Bytes payload;
+    std::shared_ptr<detail::Job> job;
+    detail::Job::Made chunk;
+    detail::Bytes payload;
     int attempts = 0;
     uint64_t worker = 0;  ///< Process id of the worker holding it.
     uint64_t sent = 0;    ///< Send order: a worker runs its chunks in this order.
@@ -145,20 +145,21 @@ class PoolCore {
   void fail_unsent_locked(Worker& worker, const std::vector<uint64_t>& tasks,
                           const std::string& why);
   void release_idle_workers_locked();
-  void complete_chunk(Job& job, const Job::Made& chunk, ChunkOutcome outcome);
+  void complete_chunk(detail::Job& job, const detail::Job::Made& chunk,
+                      detail::ChunkOutcome outcome);
   void fail_all_locked(const std::exception_ptr& error);
   int tasks_in_flight_limit() const;
 
   PoolHost& host_;
   const uint64_t id_;
   PoolSettings settings_;
-  Bytes initializer_bytes_;
+  detail::Bytes initializer_bytes_;
   State state_ = State::kRunning;
   std::string broken_;
   uint64_t next_task_ = 1;
   uint64_t sends_ = 0;
-  std::deque<Task> backlog_;                  ///< Chunks to send again (their worker was lost).
-  std::deque<std::shared_ptr<Job>> sources_;  ///< Jobs still reading inputs, oldest first.
+  std::deque<Task> backlog_;  ///< Chunks to send again (their worker was lost).
+  std::deque<std::shared_ptr<detail::Job>> sources_;  ///< Jobs still reading inputs, oldest first.
   std::unordered_map<uint64_t, Task> in_flight_;
   std::map<uint64_t, Worker> workers_;      ///< By process id.
   int failed_starts_ = 0;                   ///< Workers in a row that ended before becoming ready.
@@ -178,7 +179,7 @@ class PoolCore {
   bool flushing_ = false;  ///< Inside flush_sends_locked.
   int pause_depth_ = 0;    ///< Chunks per worker while a traffic pause is covered.
 
-  CallbackRunner callbacks_;
+  std::shared_ptr<CallbackRunner> callbacks_;
 };
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -11,7 +11,7 @@
 #include "fiber/wire/pool_messages.h"
 #include "fiber/wire/task_message.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 // Work queued per worker beyond the running chunk, in expected run time.
@@ -41,7 +41,7 @@ bool PoolCore::next_task_locked(Task& task) {
     return true;
   }
   for (auto it = sources_.begin(); it != sources_.end();) {
-    Job& job = **it;
+    detail::Job& job = **it;
     if (job.inputs_done) {
       it = sources_.erase(it);
       continue;
@@ -53,7 +53,7 @@ bool PoolCore::next_task_locked(Task& task) {
       continue;
     }
     bool became_ready = false;
-    Bytes payload;
+    detail::Bytes payload;
     const auto made = job.make_chunk(payload, became_ready);
     if (became_ready) schedule_callbacks_locked(job);
     if (!made) continue;  // its inputs ended: dropped on the next turn
@@ -87,7 +87,7 @@ size_t PoolCore::chunks_waiting_locked() const {
 }
 
 bool PoolCore::inputs_pending_locked() {
-  std::erase_if(sources_, [](const std::shared_ptr<Job>& job) { return job->inputs_done; });
+  std::erase_if(sources_, [](const std::shared_ptr<detail::Job>& job) { return job->inputs_done; });
   return !backlog_.empty() || !sources_.empty();
 }
 
@@ -273,7 +273,7 @@ void PoolCore::flush_sends_locked() {
       for (; next < unsent.size(); ++next) {
         auto task = in_flight_.find(unsent[next]);
         if (task == in_flight_.end()) continue;  // failed meanwhile
-        const Bytes& payload = task->second.payload;
+        const detail::Bytes& payload = task->second.payload;
         if (!batch.empty() && message.size() + kTaskChunkOverhead + payload.size() > kMessageBytes)
           break;
         if (payload.size() > kMaxChunkBytes) {
@@ -309,10 +309,10 @@ void PoolCore::fail_unsent_locked(Worker& worker, const std::vector<uint64_t>& t
     in_flight_.erase(found);
     --worker.in_flight;
     worker.bytes_in_flight -= task.payload.size();
-    ChunkOutcome outcome;
+    detail::ChunkOutcome outcome;
     outcome.error = std::make_exception_ptr(Error(why));
     complete_chunk(*task.job, task.chunk, std::move(outcome));
   }
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -7,7 +7,7 @@
 
 #include "fiber/master/process_host.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 class PoolHost : public ProcessHost {
  public:
@@ -19,4 +19,4 @@ class PoolHost : public ProcessHost {
   virtual std::unique_lock<std::mutex> lock() = 0;
 };
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -12,12 +12,12 @@
 #include "fiber/master/process_state.h"
 #include "fiber/wire/outgoing.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 class ProcessHost {
  public:
   virtual ~ProcessHost() = default;
-  virtual std::shared_ptr<ProcessState> new_process_locked(TaskSpec task,
+  virtual std::shared_ptr<ProcessState> new_process_locked(detail::TaskSpec task,
                                                            const std::string& name_prefix) = 0;
   virtual void start_process_locked(const std::shared_ptr<ProcessState>& process) = 0;
   /// `signal` (SIGTERM or SIGKILL) for a running process; a pending one ends at once.
@@ -27,4 +27,4 @@ class ProcessHost {
   virtual std::chrono::steady_clock::time_point now() const = 0;
 };
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -8,7 +8,7 @@
 
 #include "fiber/invoke.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 /// The process id of the master itself (its queue operations, current_process()).
 inline constexpr uint64_t kMasterId = 0;
@@ -21,7 +21,7 @@ struct Slot;
 struct ProcessState {
   uint64_t id = 0;
   std::string name;
-  TaskSpec task;
+  detail::TaskSpec task;
   bool daemon = false;
   ProcessStatus status = ProcessStatus::kCreated;
   std::optional<int> exitcode;
@@ -55,4 +55,4 @@ std::string describe(const ProcessState& process);
 /// with its worker's account when there is one ("... exited with code 1 (uncaught ...)").
 std::string describe_exit(const ProcessState& process, std::optional<int> code);
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

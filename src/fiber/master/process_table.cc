@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 std::string describe(const ProcessState& process) {
   return process.name + " (pid " + std::to_string(process.pid) + ")";
@@ -16,7 +16,8 @@ std::string describe_exit(const ProcessState& process, std::optional<int> code) 
   return describe(process) + " exited with code " + std::to_string(*code) + account;
 }
 
-std::shared_ptr<ProcessState> ProcessTable::create(TaskSpec task, const std::string& name_prefix) {
+std::shared_ptr<ProcessState> ProcessTable::create(detail::TaskSpec task,
+                                                   const std::string& name_prefix) {
   auto state = std::make_shared<ProcessState>();
   state->id = next_process_id_++;
   state->name = name_prefix + "-" + std::to_string(state->id);
@@ -115,4 +116,4 @@ int ProcessTable::spawn_wanted(int coming, bool keep_processes_ahead,
   return wanted;
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -15,7 +15,7 @@
 #include "fiber/master/slot.h"
 #include "fiber/runtime/settings.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 class ProcessTable {
  public:
@@ -26,7 +26,7 @@ class ProcessTable {
 
   // ---- Processes ----
   /// A new process named "<prefix>-<id>".
-  std::shared_ptr<ProcessState> create(TaskSpec task, const std::string& name_prefix);
+  std::shared_ptr<ProcessState> create(detail::TaskSpec task, const std::string& name_prefix);
   /// Started and not ended, by id.
   std::map<uint64_t, std::shared_ptr<ProcessState>>& children() { return children_; }
   /// Started, waiting for a slot, in start order.
@@ -71,4 +71,4 @@ class ProcessTable {
   Slots slots_;
 };
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

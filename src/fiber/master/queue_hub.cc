@@ -4,7 +4,7 @@
 
 #include "fiber/errors.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 uint64_t QueueHub::create(bool pipe_channel, bool joinable, uint64_t maxsize) {
   const uint64_t id = next_id_++;
@@ -241,4 +241,4 @@ std::optional<QueueHub::Clock::time_point> QueueHub::expire(Clock::time_point no
   return next;
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -18,7 +18,7 @@
 #include "fiber/master/process_state.h"
 #include "fiber/wire/message_kind.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 /// Not thread-safe: the runtime calls it under its own lock.
 class QueueHub {
@@ -110,4 +110,4 @@ class QueueHub {
   std::unordered_map<uint64_t, Queue> queues_;
 };
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

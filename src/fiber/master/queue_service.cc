@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <memory>
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 uint64_t QueueService::queue_create(bool pipe_channel, bool joinable, uint64_t maxsize) {
   auto lock = engine_.lock();
@@ -199,4 +199,4 @@ void QueueService::expire(Clock::time_point now) {
   engine_.notify_locked();
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

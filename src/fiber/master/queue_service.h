@@ -15,7 +15,7 @@
 #include "fiber/runtime/queue_access.h"
 #include "fiber/wire/queue_messages.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 class QueueService final : public QueueAccess {
  public:
@@ -55,4 +55,4 @@ class QueueService final : public QueueAccess {
   NextDeadline next_deadline_;
 };
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

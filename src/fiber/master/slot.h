@@ -11,7 +11,7 @@
 #include "fiber/master/process_state.h"
 #include "fiber/runtime/link.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 /// Guarded by the runtime's lock.
 struct Slot {
@@ -53,4 +53,4 @@ struct Slot {
   bool static_rank() const noexcept { return !link->spawned && !link->connected; }
 };
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -9,7 +9,7 @@
 #include "mpi_bridge/launch_environment.h"
 #include "mpi_bridge/spawn.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 Spawner::Spawner(const Settings& settings, ProgressEngine& engine, SpawnerHost& host)
     : settings_(settings), engine_(engine), host_(host) {}
 
@@ -169,4 +169,4 @@ bool Spawner::stop() {
   }
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

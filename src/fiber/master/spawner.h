@@ -17,7 +17,7 @@
 #include "fiber/runtime/settings.h"
 #include "fiber/spawn_options.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 /// What the spawner needs of the master. Everything is called with the runtime's lock held.
 class SpawnerHost {
@@ -87,4 +87,4 @@ class Spawner {
   std::chrono::microseconds typical_pause_{500'000};
 };
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

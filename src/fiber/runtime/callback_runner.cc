@@ -4,18 +4,27 @@
 #include <cstdio>
 #include <exception>
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 CallbackRunner::~CallbackRunner() {
   if (thread_.joinable()) thread_.detach();
 }
 
-void CallbackRunner::schedule_locked(Job& job) {
-  if (job.on_ready.empty()) return;
+bool CallbackRunner::schedule_locked(detail::Job& job) {
+  if (stopping_) return false;
+  if (job.on_ready.empty()) return true;
   for (auto& callback : job.on_ready) queue_.push_back(std::move(callback));
   job.on_ready.clear();
-  if (!thread_.joinable() && !stopping_) thread_ = std::thread([this] { loop(); });
+  if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
   cv_.notify_one();
+  return true;
+}
+
+void CallbackRunner::attach(const std::shared_ptr<CallbackRunner>& runner, detail::Job& job) {
+  job.run_ready_callbacks = [weak = std::weak_ptr<CallbackRunner>(runner)](detail::Job& ready) {
+    const auto alive = weak.lock();
+    return alive && alive->schedule_locked(ready);
+  };
 }
 
 void CallbackRunner::loop() {
@@ -51,4 +60,4 @@ void CallbackRunner::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -6,12 +6,13 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 
 #include "fiber/detail/job.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 class CallbackRunner {
  public:
@@ -22,8 +23,12 @@ class CallbackRunner {
   CallbackRunner& operator=(const CallbackRunner&) = delete;
   ~CallbackRunner();
 
-  /// Queues `job`'s callbacks (they leave the job); with the lock held.
-  void schedule_locked(Job& job);
+  /// Queues `job`'s callbacks (they leave the job); with the lock held. False once stopped: the
+  /// callbacks stay in the job.
+  bool schedule_locked(detail::Job& job);
+  /// Makes `runner` the one that runs `job`'s callbacks registered after it became ready
+  /// (detail::Job::run_ready_callbacks), for as long as `runner` lives.
+  static void attach(const std::shared_ptr<CallbackRunner>& runner, detail::Job& job);
   /// Runs what is queued, then ends the thread. Without the lock; later schedules run nothing.
   void stop();
 
@@ -37,4 +42,4 @@ class CallbackRunner {
   bool stopping_ = false;
 };
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

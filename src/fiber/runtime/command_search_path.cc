@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <sstream>
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 std::string command_search_path() {
   if (const char* path = std::getenv("PATH")) return path;
@@ -30,4 +30,4 @@ std::string command_search_path_after(const std::string& first) {
   return rest.empty() ? first : first + ":" + rest;
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

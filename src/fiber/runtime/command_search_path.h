@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 /// PATH's value; where PATH is unset, the system's default search path (confstr(_CS_PATH)),
 /// empty if the system names none. A set but empty PATH stays empty.
@@ -18,4 +18,4 @@ std::vector<std::string> command_search_folders();
 /// `first`, then command_search_path(): a PATH value that looks in `first` before the rest.
 std::string command_search_path_after(const std::string& first);
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

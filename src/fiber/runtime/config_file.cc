@@ -20,7 +20,7 @@
 #include "fiber/errors.h"
 #include "fiber/runtime/log.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 namespace fs = std::filesystem;
@@ -706,4 +706,4 @@ std::string config_value_text(const Config& config, const std::string& key) {
   return out.c_str();
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -13,7 +13,7 @@
 
 #include "fiber/init.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 /// Reads one environment variable: its value, or nothing when it is not set.
 using EnvironmentLookup = std::function<std::optional<std::string>(const std::string& name)>;
@@ -71,4 +71,4 @@ std::string config_environment_variable(const std::string& key);
 /// "[a, b]", "{A: 1}"); throws std::out_of_range for an unknown key.
 std::string config_value_text(const Config& config, const std::string& key);
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -13,7 +13,7 @@
 #include <fstream>
 #include <string>
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 std::atomic<pid_t> g_launcher{0};
@@ -201,4 +201,4 @@ int run_reporting_exit_status(const std::vector<std::string>& command, const std
   return 1;
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 /// The variable naming the file the program's master reports its exit status in.
 inline constexpr const char* kExitStatusFileVariable = "FIBER_EXIT_STATUS_FILE";
@@ -49,4 +49,4 @@ int run_reporting_exit_status(const std::vector<std::string>& command, const std
                               const std::string& program,
                               const ExitReportExpectation& expectation = {});
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 constexpr const char* kHooks[] = {"FIBER_FAULT_DROP_MESSAGE", "FIBER_FAULT_LINGER_MS",
@@ -48,4 +48,4 @@ std::optional<std::chrono::seconds> finalize_watchdog_override() {
   return std::chrono::seconds(std::max(1, std::atoi(seconds)));
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -14,7 +14,7 @@
 #include <optional>
 #include <string>
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 /// The FIBER_FAULT_* variables set in this process ("FIBER_FAULT_LINGER_MS=500 ..."), empty
 /// when none is.
@@ -31,4 +31,4 @@ std::chrono::milliseconds linger_after_last_message();
 /// unset.
 std::optional<std::chrono::seconds> finalize_watchdog_override();
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

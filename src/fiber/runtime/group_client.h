@@ -10,7 +10,7 @@
 
 #include "fiber/runtime/link.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 class GroupClient {
  public:
@@ -33,4 +33,4 @@ class GroupClient {
   virtual void release() = 0;
 };
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -1,6 +1,6 @@
 #include "fiber/runtime/launch_recipe.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 // PMIx's process sensors (file, heartbeat) watch nothing unless a program asks PMIx to monitor
@@ -144,4 +144,4 @@ std::vector<std::string> root_variables(MpiFamily family) {
   return {};
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

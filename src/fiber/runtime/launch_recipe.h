@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 /// The MPI implementations fibermpi knows, by the launch behaviour that sets them apart.
 enum class MpiFamily {
@@ -59,4 +59,4 @@ std::vector<std::string> mpirun_options(MpiFamily family, bool as_root);
 /// prte); none for MPICH.
 std::vector<std::string> root_variables(MpiFamily family);
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -7,7 +7,7 @@
 
 #include "mpi_bridge/communicator.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 using Clock = std::chrono::steady_clock;
 
@@ -31,4 +31,4 @@ struct Link {
   int next_rank = 0;               ///< With by_rank: where the next pass starts.
 };
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

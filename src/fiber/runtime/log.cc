@@ -13,7 +13,7 @@
 #include <ctime>
 #include <mutex>
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 struct Sink {
@@ -163,4 +163,4 @@ void log_line(LogLevel level, const char* format, ...) {
     write_fully(file, line.data(), line.size());
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -12,7 +12,7 @@
 #include <cstddef>
 #include <string>
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 enum class LogLevel { kDebug, kInfo, kWarning, kError, kOff };
 
@@ -38,11 +38,12 @@ bool log_enabled(LogLevel level);
 void log_line(LogLevel level, const char* format, ...) __attribute__((format(printf, 2, 3)));
 
 #define FIBER_LOG_DEBUG(...) \
-  ::fiber::detail::log_line(::fiber::detail::LogLevel::kDebug, __VA_ARGS__)
-#define FIBER_LOG_INFO(...) ::fiber::detail::log_line(::fiber::detail::LogLevel::kInfo, __VA_ARGS__)
+  ::fiber::internal::log_line(::fiber::internal::LogLevel::kDebug, __VA_ARGS__)
+#define FIBER_LOG_INFO(...) \
+  ::fiber::internal::log_line(::fiber::internal::LogLevel::kInfo, __VA_ARGS__)
 #define FIBER_LOG_WARNING(...) \
-  ::fiber::detail::log_line(::fiber::detail::LogLevel::kWarning, __VA_ARGS__)
+  ::fiber::internal::log_line(::fiber::internal::LogLevel::kWarning, __VA_ARGS__)
 #define FIBER_LOG_ERROR(...) \
-  ::fiber::detail::log_line(::fiber::detail::LogLevel::kError, __VA_ARGS__)
+  ::fiber::internal::log_line(::fiber::internal::LogLevel::kError, __VA_ARGS__)
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

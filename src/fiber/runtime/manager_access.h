@@ -13,7 +13,7 @@
 #include "fiber/wire/manager_messages.h"
 #include "fiber/wire/message_kind.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 /// What an operation on a shared object ended with.
 struct ObjectResult {
@@ -36,10 +36,11 @@ class ManagerAccess {
  public:
   virtual ~ManagerAccess() = default;
   /// A new shared object: kValue with its id, or kError with what creating it threw.
-  virtual ObjectResult object_create(ObjectType type, std::vector<std::byte> payload) = 0;
+  virtual ObjectResult object_create(detail::ObjectType type, std::vector<std::byte> payload) = 0;
   /// Runs `op` on `object`, waiting at most `timeout` where the operation waits (none: no limit).
-  virtual ObjectResult object_call(uint64_t object, ObjectOp op, std::vector<std::byte> args,
+  virtual ObjectResult object_call(uint64_t object, detail::ObjectOp op,
+                                   std::vector<std::byte> args,
                                    std::optional<std::chrono::microseconds> timeout) = 0;
 };
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -9,7 +9,7 @@
 
 #include "fiber/detail/job.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 class PoolClient {
  public:
@@ -21,7 +21,7 @@ class PoolClient {
   virtual void resize(int processes) = 0;
   virtual std::vector<int> worker_pids() = 0;
   /// Queues a job (its inputs in its source); throws UsageError after close or terminate.
-  virtual void submit(const std::shared_ptr<Job>& job) = 0;
+  virtual void submit(const std::shared_ptr<detail::Job>& job) = 0;
   virtual void close() = 0;
   virtual void terminate() = 0;
   /// Waits until every worker has left; UsageError while the pool still takes tasks.
@@ -30,4 +30,4 @@ class PoolClient {
   virtual void release() = 0;
 };
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -8,12 +8,12 @@
 
 #include "fiber/invoke.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 /// How a pool is made; see fiber::Pool::Options for the meaning.
 struct PoolSettings {
   int processes = 0;
-  std::optional<TaskSpec> initializer;
+  std::optional<detail::TaskSpec> initializer;
   uint64_t maxtasksperchild = 0;
   int tasks_in_flight_per_worker = 16;
   bool cover_spawn_pauses = true;
@@ -33,4 +33,4 @@ struct PoolSettings {
   int gpus_per_worker = 0;
 };
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

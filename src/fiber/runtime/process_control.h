@@ -11,13 +11,13 @@
 #include "fiber/master/process_state.h"
 #include "fiber/runtime/link.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 class ProcessControl {
  public:
   virtual ~ProcessControl() = default;
   /// The state of a new, unstarted Process of this process.
-  virtual std::shared_ptr<ProcessState> new_process(TaskSpec task) = 0;
+  virtual std::shared_ptr<ProcessState> new_process(detail::TaskSpec task) = 0;
   /// Starts it; throws UsageError when it was started before.
   virtual void start_process(const std::shared_ptr<ProcessState>& process) = 0;
   /// Ends it with `signal` (SIGTERM or SIGKILL), in band: the worker raises it once it knows the
@@ -32,4 +32,4 @@ class ProcessControl {
   virtual std::vector<std::shared_ptr<ProcessState>> live_children() = 0;
 };
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -4,8 +4,8 @@
 
 #include <cerrno>
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 bool process_gone(pid_t pid) { return pid > 0 && ::kill(pid, 0) == -1 && errno == ESRCH; }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

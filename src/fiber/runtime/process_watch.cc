@@ -10,7 +10,7 @@
 
 #include "fiber/runtime/process_presence.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 // A pidfd for `pid`, or -1 (errno says why: ESRCH when it has already ended).
@@ -107,4 +107,4 @@ size_t ProcessWatch::watched_by_pidfd() const {
   return count;
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <unordered_map>
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 class ProcessWatch {
  public:
@@ -44,4 +44,4 @@ class ProcessWatch {
   std::unordered_map<int, Watched> watched_;
 };
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -13,7 +13,7 @@
 
 #include "fiber/runtime/log.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 struct ProgressDisplay::State {
   size_t total = 0;
@@ -144,4 +144,4 @@ bool progress_asked_by_environment() {
          std::strcmp(value, "on") == 0 || std::strcmp(value, "yes") == 0;
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 class ProgressDisplay {
  public:
@@ -45,4 +45,4 @@ class ProgressDisplay {
 /// True when FIBER_PROGRESS asks every pool for a progress display ("1", "true", "on").
 bool progress_asked_by_environment();
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -9,7 +9,7 @@
 #include "fiber/runtime/log.h"
 #include "mpi_bridge/failure_notice.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 // Sleeps of a few microseconds are otherwise stretched by the default 50 us timer slack.
@@ -426,4 +426,4 @@ void ProgressEngine::clear_links() {
   incoming_links_.clear();
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -23,7 +23,7 @@
 #include "mpi_bridge/doorbell.h"
 #include "mpi_bridge/transport.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 /// What makes sense of the messages one process receives.
 class MessageSink {
@@ -167,4 +167,4 @@ class ProgressEngine {
   Clock::time_point receiving_since_{};
 };
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

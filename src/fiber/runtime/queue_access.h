@@ -11,7 +11,7 @@
 
 #include "fiber/wire/message_kind.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 /// Result of a queue get or poll.
 struct QueueResult {
@@ -38,4 +38,4 @@ class QueueAccess {
   virtual void queue_close(uint64_t queue) = 0;
 };
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

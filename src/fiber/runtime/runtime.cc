@@ -33,7 +33,7 @@
 #include "mpi_bridge/launch_environment.h"
 #include "mpi_bridge/rendezvous.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 // Never destroyed: the exit handler, a detached spawner stuck in MPI and late signal handlers may
@@ -92,7 +92,7 @@ void exit_if_finalize_hangs(std::chrono::seconds limit, int status, bool worker_
 [[noreturn]] void run_under_own_launcher(const std::vector<std::string>& launcher, int argc,
                                          char** argv) {
   std::vector<std::string> words = launcher;
-  words.push_back(ModuleTable::program_path());
+  words.push_back(detail::ModuleTable::program_path());
   for (int i = 1; i < argc; ++i) words.emplace_back(argv[i]);
   // Its own report, where `fibermpi run` or a launcher pod waits for one, is the program's.
   const char* outer = std::getenv(kExitStatusFileVariable);
@@ -193,7 +193,8 @@ void Runtime::begin(int& argc, char**& argv, const Config&) {
   bridge::Environment::initialize(&argc, &argv);
   if (pod && pod->role == KubernetesPod::Role::kWorker)
     find_launcher(*pod, settings_.pod_start_timeout);
-  if (settings_.spawn.executable.empty()) settings_.spawn.executable = ModuleTable::program_path();
+  if (settings_.spawn.executable.empty())
+    settings_.spawn.executable = detail::ModuleTable::program_path();
   settings_.spawn.env.emplace_back("FIBER_WORKER", "1");
   for (int i = 1; i < argc; ++i) settings_.spawn.args.emplace_back(argv[i]);
 
@@ -476,22 +477,22 @@ void Runtime::finalize(bool mpi_quiet, bool worker_lost, int status, int hold_wh
   bridge::Environment::finalize(/*always=*/worker_ != nullptr);
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal
 
 namespace fiber {
 
-void init(int& argc, char**& argv, Config config) { detail::Runtime::start(argc, argv, config); }
+void init(int& argc, char**& argv, Config config) { internal::Runtime::start(argc, argv, config); }
 
-bool is_initialized() { return detail::Runtime::exists(); }
+bool is_initialized() { return internal::Runtime::exists(); }
 
-std::string listen() { return detail::Runtime::instance().listen(); }
+std::string listen() { return internal::Runtime::instance().listen(); }
 
 void shutdown() {
-  if (detail::Runtime::exists()) detail::Runtime::instance().shutdown();
+  if (internal::Runtime::exists()) internal::Runtime::instance().shutdown();
 }
 
 void set_executable(const std::string& path) {
-  detail::Runtime::instance()
+  internal::Runtime::instance()
       .master("fiber::set_executable can only be called in the master process")
       .set_executable(path);
 }

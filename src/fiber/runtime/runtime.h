@@ -17,7 +17,7 @@
 #include "fiber/runtime/settings.h"
 #include "fiber/runtime/shared_output.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 class GroupClient;
 class JoinTurns;
@@ -121,4 +121,4 @@ class Runtime {
   bool pending_quiet_ = false;
 };
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

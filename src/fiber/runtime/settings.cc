@@ -5,7 +5,7 @@
 #include "fiber/errors.h"
 #include "fiber/runtime/fault_injection.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 Settings Settings::from(const Config& config) {
   std::error_code error;
@@ -36,4 +36,4 @@ Settings Settings::from(const Config& config, const EnvironmentLookup& environme
   return settings;
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -11,7 +11,7 @@
 #include "fiber/runtime/config_file.h"
 #include "fiber/spawn_options.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 // The fields of fiber::Config (see init.h for their meaning and defaults) from the configuration
 // file, the FIBER_* variables and the program's Config, checked; plus the fixed ones below.
@@ -54,4 +54,4 @@ struct Settings : Config {
                        const std::filesystem::path& working_directory);
 };
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -16,7 +16,7 @@
 #include <system_error>
 #include <vector>
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 // The descriptors shared, and the bit of each in the byte that comes with them.
@@ -172,4 +172,4 @@ bool adopt_shared_output(const std::string& address_name) {
   return adopted;
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

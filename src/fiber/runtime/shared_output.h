@@ -11,7 +11,7 @@
 #include <string>
 #include <thread>
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 /// The environment variable that gives a spawned worker the master's socket.
 inline constexpr const char kSharedOutputVariable[] = "FIBER_OUTPUT_SOCKET";
@@ -44,4 +44,4 @@ class SharedOutput {
 /// (a worker on another host) or refuses.
 bool adopt_shared_output(const std::string& address);
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

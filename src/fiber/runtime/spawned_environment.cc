@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 std::vector<std::string> environment_as_arguments(
     const std::vector<std::pair<std::string, std::string>>& environment) {
@@ -31,4 +31,4 @@ void take_environment_arguments(int& argc, char**& argv) {
   argc -= taken;
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

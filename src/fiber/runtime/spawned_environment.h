@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 /// The word that comes before each NAME=VALUE entry on a spawned child's command line.
 inline constexpr const char kEnvironmentArgument[] = "--fibermpi-env";
@@ -22,4 +22,4 @@ std::vector<std::string> environment_as_arguments(
 /// only. An entry without '=' or with an empty name is left in place, untouched.
 void take_environment_arguments(int& argc, char**& argv);
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

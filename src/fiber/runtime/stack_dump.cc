@@ -18,7 +18,7 @@
 
 extern char** environ;
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 // The parent of every process, from /proc/PID/stat (the field after the command, which may hold
@@ -129,4 +129,4 @@ void dump_process_tree_stacks(const std::string& why) {
   std::fflush(stderr);
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -7,7 +7,7 @@
 
 #include <string>
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 /// True when FIBER_STACKS_WHEN_STUCK is set to 1.
 bool stacks_wanted_when_stuck();
@@ -21,4 +21,4 @@ bool stacks_wanted_when_stuck();
 /// is not gdb's ancestor, and gdb says "ptrace: Operation not permitted" for it).
 void dump_process_tree_stacks(const std::string& why);
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -15,7 +15,7 @@
 
 #include "fiber/errors.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 std::string bytes_text(double bytes) {
@@ -299,4 +299,4 @@ NodeCpus parse_slurm_cpus_per_node(const std::string& text) {
   return cpus;
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -12,7 +12,7 @@
 
 #include "fiber/runtime/config_file.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 /// One pool's request.
 struct WorkerRequest {
@@ -20,14 +20,14 @@ struct WorkerRequest {
   std::string who = {};
   int processes = 1;
   int cpus = 0;         ///< Cores per worker; 0 asks for nothing in particular.
-  uint64_t memory = 0;  ///< Bytes per worker; 0 asks for nothing in particular.
+  uint64_t memory = 0;  ///< detail::Bytes per worker; 0 asks for nothing in particular.
   int gpus = 0;
 };
 
 /// What this machine has (for a program run without a batch system or Kubernetes).
 struct MachineFacts {
   int cores = 0;
-  uint64_t memory = 0;  ///< Bytes: physical memory, or the cgroup's limit when lower.
+  uint64_t memory = 0;  ///< detail::Bytes: physical memory, or the cgroup's limit when lower.
   int gpus = 0;
 };
 
@@ -67,4 +67,4 @@ struct NodeCpus {
 };
 NodeCpus parse_slurm_cpus_per_node(const std::string& text);
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -2,7 +2,7 @@
 
 #include "fiber/errors.h"
 
-namespace fiber::detail::wire {
+namespace fiber::internal::wire {
 
 int GroupPlan::size() const {
   size_t members = 0;
@@ -67,4 +67,4 @@ GroupStop GroupStop::decode(const bridge::Received& in) {
                    serial::from_bytes<std::string>(in.payload)};
 }
 
-}  // namespace fiber::detail::wire
+}  // namespace fiber::internal::wire

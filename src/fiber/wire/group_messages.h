@@ -8,7 +8,7 @@
 
 #include "fiber/wire/outgoing.h"
 
-namespace fiber::detail::wire {
+namespace fiber::internal::wire {
 
 /// Master -> each member of an attempt, once all of them are placed: who the members are.
 /// Members that share an MPI world (the static world's ranks, one spawn batch, one joined job)
@@ -49,4 +49,4 @@ struct GroupStop {
   static GroupStop decode(const bridge::Received& in);
 };
 
-}  // namespace fiber::detail::wire
+}  // namespace fiber::internal::wire

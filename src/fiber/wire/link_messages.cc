@@ -1,6 +1,6 @@
 #include "fiber/wire/link_messages.h"
 
-namespace fiber::detail::wire {
+namespace fiber::internal::wire {
 
 Outgoing Hello::encode() const {
   Outgoing out(Kind::kHello);
@@ -80,4 +80,4 @@ Heartbeat Heartbeat::decode(const bridge::Received& in) {
   return Heartbeat{in.envelope.id, in.envelope.aux, serial::from_bytes<int64_t>(in.payload)};
 }
 
-}  // namespace fiber::detail::wire
+}  // namespace fiber::internal::wire

@@ -8,12 +8,12 @@
 
 #include "fiber/wire/outgoing.h"
 
-namespace fiber::detail::wire {
+namespace fiber::internal::wire {
 
 /// Worker -> master, its first message.
 struct Hello {
   uint32_t protocol = kProtocolVersion;
-  uint64_t module = 0;  ///< Identity of the worker's main executable (ModuleTable).
+  uint64_t module = 0;  ///< Identity of the worker's main executable (detail::ModuleTable).
   int pid = 0;
   std::string host;
   /// Its Kubernetes pod, "name/uid" (a replacement of the same name is another pod), or empty.
@@ -75,4 +75,4 @@ struct Goodbye {
   Outgoing encode() const { return Outgoing(Kind::kGoodbye); }
 };
 
-}  // namespace fiber::detail::wire
+}  // namespace fiber::internal::wire

@@ -1,6 +1,6 @@
 #include "fiber/wire/manager_messages.h"
 
-namespace fiber::detail::wire {
+namespace fiber::internal::wire {
 
 Outgoing ObjectCreate::encode() const {
   Outgoing out(Kind::kObjectCreate);
@@ -13,9 +13,9 @@ Outgoing ObjectCreate::encode() const {
 
 ObjectCreate ObjectCreate::decode(bridge::Received& in) {
   expect_kind(in, Kind::kObjectCreate);
-  const auto type = static_cast<ObjectType>(in.envelope.flags);
-  if (in.envelope.flags < static_cast<uint32_t>(ObjectType::kDict) ||
-      in.envelope.flags > static_cast<uint32_t>(ObjectType::kCondition))
+  const auto type = static_cast<detail::ObjectType>(in.envelope.flags);
+  if (in.envelope.flags < static_cast<uint32_t>(detail::ObjectType::kDict) ||
+      in.envelope.flags > static_cast<uint32_t>(detail::ObjectType::kCondition))
     throw ProtocolError("unknown shared object type " + std::to_string(in.envelope.flags));
   return ObjectCreate{in.envelope.id, type, std::move(in.payload)};
 }
@@ -44,4 +44,4 @@ ObjectCall ObjectCall::decode(bridge::Received& in) {
   return call;
 }
 
-}  // namespace fiber::detail::wire
+}  // namespace fiber::internal::wire

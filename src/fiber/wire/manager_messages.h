@@ -8,12 +8,12 @@
 #include "fiber/detail/object_ref.h"
 #include "fiber/wire/outgoing.h"
 
-namespace fiber::detail::wire {
+namespace fiber::internal::wire {
 
 /// Worker -> master: a new object of `type`; answered with its id (kValue).
 struct ObjectCreate {
   uint64_t request = 0;
-  ObjectType type = ObjectType::kDict;
+  detail::ObjectType type = detail::ObjectType::kDict;
   std::vector<std::byte> payload;
 
   Outgoing encode() const;
@@ -33,4 +33,4 @@ struct ObjectCall {
   static ObjectCall decode(bridge::Received& in);  ///< Takes the payload.
 };
 
-}  // namespace fiber::detail::wire
+}  // namespace fiber::internal::wire

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 /// Bumped whenever a message layout changes; checked at handshake.
 inline constexpr uint32_t kProtocolVersion = 13;
@@ -95,4 +95,4 @@ enum class QueueOp : uint32_t {
 /// "kPoolTask", for messages about a kind.
 const char* kind_name(uint32_t kind);
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

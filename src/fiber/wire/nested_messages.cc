@@ -2,16 +2,16 @@
 
 #include "fiber/errors.h"
 
-namespace fiber::detail::wire {
+namespace fiber::internal::wire {
 namespace {
 
-void save_task_with_queues(serial::Writer& writer, const TaskSpec& task) {
-  save_task(writer, task);
+void save_task_with_queues(serial::Writer& writer, const detail::TaskSpec& task) {
+  detail::save_task(writer, task);
   serial::save(writer, task.produces);
 }
 
-TaskSpec load_task_with_queues(serial::Reader& reader) {
-  TaskSpec task = load_task(reader);
+detail::TaskSpec load_task_with_queues(serial::Reader& reader) {
+  detail::TaskSpec task = detail::load_task(reader);
   serial::load(reader, task.produces);
   return task;
 }
@@ -229,7 +229,7 @@ PoolSubmit PoolSubmit::decode(bridge::Received& in) {
   serial::Reader reader(in.payload);
   submit.job = serial::read<uint64_t>(reader);
   submit.chunk_sizes = serial::read<std::vector<uint32_t>>(reader);
-  submit.chunks = serial::read<std::vector<Bytes>>(reader);
+  submit.chunks = serial::read<std::vector<detail::Bytes>>(reader);
   if (submit.chunks.size() != submit.chunk_sizes.size())
     throw ProtocolError("a job of " + std::to_string(submit.chunks.size()) + " chunks gives " +
                         std::to_string(submit.chunk_sizes.size()) + " chunk sizes");
@@ -256,7 +256,7 @@ JobChunk JobChunk::decode(bridge::Received& in) {
   chunk.chunk = serial::read<uint64_t>(reader);
   chunk.offset = serial::read<uint64_t>(reader);
   chunk.error = ErrorAccount::load(reader);
-  chunk.results = serial::read<Bytes>(reader);
+  chunk.results = serial::read<detail::Bytes>(reader);
   return chunk;
 }
 
@@ -321,4 +321,4 @@ GroupEvent GroupEvent::decode(const bridge::Received& in) {
   return event;
 }
 
-}  // namespace fiber::detail::wire
+}  // namespace fiber::internal::wire

@@ -15,7 +15,7 @@
 #include "fiber/runtime/pool_settings.h"
 #include "fiber/wire/outgoing.h"
 
-namespace fiber::detail::wire {
+namespace fiber::internal::wire {
 
 /// An exception as it travels: which fibermpi error it is, and its text.
 struct ErrorAccount {
@@ -36,9 +36,9 @@ struct ProcessStart {
   uint64_t request = 0;
   std::string name;
   bool daemon = false;
-  int32_t cores = 1;  ///< Process::set_resources: cores to bind it to (at least 1)
-  int32_t gpus = 0;   ///< and GPUs to give it.
-  TaskSpec task;      ///< With the queues it may put into.
+  int32_t cores = 1;      ///< Process::set_resources: cores to bind it to (at least 1)
+  int32_t gpus = 0;       ///< and GPUs to give it.
+  detail::TaskSpec task;  ///< With the queues it may put into.
 
   Outgoing encode() const;
   static ProcessStart decode(const bridge::Received& in);
@@ -106,7 +106,7 @@ struct PoolSubmit {
   uint64_t pool = 0;
   uint64_t job = 0;
   std::vector<uint32_t> chunk_sizes;
-  std::vector<Bytes> chunks;
+  std::vector<detail::Bytes> chunks;
 
   Outgoing encode() const;
   static PoolSubmit decode(bridge::Received& in);
@@ -117,9 +117,9 @@ struct JobChunk {
   uint64_t pool = 0;
   uint64_t job = 0;
   uint64_t chunk = 0;
-  Bytes results;        ///< Encoded results...
-  uint64_t offset = 0;  ///< ...starting here...
-  ErrorAccount error;   ///< ...or why there are none.
+  detail::Bytes results;  ///< Encoded results...
+  uint64_t offset = 0;    ///< ...starting here...
+  ErrorAccount error;     ///< ...or why there are none.
 
   Outgoing encode() const;
   static JobChunk decode(bridge::Received& in);
@@ -130,7 +130,7 @@ struct GroupCreate {
   uint64_t request = 0;
   int size = 1;
   int max_restarts = 0;
-  TaskSpec task;
+  detail::TaskSpec task;
 
   Outgoing encode() const;
   static GroupCreate decode(const bridge::Received& in);
@@ -161,4 +161,4 @@ struct GroupEvent {
   static GroupEvent decode(const bridge::Received& in);
 };
 
-}  // namespace fiber::detail::wire
+}  // namespace fiber::internal::wire

@@ -5,7 +5,7 @@
 
 #include "fiber/errors.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 const char* kind_name(uint32_t kind) {
   switch (static_cast<Kind>(kind)) {
@@ -117,4 +117,4 @@ int termination_signal(uint64_t value) {
   return static_cast<int>(value);
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -10,7 +10,7 @@
 #include "fiber/wire/message_kind.h"
 #include "mpi_bridge/transport.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 /// The envelope fields a message uses and its payload. Each message struct has one encode()
 /// that makes an Outgoing and one decode() that reads the struct back from what arrived, used
@@ -49,4 +49,4 @@ int termination_signal(uint64_t value);
 /// The payload as text (refusal reasons, errors).
 std::string payload_text(const bridge::Received& in);
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-namespace fiber::detail::wire {
+namespace fiber::internal::wire {
 namespace {
 
 constexpr uint32_t kInitializerFailed = 1;
@@ -125,4 +125,4 @@ PoolStop PoolStop::decode(const bridge::Received& in) {
   return PoolStop{in.envelope.aux, (in.envelope.flags & kDropQueuedTasks) != 0};
 }
 
-}  // namespace fiber::detail::wire
+}  // namespace fiber::internal::wire

@@ -11,7 +11,7 @@
 #include "fiber/wire/outgoing.h"
 #include "fiber/wire/task_message.h"
 
-namespace fiber::detail::wire {
+namespace fiber::internal::wire {
 
 /// Worker -> master: the pool worker ran its initializer and takes tasks from now on, or the
 /// initializer threw (`initializer_failed`, with the exception's type and message).
@@ -46,7 +46,7 @@ struct PoolResult {
   bool next_started = false;
   /// kResults: the compute time in ns (8 bytes), then the encoded results of every item;
   /// kRaised: the exception's type name and message.
-  Bytes body;
+  detail::Bytes body;
 
   Outgoing encode() const;                         ///< Borrows `body`.
   static PoolResult decode(bridge::Received& in);  ///< Takes the payload.
@@ -85,4 +85,4 @@ struct PoolStop {
   static PoolStop decode(const bridge::Received& in);
 };
 
-}  // namespace fiber::detail::wire
+}  // namespace fiber::internal::wire

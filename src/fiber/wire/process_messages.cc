@@ -1,6 +1,6 @@
 #include "fiber/wire/process_messages.h"
 
-namespace fiber::detail::wire {
+namespace fiber::internal::wire {
 namespace {
 
 constexpr uint32_t kStayAfterRun = 1;
@@ -14,7 +14,7 @@ Outgoing Run::encode() const {
   out.id = process;
   out.flags = stay_after ? kStayAfterRun : 0;
   serial::save(out.body, name);
-  save_task(out.body, task);
+  detail::save_task(out.body, task);
   serial::save(out.body, visible_gpus);
   return out;
 }
@@ -26,7 +26,7 @@ Run Run::decode(const bridge::Received& in) {
   run.stay_after = (in.envelope.flags & kStayAfterRun) != 0;
   serial::Reader reader(in.payload);
   run.name = serial::read<std::string>(reader);
-  run.task = load_task(reader);
+  run.task = detail::load_task(reader);
   run.visible_gpus = serial::read<std::string>(reader);
   return run;
 }
@@ -64,12 +64,12 @@ Exited Exited::decode(const bridge::Received& in) {
   return exited;
 }
 
-}  // namespace fiber::detail::wire
+}  // namespace fiber::internal::wire
 
-namespace fiber::detail::wire {
+namespace fiber::internal::wire {
 
 bool is_last_word(const Outgoing& out) {
   return out.kind == Kind::kGoodbye || (out.kind == Kind::kExited && (out.flags & kWorkerLeaves));
 }
 
-}  // namespace fiber::detail::wire
+}  // namespace fiber::internal::wire

@@ -8,7 +8,7 @@
 #include "fiber/invoke.h"
 #include "fiber/wire/outgoing.h"
 
-namespace fiber::detail::wire {
+namespace fiber::internal::wire {
 
 /// Master -> worker: run a process (a Process, a pool worker or a group member).
 struct Run {
@@ -16,7 +16,7 @@ struct Run {
   /// A spawned worker stays (waiting in the reserve) after the process ends.
   bool stay_after = false;
   std::string name;
-  TaskSpec task;
+  detail::TaskSpec task;
   /// The GPUs the master gave this worker for the process, as its CUDA_VISIBLE_DEVICES; empty:
   /// the worker's own value.
   std::string visible_gpus;
@@ -52,11 +52,11 @@ struct Exited {
   static Exited decode(const bridge::Received& in);
 };
 
-}  // namespace fiber::detail::wire
+}  // namespace fiber::internal::wire
 
-namespace fiber::detail::wire {
+namespace fiber::internal::wire {
 
 /// True for a worker's last message on its link: Goodbye, or Exited with worker_leaves.
 bool is_last_word(const Outgoing& out);
 
-}  // namespace fiber::detail::wire
+}  // namespace fiber::internal::wire

@@ -1,6 +1,6 @@
 #include "fiber/wire/queue_messages.h"
 
-namespace fiber::detail::wire {
+namespace fiber::internal::wire {
 
 Outgoing QueueCreate::encode() const {
   Outgoing out(Kind::kQueueCreate);
@@ -109,4 +109,4 @@ Reply Reply::decode(bridge::Received& in) {
                std::move(in.payload)};
 }
 
-}  // namespace fiber::detail::wire
+}  // namespace fiber::internal::wire

@@ -8,7 +8,7 @@
 
 #include "fiber/wire/outgoing.h"
 
-namespace fiber::detail::wire {
+namespace fiber::internal::wire {
 
 /// Worker -> master: make a queue (a pipe channel when `pipe_channel`; a fiber::Queue, which
 /// counts task_done and holds at most `maxsize` items, when `joinable`); answered with its id.
@@ -88,4 +88,4 @@ struct Reply {
   }
 };
 
-}  // namespace fiber::detail::wire
+}  // namespace fiber::internal::wire

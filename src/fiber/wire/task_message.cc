@@ -4,7 +4,7 @@
 
 #include "fiber/serialization.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 void TaskMessageBuilder::clear() {
   bytes_.assign(sizeof(uint32_t), std::byte{0});
@@ -43,4 +43,4 @@ std::vector<TaskChunk> split_task_message(std::span<const std::byte> message) {
   return chunks;
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -9,12 +9,12 @@
 
 #include "fiber/detail/job.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 /// One chunk of a task message.
 struct TaskChunk {
   uint64_t task = 0;
-  Bytes payload;
+  detail::Bytes payload;
 };
 
 /// Bytes a chunk adds to a message besides its own.
@@ -35,11 +35,11 @@ class TaskMessageBuilder {
   std::span<const std::byte> bytes();
 
  private:
-  Bytes bytes_;
+  detail::Bytes bytes_;
   uint32_t chunks_ = 0;
 };
 
 /// Splits a task message into its chunks; throws ProtocolError on a malformed one, giving none.
 std::vector<TaskChunk> split_task_message(std::span<const std::byte> message);
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

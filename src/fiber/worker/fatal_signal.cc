@@ -8,7 +8,7 @@
 
 #include "mpi_bridge/launch_environment.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 std::atomic<uint64_t> g_running_process{0};
@@ -82,4 +82,4 @@ void set_running_process(uint64_t id) { g_running_process.store(id); }
 
 uint64_t running_process() { return g_running_process.load(); }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 /// Set (from the signal handler) when a worker of a joined job is asked to leave (SIGTERM).
 inline std::atomic<bool> g_leave_requested{false};
@@ -19,4 +19,4 @@ void install_fatal_signal_reports(const std::string& directory, bool joined);
 void set_running_process(uint64_t id);
 uint64_t running_process();
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -14,7 +14,7 @@
 #include "fiber/worker/master_link.h"
 #include "mpi_bridge/group_communicator.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 std::atomic<const GroupMembership*> g_membership{nullptr};
@@ -104,10 +104,10 @@ void group_member_main(uint64_t group, uint32_t attempt, std::vector<std::byte> 
   bridge::end_process_on_errors(comm.get(), end_member_on_mpi_error);
   GroupMembership membership{group, plan.rank, plan.size(), plan.restarts, comm.get()};
   serial::Reader reader(task_bytes);
-  const TaskSpec task = load_task(reader);
+  const detail::TaskSpec task = detail::load_task(reader);
   g_membership.store(&membership);
   try {
-    run_task(task, nullptr);
+    detail::run_task(task, nullptr);
   } catch (...) {
     g_membership.store(nullptr);
     // The others may still send on it; the group stops them.
@@ -121,4 +121,4 @@ void group_member_main(uint64_t group, uint32_t attempt, std::vector<std::byte> 
   link.leave_group();
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

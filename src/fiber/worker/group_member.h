@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 /// The group this process is a member of, while the member's function runs.
 struct GroupMembership {
@@ -28,4 +28,4 @@ const GroupMembership* current_group_membership();
 /// A member's process: `task` is the user's function and arguments, encoded (save_task).
 void group_member_main(uint64_t group, uint32_t attempt, std::vector<std::byte> task);
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -25,7 +25,7 @@
 #include "fiber/worker/start_up_watchdog.h"
 #include "mpi_bridge/environment.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 MasterLink::MasterLink(const Settings& settings, ProgressEngine& engine, Link& link,
                        int master_rank, bool spawned, bool joined)
@@ -127,7 +127,7 @@ void MasterLink::on_group_stop_locked(const wire::GroupStop& stop) {
 
 void MasterLink::handshake() {
   wire::Hello hello;
-  hello.module = ModuleTable::instance().engine_module_id();
+  hello.module = detail::ModuleTable::instance().engine_module_id();
   hello.pid = static_cast<int>(::getpid());
   hello.host = host_;
   // Its pod: the name, and the uid that tells a replacement of the same name apart.
@@ -403,13 +403,14 @@ QueueResult MasterLink::queue_call(uint64_t queue, wire::QueueOp op, std::vector
   return result;
 }
 
-ObjectResult MasterLink::object_create(ObjectType type, std::vector<std::byte> payload) {
+ObjectResult MasterLink::object_create(detail::ObjectType type, std::vector<std::byte> payload) {
   wire::Reply reply = request(wire::ObjectCreate{0, type, std::move(payload)}.encode());
   if (reply.outcome == Outcome::kValue) return ObjectResult::number(reply.value);
   return ObjectResult::error(static_cast<Failure>(reply.value), reply.text());
 }
 
-ObjectResult MasterLink::object_call(uint64_t object, ObjectOp op, std::vector<std::byte> args,
+ObjectResult MasterLink::object_call(uint64_t object, detail::ObjectOp op,
+                                     std::vector<std::byte> args,
                                      std::optional<std::chrono::microseconds> timeout) {
   const int64_t timeout_us = timeout ? std::max<int64_t>(0, timeout->count()) : -1;
   wire::Reply reply = request(
@@ -450,4 +451,4 @@ size_t MasterLink::queue_size(uint64_t queue) {
 
 void MasterLink::queue_close(uint64_t queue) { send(wire::QueueClose{queue}.encode()); }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -25,7 +25,7 @@
 #include "fiber/wire/outgoing.h"
 #include "fiber/wire/queue_messages.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 class NestedClient;
 
@@ -45,7 +45,7 @@ struct Assignment {
   bool stay_after = false;  ///< Serve on after this process ends (wire::Run::stay_after).
   uint64_t process_id = 0;
   std::string name;
-  TaskSpec task;
+  detail::TaskSpec task;
   std::string visible_gpus;  ///< wire::Run::visible_gpus.
 };
 
@@ -110,8 +110,8 @@ class MasterLink final : public MessageSink, public QueueAccess, public ManagerA
   void queue_close(uint64_t queue) override;
 
   // ---- ManagerAccess: requests to the master's manager service ----
-  ObjectResult object_create(ObjectType type, std::vector<std::byte> payload) override;
-  ObjectResult object_call(uint64_t object, ObjectOp op, std::vector<std::byte> args,
+  ObjectResult object_create(detail::ObjectType type, std::vector<std::byte> payload) override;
+  ObjectResult object_call(uint64_t object, detail::ObjectOp op, std::vector<std::byte> args,
                            std::optional<std::chrono::microseconds> timeout) override;
 
   // ---- MessageSink ----
@@ -176,4 +176,4 @@ class MasterLink final : public MessageSink, public QueueAccess, public ManagerA
   bool last_word_sent_ = false;
 };
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

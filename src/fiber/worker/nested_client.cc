@@ -8,13 +8,15 @@
 #include "fiber/runtime/runtime.h"
 #include "fiber/worker/master_link.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 /// A Pool made by this worker's code: run by the master, its jobs' outcomes relayed here.
 class RemotePool final : public PoolClient {
  public:
   RemotePool(NestedClient& client, uint64_t id)
-      : client_(client), id_(id), callbacks_([&client] { return client.engine().lock(); }) {
+      : client_(client),
+        id_(id),
+        callbacks_(std::make_shared<CallbackRunner>([&client] { return client.engine().lock(); })) {
     auto lock = client_.engine().lock();
     client_.add_pool_locked(id_, this);
   }
@@ -29,7 +31,7 @@ class RemotePool final : public PoolClient {
   std::vector<int> worker_pids() override {
     return serial::from_bytes<std::vector<int>>(call(wire::PoolCall::Op::kPids).payload);
   }
-  void submit(const std::shared_ptr<Job>& job) override {
+  void submit(const std::shared_ptr<detail::Job>& job) override {
     // The master runs this pool: every input is encoded here and sent in one request.
     if (job->source && job->source->unbounded())
       throw UsageError(
@@ -39,7 +41,7 @@ class RemotePool final : public PoolClient {
     submit.pool = id_;
     Submitted submitted{job, {}};
     if (job->source) {
-      Bytes chunk;
+      detail::Bytes chunk;
       uint64_t items = 0;
       while (const uint32_t count = job->source->next(chunk)) {
         submitted.first_items.push_back(items);
@@ -58,6 +60,7 @@ class RemotePool final : public PoolClient {
       job->items_made = 0;
       for (const uint32_t count : submit.chunk_sizes) job->items_made += count;
       job->inputs_done = true;
+      CallbackRunner::attach(callbacks_, *job);
       jobs_[submit.job] = std::move(submitted);
     }
     try {
@@ -72,7 +75,7 @@ class RemotePool final : public PoolClient {
   void terminate() override { call(wire::PoolCall::Op::kTerminate); }
   void join() override { call(wire::PoolCall::Op::kJoin); }
   void release() override {
-    callbacks_.stop();
+    callbacks_->stop();
     call(wire::PoolCall::Op::kRelease);
   }
 
@@ -80,18 +83,18 @@ class RemotePool final : public PoolClient {
   void on_chunk_locked(wire::JobChunk chunk) {
     auto found = jobs_.find(chunk.job);
     if (found == jobs_.end() || chunk.chunk >= found->second.first_items.size()) return;
-    Job& job = *found->second.job;
+    detail::Job& job = *found->second.job;
     const auto index = static_cast<size_t>(chunk.chunk);
     const uint64_t first = found->second.first_items[index];
     const uint64_t next = index + 1 < found->second.first_items.size()
                               ? found->second.first_items[index + 1]
                               : job.items_made;
-    ChunkOutcome outcome;
+    detail::ChunkOutcome outcome;
     outcome.results = std::move(chunk.results);
     outcome.offset = static_cast<size_t>(chunk.offset);
     outcome.error = chunk.error.rethrowable();
     if (job.complete({index, first, static_cast<uint32_t>(next - first)}, std::move(outcome)))
-      callbacks_.schedule_locked(job);
+      callbacks_->schedule_locked(job);
     if (job.completed >= job.chunks_made) jobs_.erase(found);
     client_.engine().notify_locked();
   }
@@ -103,11 +106,11 @@ class RemotePool final : public PoolClient {
 
   NestedClient& client_;
   const uint64_t id_;
-  CallbackRunner callbacks_;
+  std::shared_ptr<CallbackRunner> callbacks_;
   uint64_t next_job_ = 1;
   /// A job sent to the master, and where each of its chunks starts among its inputs.
   struct Submitted {
-    std::shared_ptr<Job> job;
+    std::shared_ptr<detail::Job> job;
     std::vector<uint64_t> first_items;
   };
   std::map<uint64_t, Submitted> jobs_;  ///< Guarded by the lock; until all chunks are in.
@@ -190,7 +193,7 @@ wire::Reply NestedClient::request(Outgoing message) {
 
 // ---- Processes ----
 
-std::shared_ptr<ProcessState> NestedClient::new_process(TaskSpec task) {
+std::shared_ptr<ProcessState> NestedClient::new_process(detail::TaskSpec task) {
   auto& runtime = Runtime::instance();
   const uint64_t parent = runtime.self_id();
   auto held = engine_.lock();
@@ -336,4 +339,4 @@ std::shared_ptr<GroupClient> NestedClient::make_group(GroupSettings settings) {
   return std::make_shared<RemoteGroup>(*this, reply.value, settings.size);
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -18,7 +18,7 @@
 #include "fiber/wire/nested_messages.h"
 #include "fiber/wire/queue_messages.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 class MasterLink;
 class RemotePool;
@@ -31,7 +31,7 @@ class NestedClient final : public ProcessControl {
   NestedClient& operator=(const NestedClient&) = delete;
 
   // ---- ProcessControl ----
-  std::shared_ptr<ProcessState> new_process(TaskSpec task) override;
+  std::shared_ptr<ProcessState> new_process(detail::TaskSpec task) override;
   void start_process(const std::shared_ptr<ProcessState>& process) override;
   void terminate(const std::shared_ptr<ProcessState>& process, int signal) override;
   bool wait_ended(const std::shared_ptr<ProcessState>& process,
@@ -73,4 +73,4 @@ class NestedClient final : public ProcessControl {
   std::map<uint64_t, RemoteGroup*> groups_;
 };
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -15,7 +15,7 @@
 #include "fiber/wire/pool_messages.h"
 #include "fiber/worker/master_link.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 /// The type name and message of the exception being handled.
@@ -27,18 +27,18 @@ std::pair<std::string, std::string> current_exception_account() {
     message = e.what();
   } catch (...) {
   }
-  return {current_exception_type_name(), std::move(message)};
+  return {detail::current_exception_type_name(), std::move(message)};
 }
 
 /// Runs one chunk: every item through the same invoker, results appended in order.
-PoolOutcome run_chunk(const Bytes& payload, serial::Writer& out) {
+PoolOutcome run_chunk(const detail::Bytes& payload, serial::Writer& out) {
   const auto started = std::chrono::steady_clock::now();
   wire::PoolResult::begin_results(out);
   try {
     serial::Reader reader(payload);
-    const ChunkHead head = read_chunk_head(reader);
-    auto& modules = ModuleTable::instance();
-    const auto invoker = reinterpret_cast<Invoker>(modules.decode(head.invoker));
+    const detail::ChunkHead head = detail::read_chunk_head(reader);
+    auto& modules = detail::ModuleTable::instance();
+    const auto invoker = reinterpret_cast<detail::Invoker>(modules.decode(head.invoker));
     void* fn = head.fn.module_id == 0 ? nullptr : modules.decode(head.fn);
     for (uint32_t i = 0; i < head.count; ++i) invoker(fn, reader, &out);
   } catch (...) {
@@ -62,7 +62,7 @@ void pool_worker_main(uint64_t pool, std::vector<std::byte> initializer, uint64_
   if (!initializer.empty()) {
     try {
       serial::Reader reader(initializer);
-      run_task(load_task(reader), nullptr);
+      detail::run_task(detail::load_task(reader), nullptr);
     } catch (...) {
       const auto [type, message] = current_exception_account();
       link.send(wire::PoolReady{pool, true, type, message}.encode());
@@ -99,4 +99,4 @@ void pool_worker_main(uint64_t pool, std::vector<std::byte> initializer, uint64_
   }
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

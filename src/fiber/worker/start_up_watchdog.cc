@@ -11,7 +11,7 @@
 #include <string>
 #include <thread>
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 void leave_if_start_up_stalls() {
   const char* pid_text = std::getenv("FIBER_MASTER_PID");
@@ -44,4 +44,4 @@ void leave_if_start_up_stalls() {
   }).detach();
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -6,7 +6,7 @@
 
 #include <atomic>
 
-namespace fiber::detail {
+namespace fiber::internal {
 
 /// Set once the worker has been welcomed by its master: the watchdog stands down.
 inline std::atomic<bool> g_welcomed{false};
@@ -15,4 +15,4 @@ inline std::atomic<bool> g_welcomed{false};
 /// (FIBER_MASTER_PID, FIBER_MASTER_HOST, FIBER_START_TIMEOUT_S); nothing without them.
 void leave_if_start_up_stalls();
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal

@@ -14,7 +14,7 @@
 #include "fiber/worker/fatal_signal.h"
 #include "fiber/worker/master_link.h"
 
-namespace fiber::detail {
+namespace fiber::internal {
 namespace {
 
 Runtime* g_worker_runtime = nullptr;
@@ -34,12 +34,12 @@ void report_exit_from_task(int status, void*) {
 std::pair<int, std::string> execute(const Assignment& assignment) {
   std::string error;
   try {
-    run_task(assignment.task, nullptr);
+    detail::run_task(assignment.task, nullptr);
     return {0, {}};
   } catch (const std::exception& e) {
-    error = "uncaught " + current_exception_type_name() + ": " + e.what();
+    error = "uncaught " + detail::current_exception_type_name() + ": " + e.what();
   } catch (...) {
-    error = "uncaught " + current_exception_type_name();
+    error = "uncaught " + detail::current_exception_type_name();
   }
   std::fprintf(stderr, "%s (pid %d): %s\n", assignment.name.c_str(), static_cast<int>(::getpid()),
                error.c_str());
@@ -92,4 +92,4 @@ std::pair<int, std::string> execute(const Assignment& assignment) {
   }
 }
 
-}  // namespace fiber::detail
+}  // namespace fiber::internal
