@@ -63,7 +63,7 @@ void Environment::initialize(int* argc, char*** argv) {
     if (is_finalized()) throw Error("fiber::init: MPI was already finalized");
     // Such a process cannot run itself again under mpiexec (launch_environment.h): MPICH's
     // process manager would kill its caller's whole process group at a worker's loss.
-    if (built_against_mpi() == internal::MpiFamily::kMpich && !started_by_launcher()) {
+    if (built_against_mpi() == internal::MpiFamily::kMpich && !internal::started_by_launcher()) {
       throw UsageError(
           "fiber::init: this program initialised MPICH itself without a launcher; start it with "
           "mpiexec (mpiexec -n 1 ./prog), or let fiber::init initialise MPI");
@@ -82,7 +82,7 @@ void Environment::initialize(int* argc, char*** argv) {
     g_mode = LaunchMode::kSpawned;
   } else if (!connect_address().empty()) {
     g_mode = LaunchMode::kConnected;
-  } else if (started_by_launcher()) {
+  } else if (internal::started_by_launcher()) {
     g_mode = LaunchMode::kStaticWorld;
   } else {
     g_mode = LaunchMode::kSingleton;
@@ -170,7 +170,7 @@ MPI_Comm Environment::parent() {
 }
 
 bool Environment::recovery_disabled_under_launcher() {
-  if (!started_by_launcher() || *recovery_variable() == '\0') return false;
+  if (!internal::started_by_launcher() || *recovery_variable() == '\0') return false;
   const char* recovery = std::getenv(recovery_variable());
   return recovery == nullptr || std::strcmp(recovery, "1") != 0;
 }

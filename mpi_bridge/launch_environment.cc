@@ -9,9 +9,9 @@
 #include <cstring>
 #include <filesystem>
 
-#include "fiber/runtime/command_search_path.h"
-#include "fiber/runtime/launch_recipe.h"
-#include "fiber/runtime/log.h"
+#include "fiber/base/command_search_path.h"
+#include "fiber/base/launch_recipe.h"
+#include "fiber/base/log.h"
 
 namespace fiber::bridge {
 namespace {
@@ -67,11 +67,6 @@ void point_at_loaded_mpi() {
 
 }  // namespace
 
-bool started_by_launcher() {
-  return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMIX_RANK") != nullptr ||
-         std::getenv("PMI_RANK") != nullptr;
-}
-
 bool running_as_root() { return ::geteuid() == 0; }
 
 std::vector<std::string> own_launcher_command() {
@@ -106,7 +101,7 @@ void prepare_own_runtime() {
 
 void prepare_process_environment() {
   // The user's own settings win.
-  if (!started_by_launcher()) prepare_own_runtime();
+  if (!internal::started_by_launcher()) prepare_own_runtime();
   for (const auto& [name, value] : internal::process_variables(built_against_mpi()))
     ::setenv(name.c_str(), value.c_str(), 0);
 }
@@ -150,7 +145,7 @@ bool finalize_waits_for_the_job() {
 std::string root_refusal_hint() {
   // Under a launcher its runtime, already running as root and so allowed to, does the spawn: one
   // that fails there failed for another reason, which the hint would hide.
-  if (!running_as_root() || started_by_launcher()) return {};
+  if (!running_as_root() || internal::started_by_launcher()) return {};
   std::string missing;
   for (const std::string& name : internal::root_variables(kThisMpi)) {
     const char* value = std::getenv(name.c_str());

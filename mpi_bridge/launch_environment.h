@@ -1,4 +1,5 @@
-// How this MPI is launched, in one place: whether a launcher started this process, what a
+// How this MPI is launched (whether a launcher started this process is internal::LaunchSite's
+// answer, fiber/base/launch_site.h): what a
 // process that starts Open MPI's runtime itself puts into its environment first (recovery, the
 // root opt-in, the relocated installation), and the options an mpirun of this MPI needs. Used
 // by the runtime's start (a launcher-less program's runtime: Open MPI 5's prte, 4.1's orted,
@@ -10,15 +11,13 @@
 #include <utility>
 #include <vector>
 
-#include "fiber/runtime/launch_recipe.h"
+#include "fiber/base/launch_recipe.h"
+#include "fiber/base/launch_site.h"
 
 namespace fiber::bridge {
 
 /// The MPI this library was built against.
 internal::MpiFamily built_against_mpi();
-
-/// Started by mpirun or srun (a PMIx or PMI rank).
-bool started_by_launcher();
 
 /// The launcher command (before the program and its arguments) that a program started without a
 /// launcher runs itself under, or empty where it needs none. MPICH: its own mpiexec -n 1. A

@@ -9,8 +9,8 @@
 #include <cstring>
 #include <memory>
 
+#include "fiber/base/spawned_environment.h"
 #include "fiber/function_ref.h"
-#include "fiber/runtime/spawned_environment.h"
 #include "mpi_bridge/environment.h"
 #include "mpi_bridge/error.h"
 #include "mpi_bridge/launch_environment.h"
@@ -104,7 +104,7 @@ Communicator spawn(const SpawnOptions& options, int count) {
   const Info info = make_info(options);
 #if defined(MPICH_VERSION)
   // Hydra ignores the "env" info key (make_info checked the entries): the child's command line
-  // carries them (fiber/runtime/spawned_environment.h).
+  // carries them (fiber/base/spawned_environment.h).
   std::vector<std::string> words = internal::environment_as_arguments(options.env);
   words.insert(words.end(), options.args.begin(), options.args.end());
 #else

@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "bindings.h"
+#include "fiber/base/config_file.h"
 #include "fiber/function_ref.h"
 #include "fiber/init.h"
 #include "fiber/pool.h"
-#include "fiber/runtime/config_file.h"
 #include "fiber/runtime/runtime.h"
 #include "mpi_bridge/launch_environment.h"
 

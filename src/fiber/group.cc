@@ -2,10 +2,10 @@
 
 #include <cstdio>
 
+#include "fiber/base/log.h"
 #include "fiber/errors.h"
 #include "fiber/master/group_core.h"
 #include "fiber/runtime/group_client.h"
-#include "fiber/runtime/log.h"
 #include "fiber/runtime/runtime.h"
 #include "fiber/worker/group_member.h"
 

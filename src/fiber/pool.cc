@@ -9,13 +9,14 @@
 #include <mutex>
 #include <thread>
 
+#include "fiber/base/launch_site.h"
+#include "fiber/base/log.h"
+#include "fiber/base/progress_display.h"
+#include "fiber/base/worker_resources.h"
 #include "fiber/errors.h"
-#include "fiber/runtime/log.h"
 #include "fiber/runtime/pool_client.h"
 #include "fiber/runtime/pool_settings.h"
-#include "fiber/runtime/progress_display.h"
 #include "fiber/runtime/runtime.h"
-#include "fiber/runtime/worker_resources.h"
 
 namespace fiber {
 namespace detail {
@@ -72,21 +73,6 @@ int usable_physical_cores() {
   return std::max(1, cores);
 }
 
-namespace {
-
-int variable_as_count(const char* name) {
-  const char* value = std::getenv(name);
-  return value && *value ? std::atoi(value) : 0;
-}
-
-// A world of several ranks that a launcher (mpirun, srun) started.
-bool in_launched_world() {
-  return variable_as_count("OMPI_COMM_WORLD_SIZE") > 1 || variable_as_count("PMI_SIZE") > 1 ||
-         (std::getenv("PMIX_RANK") && variable_as_count("SLURM_STEP_NUM_TASKS") > 1);
-}
-
-}  // namespace
-
 void Pool::check_share(const Share& share, int processes) {
   if (share.cpus <= 0 && share.memory == 0 && share.gpus <= 0) return;
   // The machine is read only when the request concerns it.
@@ -98,17 +84,16 @@ void Pool::check_share(const Share& share, int processes) {
 }
 
 int default_pool_size() {
-  const char* job = std::getenv("SLURM_JOB_ID");
-  if (!job || !*job) return usable_physical_cores();
+  const internal::LaunchSite site = internal::detect_launch_site(internal::process_environment());
+  if (site.slurm_job.empty()) return usable_physical_cores();
   // Ranks that mpirun or srun started inside a Slurm allocation: the allocation, not this node,
   // says how many processes may run (its tasks, spread over its nodes), less the master's own.
-  const int tasks = variable_as_count("SLURM_NTASKS");
-  if (in_launched_world() && tasks > 0) return std::max(1, tasks - 1);
+  if (site.world_size > 1 && site.slurm_tasks > 0) return std::max(1, site.slurm_tasks - 1);
   // The program itself, started without a launcher (sbatch -n 1 -c 32 ./prog): it spawns its
   // workers on this node, as many as the CPUs Slurm gave it here.
-  const int cpus_here = variable_as_count("SLURM_CPUS_ON_NODE");
   const int cores = usable_physical_cores();
-  return cpus_here > 0 ? std::max(1, std::min(cores, cpus_here)) : cores;
+  return site.slurm_cpus_on_node > 0 ? std::max(1, std::min(cores, site.slurm_cpus_on_node))
+                                     : cores;
 }
 
 internal::PoolSettings Pool::settings_from(Options options) {

@@ -7,10 +7,10 @@
 #include <csignal>
 #include <string>
 
+#include "fiber/base/worker_resources.h"
 #include "fiber/errors.h"
 #include "fiber/runtime/process_control.h"
 #include "fiber/runtime/runtime.h"
-#include "fiber/runtime/worker_resources.h"
 
 namespace fiber {
 namespace detail {

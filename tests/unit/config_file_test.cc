@@ -1,6 +1,6 @@
 // The runtime's configuration: the configuration file's keys and value types, the errors for bad
 // ones, and the precedence default < file < FIBER_* variable < code.
-#include "fiber/runtime/config_file.h"
+#include "fiber/base/config_file.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 // The cores spawned workers are bound to: their spread order on machines of several shapes
 // (hwloc synthetic topologies), and, on this machine with real processes, that a core a
 // launcher bound a process to is not handed out and that a worker's core is free again after it.
-#include "fiber/master/core_binder.h"
+#include "fiber/base/core_binder.h"
 
 #include <gtest/gtest.h>
 #include <sched.h>

@@ -1,6 +1,6 @@
 // GPUs shared out to workers: their own while enough are free, then the least held, given back
 // when a worker's process ends; and the devices this process may use, as CUDA names them.
-#include "fiber/master/gpu_assigner.h"
+#include "fiber/base/gpu_assigner.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "fiber/runtime/worker_resources.h"
+#include "fiber/base/worker_resources.h"
 
 namespace fiber::internal {
 namespace {

@@ -18,9 +18,9 @@
 #include <string>
 #include <thread>
 
+#include "fiber/base/log.h"
 #include "fiber/errors.h"
 #include "fiber/kubernetes/join_turns.h"
-#include "fiber/runtime/log.h"
 
 namespace fiber::internal {
 namespace {

@@ -1,7 +1,7 @@
 // The runtime's log sink, in child processes whose stderr the test reads: the line's form (time,
 // host, role, pid, level), levels, FIBER_QUIET, the per-process file in a log directory, and
 // lines of many threads that never interleave.
-#include "fiber/runtime/log.h"
+#include "fiber/base/log.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>

@@ -1,6 +1,6 @@
 // ProcessWatch against real processes: a running child is not gone, an ended one is (seen at the
 // next round), a pid that names no process is, and a pid nobody asks about is dropped.
-#include "fiber/runtime/process_watch.h"
+#include "fiber/base/process_watch.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

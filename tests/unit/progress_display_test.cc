@@ -1,6 +1,6 @@
 // The progress display, drawn on a real pseudo-terminal: its line, its redraws, its summary, and
 // nothing at all where its output is no terminal.
-#include "fiber/runtime/progress_display.h"
+#include "fiber/base/progress_display.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // The master's stdout and stderr handed to another process through SharedOutput's socket: what
 // that process writes lands in the master's pipe, and nothing changes where none is reached.
-#include "fiber/runtime/shared_output.h"
+#include "fiber/base/shared_output.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

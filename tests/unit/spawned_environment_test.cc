@@ -1,7 +1,7 @@
 // The environment a spawner hands its children on their command line (MPICH, whose hydra ignores
 // the "env" info key): the words made, the variables set, and the program's own arguments left
 // exactly as they were, including ones that look like the carrier but are not.
-#include "fiber/runtime/spawned_environment.h"
+#include "fiber/base/spawned_environment.h"
 
 #include <gtest/gtest.h>
 

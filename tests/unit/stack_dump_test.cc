@@ -1,5 +1,5 @@
 // The stacks a stuck spawn writes: this process's threads and those of the processes under it.
-#include "fiber/runtime/stack_dump.h"
+#include "fiber/base/stack_dump.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

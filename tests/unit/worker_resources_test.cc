@@ -1,6 +1,6 @@
 // A pool's request for each worker's CPUs, memory and GPUs against a Slurm allocation, a
 // FiberJob's worker template and a machine, as each describes itself in the environment.
-#include "fiber/runtime/worker_resources.h"
+#include "fiber/base/worker_resources.h"
 
 #include <gtest/gtest.h>
 

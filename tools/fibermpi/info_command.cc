@@ -7,17 +7,19 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "fiber/base/config_file.h"
+#include "fiber/base/core_binder.h"
+#include "fiber/base/launch_recipe.h"
+#include "fiber/base/launch_site.h"
 #include "fiber/errors.h"
-#include "fiber/master/core_binder.h"
-#include "fiber/runtime/config_file.h"
-#include "fiber/runtime/launch_recipe.h"
-#include "launch_site.h"
 #include "program_mpi.h"
 #include "topology.h"
 
 namespace fibermpi {
 namespace {
 
+using fiber::internal::detect_launch_site;
+using fiber::internal::LaunchSite;
 using nlohmann::json;
 
 std::string host_name() {

@@ -20,8 +20,8 @@
 #include <string_view>
 #include <tuple>
 
+#include "fiber/base/command_search_path.h"
 #include "fiber/errors.h"
-#include "fiber/runtime/command_search_path.h"
 
 namespace fibermpi {
 namespace {

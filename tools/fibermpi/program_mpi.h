@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "fiber/runtime/launch_recipe.h"
+#include "fiber/base/launch_recipe.h"
 
 namespace fibermpi {
 

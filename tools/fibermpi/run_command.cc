@@ -8,10 +8,10 @@
 #include <cstring>
 #include <string_view>
 
+#include "fiber/base/exit_status_report.h"
+#include "fiber/base/launch_recipe.h"
+#include "fiber/base/launch_site.h"
 #include "fiber/errors.h"
-#include "fiber/runtime/exit_status_report.h"
-#include "fiber/runtime/launch_recipe.h"
-#include "launch_site.h"
 #include "program_mpi.h"
 #include "topology.h"
 
@@ -19,6 +19,8 @@ namespace fibermpi {
 namespace {
 
 using fiber::UsageError;
+using fiber::internal::detect_launch_site;
+using fiber::internal::LaunchSite;
 using fiber::internal::MpiFamily;
 
 std::string shell_quoted(const std::string& word) {

@@ -5,10 +5,10 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "fiber/base/log.h"
 #include "fiber/errors.h"
 #include "fiber/kubernetes/join_handshake.h"
 #include "fiber/master/master.h"
-#include "fiber/runtime/log.h"
 #include "mpi_bridge/environment.h"
 #include "mpi_bridge/rendezvous.h"
 

@@ -13,8 +13,8 @@
 #include <fstream>
 #include <iterator>
 
+#include "fiber/base/log.h"
 #include "fiber/errors.h"
-#include "fiber/runtime/log.h"
 
 namespace fiber::internal {
 

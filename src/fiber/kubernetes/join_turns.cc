@@ -18,9 +18,9 @@
 #include <optional>
 #include <vector>
 
+#include "fiber/base/log.h"
 #include "fiber/errors.h"
 #include "fiber/kubernetes/join_handshake.h"
-#include "fiber/runtime/log.h"
 
 namespace fiber::internal {
 namespace {

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "fiber/base/exit_status_report.h"
 #include "fiber/errors.h"
 #include "fiber/function_ref.h"
-#include "fiber/runtime/exit_status_report.h"
 #include "mpi_bridge/launch_environment.h"
 
 #ifndef FIBER_MPIRUN

@@ -41,7 +41,7 @@ std::string pod_identity_from_environment();
 /// slots_per_worker ranks, each meeting the others through the job's name service. A worker pod
 /// becomes that mpirun. The launcher's process stays as mpirun's parent, because mpirun with
 /// recovery on exits 0 whatever its rank's status: it forwards termination signals to mpirun and
-/// exits with the status the program reported (runtime/exit_status_report.h), so that the pod's
+/// exits with the status the program reported (base/exit_status_report.h), so that the pod's
 /// exit code is the program's. Returns only by throwing fiber::Error (no mpirun, or it could not be
 /// started). FIBER_MPIRUN names another mpirun.
 [[noreturn]] void relaunch_under_mpirun(const KubernetesPod& pod, int argc, char** argv);

@@ -12,13 +12,14 @@
 #include <string>
 #include <thread>
 
+#include "fiber/base/exit_status_report.h"
+#include "fiber/base/launch_site.h"
+#include "fiber/base/log.h"
 #include "fiber/errors.h"
 #include "fiber/kubernetes/fiberjob_scaler.h"
 #include "fiber/kubernetes/join_handshake.h"
 #include "fiber/kubernetes/join_service.h"
 #include "fiber/master/master.h"
-#include "fiber/runtime/exit_status_report.h"
-#include "fiber/runtime/log.h"
 #include "mpi_bridge/environment.h"
 #include "mpi_bridge/launch_environment.h"
 #include "mpi_bridge/rendezvous.h"
@@ -102,7 +103,7 @@ void prepare_pod_process(const KubernetesPod& pod, int argc, char** argv) {
   }
   // The pod's own MPI job: the program runs again under mpirun, which finds the job's name
   // service (the user's pod template names only the program).
-  if (!bridge::started_by_launcher()) relaunch_under_mpirun(pod, argc, argv);
+  if (!started_by_launcher()) relaunch_under_mpirun(pod, argc, argv);
   // The launcher's status for the pod, even if the program exits before init completes (a
   // handler registered later runs first and reports it too, before a shutdown that may end the
   // process early).

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "fiber/base/log.h"
 #include "fiber/kubernetes/fiberjob_scaler.h"
-#include "fiber/runtime/log.h"
 
 namespace fiber::internal {
 namespace {

@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <map>
 
+#include "fiber/base/log.h"
 #include "fiber/errors.h"
-#include "fiber/runtime/log.h"
 #include "fiber/worker/group_member.h"
 
 namespace fiber::internal {

@@ -1,5 +1,5 @@
 #include "fiber/master/join_acceptor.h"
-#include "fiber/runtime/log.h"
+#include "fiber/base/log.h"
 
 #include <chrono>
 #include <cstdio>

@@ -1,5 +1,5 @@
 #include "fiber/master/liveness_monitor.h"
-#include "fiber/runtime/log.h"
+#include "fiber/base/log.h"
 
 #include <algorithm>
 #include <cstdio>

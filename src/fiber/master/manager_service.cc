@@ -2,11 +2,11 @@
 
 #include <cstdio>
 
+#include "fiber/base/log.h"
 #include "fiber/errors.h"
 #include "fiber/function_ref.h"
 #include "fiber/invoke.h"
 #include "fiber/master/process_state.h"
-#include "fiber/runtime/log.h"
 #include "fiber/wire/manager_messages.h"
 
 namespace fiber::internal {

@@ -14,10 +14,10 @@
 #include <thread>
 #include <vector>
 
+#include "fiber/base/log.h"
+#include "fiber/base/process_presence.h"
 #include "fiber/errors.h"
 #include "fiber/kubernetes/fiberjob_scaler.h"
-#include "fiber/runtime/log.h"
-#include "fiber/runtime/process_presence.h"
 #include "fiber/serialization.h"
 #include "mpi_bridge/environment.h"
 #include "mpi_bridge/launch_environment.h"

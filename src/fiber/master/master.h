@@ -14,9 +14,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "fiber/base/core_binder.h"
+#include "fiber/base/gpu_assigner.h"
+#include "fiber/base/process_watch.h"
+#include "fiber/base/worker_resources.h"
 #include "fiber/kubernetes/pod_provisioner.h"
-#include "fiber/master/core_binder.h"
-#include "fiber/master/gpu_assigner.h"
 #include "fiber/master/group_core.h"
 #include "fiber/master/join_acceptor.h"
 #include "fiber/master/liveness_monitor.h"
@@ -27,10 +29,8 @@
 #include "fiber/master/queue_service.h"
 #include "fiber/master/spawner.h"
 #include "fiber/runtime/process_control.h"
-#include "fiber/runtime/process_watch.h"
 #include "fiber/runtime/progress_engine.h"
 #include "fiber/runtime/settings.h"
-#include "fiber/runtime/worker_resources.h"
 #include "fiber/wire/link_messages.h"
 #include "fiber/wire/nested_messages.h"
 #include "fiber/wire/process_messages.h"

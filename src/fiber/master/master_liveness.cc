@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "fiber/base/log.h"
 #include "fiber/master/master.h"
-#include "fiber/runtime/log.h"
 
 namespace fiber::internal {
 namespace {

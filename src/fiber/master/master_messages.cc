@@ -4,10 +4,10 @@
 
 #include <cstdio>
 
+#include "fiber/base/log.h"
 #include "fiber/errors.h"
 #include "fiber/function_ref.h"
 #include "fiber/master/master.h"
-#include "fiber/runtime/log.h"
 #include "fiber/serialization.h"
 #include "mpi_bridge/launch_environment.h"
 

@@ -5,9 +5,9 @@
 #include <csignal>
 #include <cstdio>
 
+#include "fiber/base/log.h"
 #include "fiber/errors.h"
 #include "fiber/master/master.h"
-#include "fiber/runtime/log.h"
 
 namespace fiber::internal {
 

@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <utility>
 
+#include "fiber/base/log.h"
 #include "fiber/errors.h"
-#include "fiber/runtime/log.h"
 #include "fiber/wire/pool_messages.h"
 #include "fiber/worker/pool_worker.h"
 

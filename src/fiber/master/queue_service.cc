@@ -1,5 +1,5 @@
 #include "fiber/master/queue_service.h"
-#include "fiber/runtime/log.h"
+#include "fiber/base/log.h"
 
 #include <cstdio>
 #include <memory>

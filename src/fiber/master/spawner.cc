@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "fiber/runtime/log.h"
-#include "fiber/runtime/process_presence.h"
-#include "fiber/runtime/stack_dump.h"
+#include "fiber/base/log.h"
+#include "fiber/base/process_presence.h"
+#include "fiber/base/stack_dump.h"
 #include "mpi_bridge/launch_environment.h"
 #include "mpi_bridge/spawn.h"
 

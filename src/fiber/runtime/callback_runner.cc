@@ -1,5 +1,5 @@
 #include "fiber/runtime/callback_runner.h"
-#include "fiber/runtime/log.h"
+#include "fiber/base/log.h"
 
 #include <cstdio>
 #include <exception>

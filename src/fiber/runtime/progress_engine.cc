@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "fiber/runtime/log.h"
+#include "fiber/base/log.h"
 #include "mpi_bridge/failure_notice.h"
 
 namespace fiber::internal {

@@ -9,6 +9,12 @@
 #include <cstring>
 #include <thread>
 
+#include "fiber/base/exit_status_report.h"
+#include "fiber/base/fault_injection.h"
+#include "fiber/base/launch_site.h"
+#include "fiber/base/log.h"
+#include "fiber/base/process_presence.h"
+#include "fiber/base/spawned_environment.h"
 #include "fiber/errors.h"
 #include "fiber/function_ref.h"
 #include "fiber/kubernetes/join_service.h"
@@ -20,11 +26,6 @@
 #include "fiber/master/local_pool.h"
 #include "fiber/master/master.h"
 #include "fiber/master/queue_hub.h"
-#include "fiber/runtime/exit_status_report.h"
-#include "fiber/runtime/fault_injection.h"
-#include "fiber/runtime/log.h"
-#include "fiber/runtime/process_presence.h"
-#include "fiber/runtime/spawned_environment.h"
 #include "fiber/worker/master_link.h"
 #include "fiber/worker/nested_client.h"
 #include "fiber/worker/start_up_watchdog.h"
@@ -49,8 +50,7 @@ std::atomic<int> g_exit_status{-1};
 // as the program loads. Only the first report is written.
 [[maybe_unused]] const bool g_reports_from_the_start = [] {
   const char* file = std::getenv(kExitStatusFileVariable);
-  if (!file || !*file || !is_program_master([](const char* name) { return std::getenv(name); }))
-    return false;
+  if (!file || !*file || !is_program_master(process_environment())) return false;
   ::on_exit([](int status, void*) { report_exit_status(status); }, nullptr);
   return true;
 }();
@@ -186,7 +186,7 @@ void Runtime::begin(int& argc, char**& argv, const Config&) {
     ::signal(SIGUSR1, SIG_IGN);
   if (std::getenv("FIBER_WORKER")) leave_if_start_up_stalls();
   if (const auto launcher = bridge::own_launcher_command();
-      !launcher.empty() && !pod && !bridge::started_by_launcher() &&
+      !launcher.empty() && !pod && !started_by_launcher() &&
       !bridge::Environment::is_initialized() && !std::getenv("FIBER_UNDER_OWN_LAUNCHER")) {
     run_under_own_launcher(launcher, argc, argv);
   }

@@ -9,13 +9,13 @@
 #include <optional>
 #include <string>
 
+#include "fiber/base/shared_output.h"
 #include "fiber/init.h"
 #include "fiber/kubernetes/join_token.h"
 #include "fiber/runtime/manager_access.h"
 #include "fiber/runtime/progress_engine.h"
 #include "fiber/runtime/queue_access.h"
 #include "fiber/runtime/settings.h"
-#include "fiber/runtime/shared_output.h"
 
 namespace fiber::internal {
 

@@ -2,8 +2,8 @@
 
 #include <system_error>
 
+#include "fiber/base/fault_injection.h"
 #include "fiber/errors.h"
-#include "fiber/runtime/fault_injection.h"
 
 namespace fiber::internal {
 

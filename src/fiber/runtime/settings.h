@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <string>
 
+#include "fiber/base/config_file.h"
 #include "fiber/init.h"
-#include "fiber/runtime/config_file.h"
 #include "fiber/spawn_options.h"
 
 namespace fiber::internal {

@@ -6,9 +6,9 @@
 #include <atomic>
 #include <cstdio>
 
+#include "fiber/base/log.h"
 #include "fiber/errors.h"
 #include "fiber/invoke.h"
-#include "fiber/runtime/log.h"
 #include "fiber/runtime/runtime.h"
 #include "fiber/worker/fatal_signal.h"
 #include "fiber/worker/master_link.h"

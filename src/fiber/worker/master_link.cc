@@ -9,12 +9,12 @@
 #include <cstdlib>
 #include <thread>
 
+#include "fiber/base/fault_injection.h"
+#include "fiber/base/log.h"
+#include "fiber/base/process_presence.h"
 #include "fiber/errors.h"
 #include "fiber/function_ref.h"
 #include "fiber/kubernetes/kubernetes_pod.h"
-#include "fiber/runtime/fault_injection.h"
-#include "fiber/runtime/log.h"
-#include "fiber/runtime/process_presence.h"
 #include "fiber/serialization.h"
 #include "fiber/wire/link_messages.h"
 #include "fiber/wire/manager_messages.h"

@@ -1,6 +1,6 @@
 #include "fiber/worker/start_up_watchdog.h"
-#include "fiber/runtime/log.h"
-#include "fiber/runtime/process_presence.h"
+#include "fiber/base/log.h"
+#include "fiber/base/process_presence.h"
 
 #include <unistd.h>
 

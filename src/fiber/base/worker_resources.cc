@@ -1,4 +1,4 @@
-#include "fiber/runtime/worker_resources.h"
+#include "fiber/base/worker_resources.h"
 
 #include <dirent.h>
 #include <hwloc.h>

@@ -1,4 +1,4 @@
-#include "fiber/master/core_binder.h"
+#include "fiber/base/core_binder.h"
 
 #include <hwloc.h>
 

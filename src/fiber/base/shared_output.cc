@@ -1,4 +1,4 @@
-#include "fiber/runtime/shared_output.h"
+#include "fiber/base/shared_output.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -1,4 +1,4 @@
-#include "fiber/runtime/fault_injection.h"
+#include "fiber/base/fault_injection.h"
 
 #include <fcntl.h>
 #include <unistd.h>

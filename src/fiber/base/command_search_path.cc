@@ -1,4 +1,4 @@
-#include "fiber/runtime/command_search_path.h"
+#include "fiber/base/command_search_path.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "fiber/runtime/spawned_environment.h"
+#include "fiber/base/spawned_environment.h"
 
 #include <cstdlib>
 #include <cstring>

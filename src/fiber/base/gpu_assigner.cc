@@ -1,4 +1,4 @@
-#include "fiber/master/gpu_assigner.h"
+#include "fiber/base/gpu_assigner.h"
 
 #include <algorithm>
 #include <numeric>

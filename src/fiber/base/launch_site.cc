@@ -1,7 +1,8 @@
-#include "launch_site.h"
+#include "fiber/base/launch_site.h"
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <optional>
@@ -10,8 +11,18 @@
 
 #include "fiber/errors.h"
 
-namespace fibermpi {
+namespace fiber::internal {
 namespace {
+
+// A rank or size variable: its number, nothing when unset or not a number.
+std::optional<int> number_in(const EnvironmentLookup& environment, const char* name) {
+  const std::optional<std::string> text = environment(name);
+  if (!text || text->empty()) return std::nullopt;
+  int value = 0;
+  const auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), value);
+  if (error != std::errc() || end != text->data() + text->size()) return std::nullopt;
+  return value;
+}
 
 int task_count(const std::string& name, const std::string& text) {
   // Slurm writes "4" or, for heterogeneous jobs, "4(x2)"; the leading number is the count.
@@ -73,7 +84,7 @@ std::vector<std::string> host_list_hosts(const std::string& list) {
 // variables of Open MPI 4.1 (orte) and 5 (prte, also read with the OMPI_MCA_ prefix), MPICH's
 // hydra, and the host lists PBS, Grid Engine and LSF give the launchers that read them. For
 // whichever MPI the program uses: a setting of another MPI's only moves the report.
-std::string other_hosts_of_mpirun(const fiber::internal::EnvironmentLookup& environment) {
+std::string other_hosts_of_mpirun(const EnvironmentLookup& environment) {
   for (const char* name :
        {"OMPI_MCA_orte_default_hostfile", "PRTE_MCA_prte_default_hostfile",
         "OMPI_MCA_prte_default_hostfile", "HYDRA_HOST_FILE", "PBS_NODEFILE", "PE_HOSTFILE"}) {
@@ -97,6 +108,28 @@ std::string other_hosts_of_mpirun(const fiber::internal::EnvironmentLookup& envi
 }
 
 }  // namespace
+
+bool started_by_launcher(const EnvironmentLookup& environment) {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK"})
+    if (const auto value = environment(name); value && !value->empty()) return true;
+  return false;
+}
+
+std::optional<int> launcher_rank(const EnvironmentLookup& environment) {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
+    if (const auto value = environment(name); value && !value->empty())
+      return number_in(environment, name);
+  return std::nullopt;
+}
+
+int launcher_world_size(const EnvironmentLookup& environment) {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+    if (const auto size = number_in(environment, name)) return std::max(0, *size);
+  // srun with PMIx sets no size variable of the MPI's own, but its step's task count.
+  if (const auto value = environment("PMIX_RANK"); value && !value->empty())
+    return std::max(0, number_in(environment, "SLURM_STEP_NUM_TASKS").value_or(0));
+  return 0;
+}
 
 std::string LaunchSite::describe() const {
   switch (kind) {
@@ -128,28 +161,25 @@ std::string LaunchSite::kind_name() const {
   return {};
 }
 
-LaunchSite detect_launch_site(const fiber::internal::EnvironmentLookup& environment) {
+LaunchSite detect_launch_site(const EnvironmentLookup& environment) {
   LaunchSite site;
   auto value = [&](const char* name) { return environment(name).value_or(""); };
+  site.under_launcher = started_by_launcher(environment);
+  site.rank = launcher_rank(environment);
+  site.world_size = launcher_world_size(environment);
   if (const std::string role = value("FIBER_K8S_ROLE"); !role.empty()) {
     site.kind = LaunchSite::Kind::kFiberJobPod;
     site.pod_role = role;
     site.fiberjob = value("FIBER_K8S_NAMESPACE") + "/" + value("FIBER_K8S_JOB");
-    return site;
-  }
-  // The variables a rank of mpirun (Open MPI), of a PMIx launcher or of a PMI one carries.
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK"}) {
-    if (!value(name).empty()) {
-      site.kind = LaunchSite::Kind::kLauncher;
-      return site;
-    }
+  } else if (site.under_launcher) {
+    site.kind = LaunchSite::Kind::kLauncher;
   }
   site.slurm_job = value("SLURM_JOB_ID");
   if (site.slurm_job.empty()) {
-    site.other_hosts = other_hosts_of_mpirun(environment);
+    if (site.kind == LaunchSite::Kind::kNone) site.other_hosts = other_hosts_of_mpirun(environment);
     return site;
   }
-  site.kind = LaunchSite::Kind::kSlurmAllocation;
+  if (site.kind == LaunchSite::Kind::kNone) site.kind = LaunchSite::Kind::kSlurmAllocation;
   site.slurm_nodes = value("SLURM_JOB_NODELIST");
   for (const char* name : {"SLURM_JOB_NUM_NODES", "SLURM_NNODES"}) {
     const std::string nodes = value(name);
@@ -175,4 +205,4 @@ LaunchSite detect_launch_site(const fiber::internal::EnvironmentLookup& environm
   return site;
 }
 
-}  // namespace fibermpi
+}  // namespace fiber::internal

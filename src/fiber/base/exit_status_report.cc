@@ -1,5 +1,4 @@
-#include "fiber/runtime/exit_status_report.h"
-#include "fiber/runtime/command_search_path.h"
+#include "fiber/base/exit_status_report.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -12,6 +11,9 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+
+#include "fiber/base/command_search_path.h"
+#include "fiber/base/launch_site.h"
 
 namespace fiber::internal {
 namespace {
@@ -70,19 +72,12 @@ void report_exit_status(int status) {
   }
 }
 
-bool is_program_master(const std::function<const char*(const char*)>& variable) {
-  const auto set = [&](const char* name) {
-    const char* value = variable(name);
-    return value && *value;
-  };
+bool is_program_master(const EnvironmentLookup& environment) {
+  const auto set = [&](const char* name) { return !environment(name).value_or("").empty(); };
   if (set("FIBER_WORKER") || set("FIBER_CONNECT")) return false;
-  if (const char* role = variable("FIBER_K8S_ROLE"); role && std::string(role) == "worker")
-    return false;
-  for (const char* rank : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}) {
-    const char* value = variable(rank);
-    if (value && *value) return std::string(value) == "0";
-  }
-  return true;
+  if (environment("FIBER_K8S_ROLE").value_or("") == "worker") return false;
+  if (!started_by_launcher(environment)) return true;
+  return launcher_rank(environment).value_or(0) == 0;
 }
 
 int run_reporting_exit_status(const std::vector<std::string>& command, const std::string& directory,

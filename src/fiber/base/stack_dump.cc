@@ -1,4 +1,4 @@
-#include "fiber/runtime/stack_dump.h"
+#include "fiber/base/stack_dump.h"
 
 #include <signal.h>
 #include <spawn.h>

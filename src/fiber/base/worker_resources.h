@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "fiber/runtime/config_file.h"
+#include "fiber/base/config_file.h"
 
 namespace fiber::internal {
 

@@ -1,4 +1,4 @@
-#include "fiber/runtime/launch_recipe.h"
+#include "fiber/base/launch_recipe.h"
 
 namespace fiber::internal {
 namespace {

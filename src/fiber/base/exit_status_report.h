@@ -5,9 +5,10 @@
 // launcher pod and by `fibermpi run`. Free of MPI. Internal.
 #pragma once
 
-#include <functional>
 #include <string>
 #include <vector>
+
+#include "fiber/base/config_file.h"
 
 namespace fiber::internal {
 
@@ -22,7 +23,7 @@ void report_exit_status(int status);
 /// True in the process whose exit status is the program's: rank 0 of the launcher's job, or a
 /// program started alone; never a worker fibermpi started (FIBER_WORKER), one joining a master
 /// (FIBER_CONNECT) or a FiberJob's worker pod.
-bool is_program_master(const std::function<const char*(const char*)>& variable);
+bool is_program_master(const EnvironmentLookup& environment);
 
 /// How a launcher run through run_reporting_exit_status is judged when no report arrives.
 struct ExitReportExpectation {

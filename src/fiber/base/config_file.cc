@@ -1,4 +1,4 @@
-#include "fiber/runtime/config_file.h"
+#include "fiber/base/config_file.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -17,8 +17,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "fiber/base/log.h"
 #include "fiber/errors.h"
-#include "fiber/runtime/log.h"
 
 namespace fiber::internal {
 namespace {

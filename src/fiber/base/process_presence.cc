@@ -1,4 +1,4 @@
-#include "fiber/runtime/process_presence.h"
+#include "fiber/base/process_presence.h"
 
 #include <signal.h>
 

@@ -1,4 +1,4 @@
-#include "fiber/runtime/process_watch.h"
+#include "fiber/base/process_watch.h"
 
 #include <sys/epoll.h>
 #include <sys/syscall.h>
@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <iterator>
 
-#include "fiber/runtime/process_presence.h"
+#include "fiber/base/process_presence.h"
 
 namespace fiber::internal {
 namespace {

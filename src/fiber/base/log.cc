@@ -1,4 +1,4 @@
-#include "fiber/runtime/log.h"
+#include "fiber/base/log.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "fiber/runtime/progress_display.h"
+#include "fiber/base/progress_display.h"
 
 #include <unistd.h>
 
@@ -11,7 +11,7 @@
 #include <mutex>
 #include <thread>
 
-#include "fiber/runtime/log.h"
+#include "fiber/base/log.h"
 
 namespace fiber::internal {
 
