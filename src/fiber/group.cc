@@ -4,8 +4,8 @@
 
 #include "fiber/base/log.h"
 #include "fiber/errors.h"
+#include "fiber/group/group_client.h"
 #include "fiber/master/group_core.h"
-#include "fiber/runtime/group_client.h"
 #include "fiber/runtime/runtime.h"
 #include "fiber/worker/group_member.h"
 

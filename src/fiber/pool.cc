@@ -14,8 +14,8 @@
 #include "fiber/base/progress_display.h"
 #include "fiber/base/worker_resources.h"
 #include "fiber/errors.h"
-#include "fiber/runtime/pool_client.h"
-#include "fiber/runtime/pool_settings.h"
+#include "fiber/pool/pool_client.h"
+#include "fiber/pool/pool_settings.h"
 #include "fiber/runtime/runtime.h"
 
 namespace fiber {

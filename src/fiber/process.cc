@@ -9,7 +9,7 @@
 
 #include "fiber/base/worker_resources.h"
 #include "fiber/errors.h"
-#include "fiber/runtime/process_control.h"
+#include "fiber/process/process_control.h"
 #include "fiber/runtime/runtime.h"
 
 namespace fiber {

@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "fiber/engine/settings.h"
 #include "fiber/errors.h"
-#include "fiber/runtime/settings.h"
 
 namespace fiber::internal {
 namespace {

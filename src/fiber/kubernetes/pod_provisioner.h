@@ -18,9 +18,9 @@
 #include <thread>
 #include <vector>
 
-#include "fiber/runtime/link.h"
-#include "fiber/runtime/progress_engine.h"
-#include "fiber/runtime/settings.h"
+#include "fiber/engine/link.h"
+#include "fiber/engine/progress_engine.h"
+#include "fiber/engine/settings.h"
 
 namespace fiber::internal {
 

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "fiber/group/group_settings.h"
 #include "fiber/invoke.h"
 #include "fiber/master/process_host.h"
 #include "fiber/wire/group_messages.h"
@@ -35,13 +36,6 @@ class GroupHost : public ProcessHost {
   /// A member told to stop that has not ended in time: its worker is given up on (killed if it
   /// is a spawned worker of this host) and the process ends as killed.
   virtual void give_up_locked(const ProcessState& process, const std::string& why) = 0;
-};
-
-/// How a group is made; see fiber::Group::Options.
-struct GroupSettings {
-  int size = 1;
-  int max_restarts = 0;
-  detail::TaskSpec task;  ///< What every member runs.
 };
 
 class GroupCore {

@@ -8,7 +8,7 @@
 #include <string>
 #include <thread>
 
-#include "fiber/runtime/progress_engine.h"
+#include "fiber/engine/progress_engine.h"
 #include "mpi_bridge/rendezvous.h"
 
 namespace fiber::internal {

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "fiber/engine/settings.h"
 #include "fiber/master/slot.h"
-#include "fiber/runtime/settings.h"
 
 namespace fiber::internal {
 

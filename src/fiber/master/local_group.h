@@ -3,9 +3,9 @@
 
 #include <memory>
 
+#include "fiber/engine/progress_engine.h"
+#include "fiber/group/group_client.h"
 #include "fiber/master/group_core.h"
-#include "fiber/runtime/group_client.h"
-#include "fiber/runtime/progress_engine.h"
 
 namespace fiber::internal {
 

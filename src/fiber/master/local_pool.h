@@ -3,9 +3,9 @@
 
 #include <memory>
 
+#include "fiber/engine/progress_engine.h"
 #include "fiber/master/pool_core.h"
-#include "fiber/runtime/pool_client.h"
-#include "fiber/runtime/progress_engine.h"
+#include "fiber/pool/pool_client.h"
 
 namespace fiber::internal {
 

@@ -19,7 +19,7 @@
 #include <variant>
 #include <vector>
 
-#include "fiber/runtime/manager_access.h"
+#include "fiber/manager/manager_access.h"
 #include "fiber/serialization.h"
 #include "fiber/wire/manager_messages.h"
 #include "fiber/wire/message_kind.h"

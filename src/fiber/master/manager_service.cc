@@ -6,7 +6,7 @@
 #include "fiber/errors.h"
 #include "fiber/function_ref.h"
 #include "fiber/invoke.h"
-#include "fiber/master/process_state.h"
+#include "fiber/process/process_state.h"
 #include "fiber/wire/manager_messages.h"
 
 namespace fiber::internal {

@@ -15,10 +15,10 @@
 #include <thread>
 #include <unordered_map>
 
+#include "fiber/engine/progress_engine.h"
+#include "fiber/manager/manager_access.h"
 #include "fiber/master/manager_hub.h"
 #include "fiber/master/next_deadline.h"
-#include "fiber/runtime/manager_access.h"
-#include "fiber/runtime/progress_engine.h"
 #include "fiber/wire/queue_messages.h"
 
 namespace fiber::internal {

@@ -23,8 +23,8 @@
 #include "fiber/detail/job.h"
 #include "fiber/invoke.h"
 #include "fiber/master/pool_host.h"
-#include "fiber/runtime/callback_runner.h"
-#include "fiber/runtime/pool_settings.h"
+#include "fiber/pool/callback_runner.h"
+#include "fiber/pool/pool_settings.h"
 #include "fiber/wire/pool_messages.h"
 #include "fiber/wire/task_message.h"
 

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "fiber/invoke.h"
-#include "fiber/master/process_state.h"
+#include "fiber/process/process_state.h"
 #include "fiber/wire/outgoing.h"
 
 namespace fiber::internal {

@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
-#include "fiber/master/process_state.h"
+#include "fiber/engine/settings.h"
 #include "fiber/master/slot.h"
-#include "fiber/runtime/settings.h"
+#include "fiber/process/process_state.h"
 
 namespace fiber::internal {
 

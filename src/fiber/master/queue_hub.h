@@ -15,7 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "fiber/master/process_state.h"
+#include "fiber/process/process_state.h"
 #include "fiber/wire/message_kind.h"
 
 namespace fiber::internal {

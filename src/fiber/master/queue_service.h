@@ -9,10 +9,10 @@
 #include <span>
 #include <string>
 
+#include "fiber/engine/progress_engine.h"
 #include "fiber/master/next_deadline.h"
 #include "fiber/master/queue_hub.h"
-#include "fiber/runtime/progress_engine.h"
-#include "fiber/runtime/queue_access.h"
+#include "fiber/queue/queue_access.h"
 #include "fiber/wire/queue_messages.h"
 
 namespace fiber::internal {

@@ -8,8 +8,8 @@
 #include <optional>
 #include <string>
 
-#include "fiber/master/process_state.h"
-#include "fiber/runtime/link.h"
+#include "fiber/engine/link.h"
+#include "fiber/process/process_state.h"
 
 namespace fiber::internal {
 

@@ -10,12 +10,12 @@
 #include <string>
 
 #include "fiber/base/shared_output.h"
+#include "fiber/engine/progress_engine.h"
+#include "fiber/engine/settings.h"
 #include "fiber/init.h"
 #include "fiber/kubernetes/join_token.h"
-#include "fiber/runtime/manager_access.h"
-#include "fiber/runtime/progress_engine.h"
-#include "fiber/runtime/queue_access.h"
-#include "fiber/runtime/settings.h"
+#include "fiber/manager/manager_access.h"
+#include "fiber/queue/queue_access.h"
 
 namespace fiber::internal {
 

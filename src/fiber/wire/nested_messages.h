@@ -12,7 +12,7 @@
 
 #include "fiber/detail/job.h"
 #include "fiber/invoke.h"
-#include "fiber/runtime/pool_settings.h"
+#include "fiber/pool/pool_settings.h"
 #include "fiber/wire/outgoing.h"
 
 namespace fiber::internal::wire {

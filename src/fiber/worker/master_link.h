@@ -16,11 +16,11 @@
 #include <string>
 #include <unordered_map>
 
+#include "fiber/engine/progress_engine.h"
+#include "fiber/engine/settings.h"
 #include "fiber/invoke.h"
-#include "fiber/runtime/manager_access.h"
-#include "fiber/runtime/progress_engine.h"
-#include "fiber/runtime/queue_access.h"
-#include "fiber/runtime/settings.h"
+#include "fiber/manager/manager_access.h"
+#include "fiber/queue/queue_access.h"
 #include "fiber/wire/group_messages.h"
 #include "fiber/wire/outgoing.h"
 #include "fiber/wire/queue_messages.h"

@@ -4,7 +4,7 @@
 #include <csignal>
 
 #include "fiber/errors.h"
-#include "fiber/runtime/callback_runner.h"
+#include "fiber/pool/callback_runner.h"
 #include "fiber/runtime/runtime.h"
 #include "fiber/worker/master_link.h"
 

@@ -9,12 +9,12 @@
 #include <memory>
 #include <vector>
 
-#include "fiber/master/group_core.h"
-#include "fiber/runtime/group_client.h"
-#include "fiber/runtime/pool_client.h"
-#include "fiber/runtime/pool_settings.h"
-#include "fiber/runtime/process_control.h"
-#include "fiber/runtime/progress_engine.h"
+#include "fiber/engine/progress_engine.h"
+#include "fiber/group/group_client.h"
+#include "fiber/group/group_settings.h"
+#include "fiber/pool/pool_client.h"
+#include "fiber/pool/pool_settings.h"
+#include "fiber/process/process_control.h"
 #include "fiber/wire/nested_messages.h"
 #include "fiber/wire/queue_messages.h"
 

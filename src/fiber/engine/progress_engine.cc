@@ -1,4 +1,4 @@
-#include "fiber/runtime/progress_engine.h"
+#include "fiber/engine/progress_engine.h"
 
 #include <sys/prctl.h>
 #include <unistd.h>

@@ -17,8 +17,8 @@
 #include <thread>
 #include <vector>
 
-#include "fiber/runtime/link.h"
-#include "fiber/runtime/settings.h"
+#include "fiber/engine/link.h"
+#include "fiber/engine/settings.h"
 #include "mpi_bridge/backoff.h"
 #include "mpi_bridge/doorbell.h"
 #include "mpi_bridge/transport.h"

@@ -7,9 +7,9 @@
 #include <optional>
 #include <vector>
 
+#include "fiber/engine/link.h"
 #include "fiber/invoke.h"
-#include "fiber/master/process_state.h"
-#include "fiber/runtime/link.h"
+#include "fiber/process/process_state.h"
 
 namespace fiber::internal {
 

@@ -1,4 +1,4 @@
-#include "fiber/runtime/callback_runner.h"
+#include "fiber/pool/callback_runner.h"
 #include "fiber/base/log.h"
 
 #include <cstdio>

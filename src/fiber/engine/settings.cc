@@ -1,4 +1,4 @@
-#include "fiber/runtime/settings.h"
+#include "fiber/engine/settings.h"
 
 #include <system_error>
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "fiber/runtime/link.h"
+#include "fiber/engine/link.h"
 
 namespace fiber::internal {
 
