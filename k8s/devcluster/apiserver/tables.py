@@ -298,64 +298,6 @@ NODE_COLUMNS = [
 ]
 
 
-def service_ports(spec: dict[str, Any]) -> str:
-    ports = []
-    for port in spec.get("ports") or []:
-        text = str(port.get("port", ""))
-        if port.get("nodePort"):
-            text += f":{port['nodePort']}"
-        ports.append(f"{text}/{port.get('protocol', 'TCP')}")
-    return ",".join(ports) or "<none>"
-
-
-def service_external_ip(service: dict[str, Any]) -> str:
-    spec = service.get("spec") or {}
-    kind = spec.get("type", "ClusterIP")
-    if kind == "ExternalName":
-        return spec.get("externalName", "<none>")
-    external = list(spec.get("externalIPs") or [])
-    if kind == "LoadBalancer":
-        ingress = ((service.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
-        external += [i.get("ip") or i.get("hostname") for i in ingress]
-        return ",".join(external) or "<pending>"
-    return ",".join(external) or "<none>"
-
-
-def service_row(service: dict[str, Any], now: datetime.datetime) -> Row:
-    spec = service.get("spec") or {}
-    selector = spec.get("selector") or {}
-    return [meta(service).get("name", ""), spec.get("type", "ClusterIP"),
-            spec.get("clusterIP") or "<none>", service_external_ip(service),
-            service_ports(spec), created(service, now),
-            ",".join(f"{k}={v}" for k, v in sorted(selector.items())) or "<none>"]
-
-
-SERVICE_COLUMNS = [
-    NAME_COLUMN,
-    column("Type", description="The type of the service (ClusterIP, NodePort, LoadBalancer, "
-                               "ExternalName)."),
-    column("Cluster-IP", description="The IP address of the service inside the cluster."),
-    column("External-IP", description="Addresses the service is reachable at from outside."),
-    column("Port(s)", description="The ports the service exposes."),
-    AGE_COLUMN,
-    column("Selector", description="Labels of the pods the service routes to.", priority=1),
-]
-
-
-def as_core_event(event: dict[str, Any]) -> dict[str, Any]:
-    """The core/v1 fields of an event: the server prints events.k8s.io/v1 events from the same
-    internal Event, so `regarding`, `note` and the `deprecated*` fields stand for their core
-    names."""
-    renamed = {"regarding": "involvedObject", "note": "message", "deprecatedSource": "source",
-               "deprecatedFirstTimestamp": "firstTimestamp",
-               "deprecatedLastTimestamp": "lastTimestamp", "deprecatedCount": "count"}
-    core_event = dict(event)
-    for new_name, core_name in renamed.items():
-        if new_name in event and core_name not in event:
-            core_event[core_name] = event[new_name]
-    return core_event
-
-
 def event_source(event: dict[str, Any]) -> str:
     """component[, host], each falling back to the reporting controller and instance."""
     source = event.get("source") or {}
@@ -368,7 +310,6 @@ def event_row(event: dict[str, Any], now: datetime.datetime) -> Row:
     """As kube-apiserver's printEvent: Last Seen is the age of lastTimestamp (firstTimestamp,
     then eventTime, when unset; the series' last observation when it has one), with no
     "(xN over ...)": that suffix is `kubectl events`' own, the count has its wide column."""
-    event = as_core_event(event)
     first_seen = age(event.get("firstTimestamp") or event.get("eventTime"), now)
     last_seen = age(event["lastTimestamp"], now) if event.get("lastTimestamp") else first_seen
     series = event.get("series")
@@ -399,96 +340,6 @@ EVENT_COLUMNS = [
 ]
 
 
-def simple_rows(extra: Callable[[dict[str, Any]], list[Any]]) -> Callable[..., Row]:
-    """Row builder for Name, <extra cells>, Age."""
-    def row(obj: dict[str, Any], now: datetime.datetime) -> Row:
-        return [meta(obj).get("name", ""), *extra(obj), created(obj, now)]
-    return row
-
-
-def namespace_cells(obj: dict[str, Any]) -> list[Any]:
-    return [(obj.get("status") or {}).get("phase", "")]
-
-
-def lease_cells(obj: dict[str, Any]) -> list[Any]:
-    return [(obj.get("spec") or {}).get("holderIdentity") or ""]
-
-
-def configmap_cells(obj: dict[str, Any]) -> list[Any]:
-    return [len(obj.get("data") or {}) + len(obj.get("binaryData") or {})]
-
-
-def secret_cells(obj: dict[str, Any]) -> list[Any]:
-    return [obj.get("type", "Opaque"), len(obj.get("data") or {})]
-
-
-def format_label_selector(selector: dict[str, Any]) -> str:
-    """A label selector the way kubectl columns print one: "<none>" for the empty selector."""
-    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
-    for expression in selector.get("matchExpressions") or []:
-        key, operator = expression.get("key", ""), expression.get("operator", "")
-        values = ",".join(sorted(expression.get("values") or []))
-        parts.append({"In": f"{key} in ({values})", "NotIn": f"{key} notin ({values})",
-                      "Exists": key, "DoesNotExist": f"!{key}"}.get(operator, key))
-    return ",".join(parts) or "<none>"
-
-
-def network_policy_cells(obj: dict[str, Any]) -> list[Any]:
-    return [format_label_selector((obj.get("spec") or {}).get("podSelector") or {})]
-
-
-def service_account_cells(obj: dict[str, Any]) -> list[Any]:
-    return [len(obj.get("secrets") or [])]
-
-
-def endpoints_cells(obj: dict[str, Any]) -> list[Any]:
-    """ip:port of every address and port, the first three shown, then how many more."""
-    pairs = []
-    for subset in obj.get("subsets") or []:
-        ports = subset.get("ports") or []
-        for address in subset.get("addresses") or []:
-            if not ports:
-                pairs.append(address.get("ip", ""))
-            pairs.extend(f"{address.get('ip', '')}:{port.get('port')}" for port in ports)
-    if not pairs:
-        return ["<none>"]
-    shown = ",".join(pairs[:3])
-    return [shown + (f" + {len(pairs) - 3} more..." if len(pairs) > 3 else "")]
-
-
-def endpoint_slice_cells(obj: dict[str, Any]) -> list[Any]:
-    """The address type, the ports' numbers, the first three addresses then how many more."""
-    ports = ",".join("<unset>" if port.get("port") is None else str(port["port"]) for port in obj.get("ports") or [])
-    addresses = [a for endpoint in obj.get("endpoints") or [] for a in endpoint.get("addresses") or []]
-    shown = ",".join(addresses[:3]) + (f" + {len(addresses) - 3} more..." if len(addresses) > 3 else "")
-    return [obj.get("addressType", ""), ports or "<unset>", shown or "<unset>"]
-
-
-def binding_row(obj: dict[str, Any], now: datetime.datetime) -> Row:
-    """Name, Role, Age, then (wide) the users, groups and service accounts bound."""
-    subjects = obj.get("subjects") or []
-    role_ref = obj.get("roleRef") or {}
-
-    def named(kind: str) -> str:
-        return ", ".join(s.get("name", "") for s in subjects if s.get("kind") == kind)
-
-    accounts = ", ".join(f"{s.get('namespace', '')}/{s.get('name', '')}" for s in subjects
-                         if s.get("kind") == "ServiceAccount")
-    return [meta(obj).get("name", ""), f"{role_ref.get('kind', '')}/{role_ref.get('name', '')}",
-            created(obj, now), named("User"), named("Group"), accounts]
-
-
-BINDING_COLUMNS = [
-    NAME_COLUMN,
-    column("Role", description="The role bound, as Kind/name."),
-    AGE_COLUMN,
-    column("Users", description="Users bound.", priority=1),
-    column("Groups", description="Groups bound.", priority=1),
-    column("ServiceAccounts", description="Service accounts bound, as namespace/name.",
-           priority=1),
-]
-
-
 def created_at_row(obj: dict[str, Any], _now: datetime.datetime) -> Row:
     return [meta(obj).get("name", ""), meta(obj).get("creationTimestamp")]
 
@@ -513,45 +364,13 @@ def resource_quota_row(obj: dict[str, Any], now: datetime.datetime) -> Row:
     return [meta(obj).get("name", ""), created(obj, now), ", ".join(columns[False]), ", ".join(columns[True])]
 
 
+# The kinds whose tables the project's commands print (kubectl get pods, nodes, events, quota);
+# every other kind gets the server's default table (Name, Created At).
 BUILTIN_PRINTERS: dict[tuple[str, str], tuple[list[Column], Callable[..., Row]]] = {
     ("", "pods"): (POD_COLUMNS, pod_row),
     ("", "nodes"): (NODE_COLUMNS, node_row),
-    ("", "services"): (SERVICE_COLUMNS, service_row),
     ("", "events"): (EVENT_COLUMNS, event_row),
-    ("events.k8s.io", "events"): (EVENT_COLUMNS, event_row),
-    ("", "namespaces"): ([NAME_COLUMN, column("Status", description="Active or "
-                                              "Terminating"), AGE_COLUMN],
-                         simple_rows(namespace_cells)),
-    ("coordination.k8s.io", "leases"): ([NAME_COLUMN, column("Holder", description="The holder "
-                                                             "of the lease."), AGE_COLUMN],
-                                        simple_rows(lease_cells)),
-    ("", "configmaps"): ([NAME_COLUMN, column("Data", "integer", "Number of keys in the "
-                                              "config map."), AGE_COLUMN],
-                         simple_rows(configmap_cells)),
-    ("", "secrets"): ([NAME_COLUMN, column("Type", description="The type of the secret."),
-                       column("Data", "integer", "Number of keys in the secret."), AGE_COLUMN],
-                      simple_rows(secret_cells)),
-    ("", "serviceaccounts"): ([NAME_COLUMN, column("Secrets", "integer", "Number of secrets "
-                                                   "listed for the account."), AGE_COLUMN],
-                              simple_rows(service_account_cells)),
-    ("", "endpoints"): ([NAME_COLUMN, column("Endpoints", description="Addresses and ports."),
-                         AGE_COLUMN], simple_rows(endpoints_cells)),
     ("", "resourcequotas"): (RESOURCE_QUOTA_COLUMNS, resource_quota_row),
-    ("discovery.k8s.io", "endpointslices"): (
-        [NAME_COLUMN, column("AddressType", description="The type of address of the endpoints."),
-         column("Ports", description="The ports of the endpoints."),
-         column("Endpoints", description="The addresses of the endpoints."), AGE_COLUMN],
-        simple_rows(endpoint_slice_cells)),
-    ("networking.k8s.io", "networkpolicies"): (
-        [NAME_COLUMN, column("Pod-Selector", description="The pods the policy applies to (its "
-                             "spec.podSelector)."), AGE_COLUMN],
-        simple_rows(network_policy_cells)),
-    ("rbac.authorization.k8s.io", "rolebindings"): (BINDING_COLUMNS, binding_row),
-    ("rbac.authorization.k8s.io", "clusterrolebindings"): (BINDING_COLUMNS, binding_row),
-    ("rbac.authorization.k8s.io", "roles"): (
-        [NAME_COLUMN, column("Created At", "date", CREATED_AT_DESCRIPTION)], created_at_row),
-    ("rbac.authorization.k8s.io", "clusterroles"): (
-        [NAME_COLUMN, column("Created At", "date", CREATED_AT_DESCRIPTION)], created_at_row),
 }
 
 
