@@ -28,8 +28,6 @@ KNOWN_CIRCLES = {
     # master/ holds the pod provisioner's and the FiberJob scaler's interfaces; kubernetes/'s join
     # service calls the master.
     ("kubernetes", "master"),
-    # A worker's code reaches its link, engine and settings through Runtime::instance().
-    ("runtime", "worker"),
 }
 
 

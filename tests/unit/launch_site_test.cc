@@ -74,6 +74,18 @@ TEST(LaunchSite, AFiberJobPodIsAPodEvenUnderItsMpirun) {
   EXPECT_EQ(site.rank, 0);
 }
 
+TEST(LaunchSite, AFiberJobPodsIdentityIsItsNameAndUid) {
+  EXPECT_EQ(fiberjob_pod_identity(table({{"FIBER_K8S_ROLE", "worker"},
+                                         {"FIBER_K8S_POD_NAME", "es-worker-3"},
+                                         {"FIBER_K8S_POD_UID", "0f3a"}})),
+            "es-worker-3/0f3a");
+  EXPECT_EQ(fiberjob_pod_identity(
+                table({{"FIBER_K8S_ROLE", "worker"}, {"FIBER_K8S_POD_NAME", "es-worker-3"}})),
+            "es-worker-3");
+  // A pod name without the FiberJob's role is no FiberJob pod.
+  EXPECT_EQ(fiberjob_pod_identity(table({{"FIBER_K8S_POD_NAME", "es-worker-3"}})), "");
+}
+
 TEST(LaunchSite, AnAllocationWithoutALauncher) {
   const LaunchSite site = detect_launch_site(table({{"SLURM_JOB_ID", "12"},
                                                     {"SLURM_NPROCS", "6"},

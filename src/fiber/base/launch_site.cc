@@ -34,14 +34,14 @@ int task_count(const std::string& name, const std::string& text) {
   return value;
 }
 
-std::string host_name() {
+std::string this_host_name() {
   char name[256] = {};
   ::gethostname(name, sizeof name - 1);
   return name;
 }
 
 bool is_this_host(const std::string& name) {
-  const std::string host = host_name();
+  const std::string host = this_host_name();
   return name == "localhost" || name == "127.0.0.1" || name == "::1" || name == host ||
          name == host.substr(0, host.find('.'));
 }
@@ -129,6 +129,13 @@ int launcher_world_size(const EnvironmentLookup& environment) {
   if (const auto value = environment("PMIX_RANK"); value && !value->empty())
     return std::max(0, number_in(environment, "SLURM_STEP_NUM_TASKS").value_or(0));
   return 0;
+}
+
+std::string fiberjob_pod_identity(const EnvironmentLookup& environment) {
+  const std::string pod = environment("FIBER_K8S_POD_NAME").value_or("");
+  const std::string uid = environment("FIBER_K8S_POD_UID").value_or("");
+  if (pod.empty() || environment("FIBER_K8S_ROLE").value_or("").empty()) return {};
+  return uid.empty() ? pod : pod + "/" + uid;
 }
 
 std::string LaunchSite::describe() const {

@@ -16,6 +16,10 @@ bool started_by_launcher(const EnvironmentLookup& environment = process_environm
 /// This process's rank in the launcher's world; nothing when no launcher started it (or its rank
 /// variable is not a number).
 std::optional<int> launcher_rank(const EnvironmentLookup& environment = process_environment());
+/// The identity of the FiberJob pod this process runs in, as the launcher knows its workers'
+/// (their hello's `pod`): "NAME/UID" from FIBER_K8S_POD_NAME and FIBER_K8S_POD_UID (the uid tells
+/// a replacement of the same name apart), "NAME" without a uid; empty outside a FiberJob.
+std::string fiberjob_pod_identity(const EnvironmentLookup& environment = process_environment());
 /// The size of the world the launcher started (OMPI_COMM_WORLD_SIZE, PMI_SIZE, or srun's step
 /// size for a PMIx rank); 0 when unknown.
 int launcher_world_size(const EnvironmentLookup& environment = process_environment());

@@ -123,7 +123,7 @@ bool is_subdomain(const std::string& name, size_t most) {
                      [&](char c) { return alnum(c) || c == '-' || c == '.'; });
 }
 
-// "NAME" or "NAME/UID", as pod_identity_from_environment() makes it.
+// "NAME" or "NAME/UID", as fiberjob_pod_identity() makes it.
 bool is_pod_identity(const std::string& identity) {
   const auto slash = identity.find('/');
   if (slash == std::string::npos) return is_subdomain(identity, 253);

@@ -84,7 +84,7 @@ std::string join_turn_address(const std::string& host, int port);
 std::pair<std::string, std::string> split_join_turn_address(const std::string& address);
 
 /// Gives the turn back once this pod's job has connected: tells the launcher that process `pid`
-/// of pod `pod` ("name/uid", pod_identity_from_environment()) joined, and keeps the socket open
+/// of pod `pod` ("name/uid", fiberjob_pod_identity()) joined, and keeps the socket open
 /// for the life of the process (its end tells the launcher that worker is gone). A malformed
 /// identity or a failed send closes it instead. Returns whether the socket is kept.
 bool hand_back_join_turn(int turn, const std::string& pod, int pid);

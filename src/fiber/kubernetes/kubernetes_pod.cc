@@ -61,13 +61,6 @@ std::optional<KubernetesPod> KubernetesPod::from_environment() {
   return pod;
 }
 
-std::string pod_identity_from_environment() {
-  const char* pod = std::getenv("FIBER_K8S_POD_NAME");
-  const char* uid = std::getenv("FIBER_K8S_POD_UID");
-  if (!pod || !*pod || !std::getenv("FIBER_K8S_ROLE")) return {};
-  return std::string(pod) + (uid && *uid ? std::string("/") + uid : std::string());
-}
-
 void relaunch_under_mpirun(const KubernetesPod& pod, int argc, char** argv) {
   const char* override_path = std::getenv("FIBER_MPIRUN");
   const std::string mpirun = override_path && *override_path ? override_path : FIBER_MPIRUN;

@@ -31,11 +31,6 @@ struct KubernetesPod {
   std::string describe() const { return "FiberJob " + ns + "/" + job; }
 };
 
-/// The identity of the pod this process runs in as the launcher knows its workers' (their
-/// hello's `pod`): "NAME/UID" from FIBER_K8S_POD_NAME and FIBER_K8S_POD_UID (the uid tells a
-/// replacement of the same name apart), "NAME" without a uid; empty outside a FiberJob.
-std::string pod_identity_from_environment();
-
 /// Runs this program again as `mpirun --ompi-server <uri> --enable-recovery -n <ranks> <this
 /// program> <args>`: the launcher as a job of one rank, a worker pod as a job of
 /// slots_per_worker ranks, each meeting the others through the job's name service. A worker pod

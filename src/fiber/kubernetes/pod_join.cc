@@ -187,7 +187,7 @@ bridge::Communicator connect_to_launcher(const KubernetesPod& pod, std::chrono::
   }
   g_pod_joined.store(true);
   if (turn.fd >= 0) {
-    if (hand_back_join_turn(turn.fd, pod_identity_from_environment(), static_cast<int>(::getpid())))
+    if (hand_back_join_turn(turn.fd, fiberjob_pod_identity(), static_cast<int>(::getpid())))
       end_when_launcher_closes(turn.fd, pod.describe());
   }
   return comm;

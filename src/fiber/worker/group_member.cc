@@ -9,7 +9,6 @@
 #include "fiber/base/log.h"
 #include "fiber/errors.h"
 #include "fiber/invoke.h"
-#include "fiber/runtime/runtime.h"
 #include "fiber/worker/fatal_signal.h"
 #include "fiber/worker/master_link.h"
 #include "mpi_bridge/group_communicator.h"
@@ -27,8 +26,9 @@ std::atomic<const GroupMembership*> g_membership{nullptr};
 // so long that the member is taken for dead.
 class StepWithTrafficHeld {
  public:
-  StepWithTrafficHeld() : engine_(Runtime::instance().engine()) {
-    engine_.hold_traffic_until(Clock::now() + Runtime::instance().settings().heartbeat_timeout / 2);
+  StepWithTrafficHeld() : engine_(MasterLink::current().engine()) {
+    engine_.hold_traffic_until(Clock::now() +
+                               MasterLink::current().settings().heartbeat_timeout / 2);
   }
   ~StepWithTrafficHeld() { engine_.release_traffic(); }
   StepWithTrafficHeld(const StepWithTrafficHeld&) = delete;
@@ -44,8 +44,8 @@ class StepWithTrafficHeld {
 [[noreturn]] void end_member_on_mpi_error(int, const std::string& text) {
   FIBER_LOG_WARNING("group member pid %d: an MPI call on group_comm() failed: %s",
                     static_cast<int>(::getpid()), text.c_str());
-  Runtime::instance().worker().end_process_now(running_process(), 1,
-                                               "an MPI call on group_comm() failed: " + text);
+  MasterLink::current().end_process_now(running_process(), 1,
+                                        "an MPI call on group_comm() failed: " + text);
 }
 
 // The communicator of the plan's members: this member's island, then the islands after it
@@ -93,7 +93,7 @@ bridge::GroupCommunicator build_communicator(MasterLink& link, const wire::Group
 const GroupMembership* current_group_membership() { return g_membership.load(); }
 
 void group_member_main(uint64_t group, uint32_t attempt, std::vector<std::byte> task_bytes) {
-  MasterLink& link = Runtime::instance().worker();
+  MasterLink& link = MasterLink::current();
   const wire::GroupPlan plan = link.enter_group(group, attempt, running_process());
   bridge::GroupCommunicator comm = build_communicator(link, plan);
   if (comm.size() != plan.size() || comm.rank() != plan.rank)

@@ -5,16 +5,17 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
 
 #include "fiber/base/fault_injection.h"
+#include "fiber/base/launch_site.h"
 #include "fiber/base/log.h"
 #include "fiber/base/process_presence.h"
 #include "fiber/errors.h"
 #include "fiber/function_ref.h"
-#include "fiber/kubernetes/kubernetes_pod.h"
 #include "fiber/serialization.h"
 #include "fiber/wire/link_messages.h"
 #include "fiber/wire/manager_messages.h"
@@ -27,6 +28,11 @@
 
 namespace fiber::internal {
 
+namespace {
+// This worker process's link; set while it lives.
+std::atomic<MasterLink*> g_current_link{nullptr};
+}  // namespace
+
 MasterLink::MasterLink(const Settings& settings, ProgressEngine& engine, Link& link,
                        int master_rank, bool spawned, bool joined)
     : settings_(settings),
@@ -37,6 +43,17 @@ MasterLink::MasterLink(const Settings& settings, ProgressEngine& engine, Link& l
       joined_(joined),
       host_(bridge::Environment::hostname()) {
   fault_drop_message_ = claim_message_to_drop();
+  g_current_link = this;
+}
+
+MasterLink::~MasterLink() {
+  if (g_current_link == this) g_current_link = nullptr;
+}
+
+MasterLink& MasterLink::current() {
+  MasterLink* link = g_current_link;
+  if (!link) throw UsageError("this process is not a worker: it has no link to a master");
+  return *link;
 }
 
 void MasterLink::send(const Outgoing& message) {
@@ -131,7 +148,7 @@ void MasterLink::handshake() {
   hello.pid = static_cast<int>(::getpid());
   hello.host = host_;
   // Its pod: the name, and the uid that tells a replacement of the same name apart.
-  hello.pod = pod_identity_from_environment();
+  hello.pod = fiberjob_pod_identity();
   send(hello.encode());
   auto held = engine_.lock();
   engine_.changes().wait(held, [this] { return handshake_ != Handshake::kWaiting; });

@@ -54,8 +54,16 @@ class MasterLink final : public MessageSink, public QueueAccess, public ManagerA
   /// `link`: the communicator to the master, whose rank on it is `master_rank`.
   MasterLink(const Settings& settings, ProgressEngine& engine, Link& link, int master_rank,
              bool spawned, bool joined);
+  ~MasterLink();
   MasterLink(const MasterLink&) = delete;
   MasterLink& operator=(const MasterLink&) = delete;
+
+  /// This worker process's link to its master (there is one per worker process); UsageError in
+  /// a process that is no worker. What a worker's code (a pool worker, a group member) reaches
+  /// its master, engine and settings through.
+  static MasterLink& current();
+  ProgressEngine& engine() { return engine_; }
+  const Settings& settings() const { return settings_; }
 
   /// Says hello and waits for the master's answer; a refused worker finishes (exit status 0).
   void handshake();

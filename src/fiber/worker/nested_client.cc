@@ -5,7 +5,7 @@
 
 #include "fiber/errors.h"
 #include "fiber/pool/callback_runner.h"
-#include "fiber/runtime/runtime.h"
+#include "fiber/worker/fatal_signal.h"
 #include "fiber/worker/master_link.h"
 
 namespace fiber::internal {
@@ -194,8 +194,7 @@ wire::Reply NestedClient::request(Outgoing message) {
 // ---- Processes ----
 
 std::shared_ptr<ProcessState> NestedClient::new_process(detail::TaskSpec task) {
-  auto& runtime = Runtime::instance();
-  const uint64_t parent = runtime.self_id();
+  const uint64_t parent = running_process();
   auto held = engine_.lock();
   auto state = std::make_shared<ProcessState>();
   state->id = next_local_id_++;

@@ -11,7 +11,6 @@
 #include "fiber/detail/task_chunk.h"
 #include "fiber/function_ref.h"
 #include "fiber/invoke.h"
-#include "fiber/runtime/runtime.h"
 #include "fiber/wire/pool_messages.h"
 #include "fiber/worker/master_link.h"
 
@@ -58,7 +57,7 @@ PoolOutcome run_chunk(const detail::Bytes& payload, serial::Writer& out) {
 }  // namespace
 
 void pool_worker_main(uint64_t pool, std::vector<std::byte> initializer, uint64_t maxtasks) {
-  MasterLink& link = Runtime::instance().worker();
+  MasterLink& link = MasterLink::current();
   if (!initializer.empty()) {
     try {
       serial::Reader reader(initializer);

@@ -1,4 +1,4 @@
-#include "fiber/worker/worker_loop.h"
+#include "fiber/runtime/worker_loop.h"
 
 #include <stdlib.h>
 #include <unistd.h>
