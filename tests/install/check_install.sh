@@ -2,7 +2,14 @@
 # Installs the build tree into a temporary prefix, builds an outside project against it with
 # find_package(FiberMPI) and runs it. Each step's output is shown only when the step fails.
 set -euo pipefail
+# Usage: check_install.sh BUILD_DIR [--each-header]  (--each-header: also compile each installed
+# header on its own)
 build_dir="$1"
+each_header="${2:-}"
+case "$each_header" in
+  "" | --each-header) ;;
+  *) echo "check_install.sh: unknown option $each_header (use --each-header)" >&2; exit 2 ;;
+esac
 source_dir="$(cd "$(dirname "$0")" && pwd)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -38,6 +45,7 @@ if grep -E '/mpi\.h$|mpi-ext\.h$' "$work/includes.txt"; then
   exit 1
 fi
 quietly cmake -S "$source_dir/consumer" -B "$work/build" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" \
-  -DCMAKE_BUILD_TYPE=Release -DFIBER_INSTALLED_INCLUDE_DIR="$work/prefix/include"
+  -DCMAKE_BUILD_TYPE=Release \
+  ${each_header:+-DFIBER_INSTALLED_INCLUDE_DIR="$work/prefix/include"}
 quietly cmake --build "$work/build"
 "$work/build/consumer"
