@@ -3,10 +3,9 @@
 
 Reads every `#include "..."` of include/fiber/, src/fiber/, mpi_bridge/ and k8s/client/ and checks:
   - the strict layers: include/ (the public API) includes nothing internal; base/ only itself and
-    include/; mpi_bridge/ only base/ and include/; k8s/client/ only itself and include/;
-  - no include circle between folders, but the ones listed in KNOWN_CIRCLES, which the folders per
-    feature are removing: a new circle fails, and so does a listed one that is gone (take it off
-    the list, so that it cannot come back).
+    include/; mpi_bridge/ only base/ and include/; engine/ and wire/ only those three;
+    k8s/client/ only itself and include/;
+  - no include circle between folders, of two folders or more.
 Prints the folder graph and the largest source files. Exit status 1 on a failure.
 Usage: check_layers.py [repository root]
 """
@@ -20,15 +19,12 @@ STRICT = {
     "include": set(),
     "base": {"include"},
     "mpi_bridge": {"include", "base"},
+    # The cores every feature is built on: the progress engine, and the message codec and kinds.
+    "engine": {"include", "base", "mpi_bridge"},
+    "wire": {"include", "base", "mpi_bridge"},
     "k8s_client": {"include"},
 }
 
-# Circles between the runtime's folders that remain, as pairs of folders that include each other.
-KNOWN_CIRCLES = {
-    # master/ holds the pod provisioner's and the FiberJob scaler's interfaces; kubernetes/'s join
-    # service calls the master.
-    ("kubernetes", "master"),
-}
 
 
 def folder_of_file(relative: str) -> str | None:
@@ -93,24 +89,14 @@ def main() -> int:
         print(f"  {folder:11} -> {', '.join(sorted(graph[folder]))}")
 
     circles = {tuple(sorted(pair)) for pair in edges if (pair[1], pair[0]) in edges}
-    for a, b in sorted(circles - KNOWN_CIRCLES):
-        failures.append(f"a new include circle between {a}/ and {b}/:\n      " +
+    for a, b in sorted(circles):
+        failures.append(f"an include circle between {a}/ and {b}/:\n      " +
                         "\n      ".join(edges[(a, b)] + edges[(b, a)]))
-    for a, b in sorted(KNOWN_CIRCLES - circles):
-        failures.append(f"the circle between {a}/ and {b}/ is gone: take it off KNOWN_CIRCLES")
-    # Longer circles through three or more folders: any strongly connected set of folders that the
-    # listed pairs do not explain.
-    allowed = collections.defaultdict(set)
-    for a, b in KNOWN_CIRCLES:
-        allowed[a].add(b)
-        allowed[b].add(a)
+    # Longer circles, through three folders or more.
     for component in strongly_connected(graph):
-        if len(component) < 3:
-            continue
-        unexplained = [f for f in component if not allowed[f] & component]
-        if unexplained:
+        if len(component) >= 3:
             failures.append("an include circle through " + ", ".join(sorted(component)))
-    print(f"include circles left (pairs): {len(circles)}")
+    print(f"include circles: {len(circles)}")
     print("largest files (lines): " +
           ", ".join(f"{path} {lines}" for lines, path in sorted(sizes, reverse=True)[:3]))
     for failure in failures:

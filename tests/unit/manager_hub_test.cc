@@ -1,4 +1,4 @@
-#include "fiber/master/manager_hub.h"
+#include "fiber/manager/manager_hub.h"
 
 #include <gtest/gtest.h>
 

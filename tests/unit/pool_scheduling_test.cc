@@ -13,8 +13,8 @@
 
 #include "fiber/errors.h"
 #include "fiber/master/pool_core.h"
+#include "fiber/pool/pool_messages.h"
 #include "fiber/serialization.h"
-#include "fiber/wire/pool_messages.h"
 
 namespace fiber::internal {
 namespace {
@@ -61,7 +61,7 @@ class FakeHost : public PoolHost {
     // Decoded as the worker would decode it.
     const bridge::Received in = as_received(out);
     Sent message{out.kind, process.id, false, {}};
-    if (out.kind == Kind::kPoolTask) message.chunks = wire::PoolTasks::decode(in).second;
+    if (out.kind == Kind::kPoolTask) message.chunks = wire::PoolTasks::decode(in).chunks();
     if (out.kind == Kind::kPoolStop) message.drop_queued = wire::PoolStop::decode(in).drop_queued;
     sent.push_back(std::move(message));
   }

@@ -24,7 +24,7 @@ enum class ObjectType : uint32_t {
   kCondition = 9,  ///< a condition variable's waiting list (the lock is the caller's own Lock)
 };
 
-/// The operations on shared objects. Arguments and answers (master/manager_hub.cc answers them):
+/// The operations on shared objects. Arguments and answers (manager/manager_hub.cc answers them):
 /// keys and items are the bytes of their encoded values.
 enum class ObjectOp : uint32_t {
   kDictSet = 1,   ///< key (size-prefixed), value

@@ -1,6 +1,6 @@
 // A fiber::Group as its holder uses it, whichever side of the run holds it: the master's own
 // groups (LocalGroup), or a worker's (nesting), run by the master and reached by requests
-// (worker/nested_client.h). Internal.
+// (nesting/nested_client.h). Internal.
 #pragma once
 
 #include <exception>

@@ -8,13 +8,13 @@
 #include "fiber/base/log.h"
 #include "fiber/errors.h"
 #include "fiber/kubernetes/join_handshake.h"
-#include "fiber/master/master.h"
+#include "fiber/kubernetes/join_host.h"
 #include "mpi_bridge/environment.h"
 #include "mpi_bridge/rendezvous.h"
 
 namespace fiber::internal {
 
-std::unique_ptr<JoinTurns> serve_join_turns(Master& master, const std::string& host,
+std::unique_ptr<JoinTurns> serve_join_turns(JoinHost& master, const std::string& host,
                                             const std::optional<JoinToken>& token) {
   // A turn is a connect/accept (well under a second); one held for a minute belongs to a job that
   // vanished without closing its socket.
@@ -23,7 +23,7 @@ std::unique_ptr<JoinTurns> serve_join_turns(Master& master, const std::string& h
     guard.token = *token;
     guard.port = master.listen();
   }
-  Master* m = &master;
+  JoinHost* m = &master;
   return std::make_unique<JoinTurns>(
       host, std::chrono::seconds(60), [m] { m->begin_join_turn(); }, [m] { m->end_join_turn(); },
       [m](const std::string& gone, int pid) { m->pod_connection_closed(gone, pid); },

@@ -15,12 +15,12 @@
 
 namespace fiber::internal {
 
-class Master;
+class JoinHost;
 
 /// Join turns for `master` on `host` (see JoinTurns), their turns holding the master's traffic
 /// while a job connects, a pod's closed connection reported to the master. `guard`: with a token,
 /// the master's MPI port (master.listen()) is what grants hand out.
-std::unique_ptr<JoinTurns> serve_join_turns(Master& master, const std::string& host,
+std::unique_ptr<JoinTurns> serve_join_turns(JoinHost& master, const std::string& host,
                                             const std::optional<JoinToken>& token);
 
 /// A job started with FIBER_CONNECT=`address` (no pod): connects every rank to the master.

@@ -18,8 +18,8 @@
 #include "fiber/errors.h"
 #include "fiber/kubernetes/fiberjob_scaler.h"
 #include "fiber/kubernetes/join_handshake.h"
+#include "fiber/kubernetes/join_host.h"
 #include "fiber/kubernetes/join_service.h"
-#include "fiber/master/master.h"
 #include "mpi_bridge/environment.h"
 #include "mpi_bridge/launch_environment.h"
 #include "mpi_bridge/rendezvous.h"
@@ -195,7 +195,7 @@ bridge::Communicator connect_to_launcher(const KubernetesPod& pod, std::chrono::
 
 bool joined_launcher() { return g_pod_joined.load(); }
 
-std::unique_ptr<JoinTurns> serve_worker_pods(const KubernetesPod& pod, Master& master,
+std::unique_ptr<JoinTurns> serve_worker_pods(const KubernetesPod& pod, JoinHost& master,
                                              const std::optional<JoinToken>& token) {
   auto turns = serve_join_turns(master, pod.pod_ip, token);
   if (token) {

@@ -15,7 +15,7 @@
 
 namespace fiber::internal {
 
-class Master;
+class JoinHost;
 
 /// Before MPI starts: refuses an MPI without a standalone name server (fiber::UsageError),
 /// runs the program again under mpirun unless mpirun started it, and has the launcher report
@@ -45,7 +45,7 @@ bool joined_launcher();
 /// service (with the job's `token`, their join address alone under the rendezvous's name; without,
 /// the turns and the master's MPI port, with a warning), and gives the master's pools the job's
 /// pods.
-std::unique_ptr<JoinTurns> serve_worker_pods(const KubernetesPod& pod, Master& master,
+std::unique_ptr<JoinTurns> serve_worker_pods(const KubernetesPod& pod, JoinHost& master,
                                              const std::optional<JoinToken>& token);
 
 }  // namespace fiber::internal

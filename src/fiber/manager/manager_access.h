@@ -10,7 +10,7 @@
 
 #include <string>
 
-#include "fiber/wire/manager_messages.h"
+#include "fiber/manager/manager_messages.h"
 #include "fiber/wire/message_kind.h"
 
 namespace fiber::internal {

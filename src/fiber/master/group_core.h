@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
+#include "fiber/group/group_messages.h"
 #include "fiber/group/group_settings.h"
 #include "fiber/invoke.h"
 #include "fiber/master/process_host.h"
-#include "fiber/wire/group_messages.h"
 
 namespace fiber::internal {
 

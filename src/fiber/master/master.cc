@@ -49,6 +49,7 @@ Master::Master(Settings& settings, ProgressEngine& engine, std::unique_ptr<Link>
       acceptor_(engine) {
   // The master bound by its launcher (mpirun binds rank 0 to a core) keeps that core.
   binder_.hold_launcher_cores(static_cast<int>(::getpid()));
+  register_handlers();
   if (static_world) {
     slots_expected_ = static_world->expected_hellos;
     engine_.add_link(std::move(static_world));

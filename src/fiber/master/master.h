@@ -20,20 +20,22 @@
 #include "fiber/base/worker_resources.h"
 #include "fiber/engine/progress_engine.h"
 #include "fiber/engine/settings.h"
+#include "fiber/kubernetes/join_host.h"
 #include "fiber/kubernetes/pod_provisioner.h"
+#include "fiber/manager/manager_service.h"
 #include "fiber/master/group_core.h"
 #include "fiber/master/join_acceptor.h"
 #include "fiber/master/liveness_monitor.h"
-#include "fiber/master/manager_service.h"
 #include "fiber/master/pool_core.h"
 #include "fiber/master/pool_host.h"
 #include "fiber/master/process_table.h"
-#include "fiber/master/queue_service.h"
 #include "fiber/master/spawner.h"
+#include "fiber/nesting/nested_messages.h"
 #include "fiber/process/process_control.h"
+#include "fiber/process/process_messages.h"
+#include "fiber/queue/queue_service.h"
+#include "fiber/wire/handler_table.h"
 #include "fiber/wire/link_messages.h"
-#include "fiber/wire/nested_messages.h"
-#include "fiber/wire/process_messages.h"
 
 namespace fiber::internal {
 
@@ -44,7 +46,8 @@ class Master final : public MessageSink,
                      public PoolHost,
                      public GroupHost,
                      public SpawnerHost,
-                     public PodProvisionerHost {
+                     public PodProvisionerHost,
+                     public JoinHost {
  public:
   /// `static_world`: the link to ranks 1..N-1 under mpirun -n N, or null.
   Master(Settings& settings, ProgressEngine& engine, std::unique_ptr<Link> static_world);
@@ -89,21 +92,12 @@ class Master final : public MessageSink,
   /// Forgets a group nobody holds any more.
   void release_group(uint64_t id);
 
-  /// Opens (once) the rendezvous other jobs join through; returns its address.
-  std::string listen();
-  /// A joining pod got its turn / its turn ended (see JoinAcceptor::begin_turn). Traffic stops
-  /// for the turn, so workers are first given enough queued work to last through it, as for a
-  /// spawn.
-  void begin_join_turn();
-  void end_join_turn();
-  /// The launcher's connection with process `pid` of joined pod `pod` ("name/uid") closed
-  /// (JoinTurns): that worker is gone. It is declared dead by the next periodic check after a
-  /// short grace, which lets in what it sent last (a pod deleted gracefully says goodbye before
-  /// it goes). Only that process: the pod's other ranks may live on (heartbeats watch them).
-  void pod_connection_closed(const std::string& pod, int pid);
-  /// Runs as the launcher of a FiberJob: workers come from worker pods asked of `scaler`'s job
-  /// (`slots_per_pod` workers each) instead of MPI_Comm_spawn. Call after listen().
-  void provision_pods(std::unique_ptr<FiberJobScaler> scaler, int slots_per_pod);
+  // ---- JoinHost (kubernetes/join_host.h) ----
+  std::string listen() override;
+  void begin_join_turn() override;
+  void end_join_turn() override;
+  void pod_connection_closed(const std::string& pod, int pid) override;
+  void provision_pods(std::unique_ptr<FiberJobScaler> scaler, int slots_per_pod) override;
   QueueService& queues() { return queues_; }
   ManagerService& manager() { return manager_; }
 
@@ -148,6 +142,8 @@ class Master final : public MessageSink,
  private:
   // Messages (master_messages.cc).
   void route_locked(Link& link, bridge::Received& message);
+  /// Fills the handler tables: the master's own kinds, then its services'.
+  void register_handlers();
   /// True when `message` is the one expected next from `slot`; otherwise the worker is given up.
   bool check_sequence_locked(Slot& slot, const bridge::Received& message);
   /// Numbers the message for the worker at (comm, dest) and sends it.
@@ -155,11 +151,26 @@ class Master final : public MessageSink,
   void on_hello_locked(Link& link, int rank, const wire::Hello& hello);
   void on_exited_locked(Slot& slot, const wire::Exited& exited);
   void on_leave_locked(Slot& slot);
-  void on_pool_message_locked(Kind kind, Slot* slot, bridge::Received& message);
+  /// A pool worker's message, for the pool its aux word names (none: a pool already gone).
+  PoolCore* pool_of_locked(const Slot* slot, const bridge::Received& message);
   GroupCore* group_of_locked(const ProcessState& process);
 
   // Nesting (master_nested.cc): what workers' code starts, owned by the process that started it.
-  void on_nested_request_locked(Kind kind, Slot& slot, bridge::Received& message);
+
+  /// A handler of a nesting request (what a worker's code starts), given the worker's slot and
+  /// the process it runs (the new work's owner).
+  using NestedHandler = void (Master::*)(Slot& slot, uint64_t owner, bridge::Received& message);
+  /// Serves `kind` with `handler`: a request of a worker that runs no process is refused, and
+  /// what the handler throws (but a ProtocolError) is the request's answer.
+  void serve_nested(Kind kind, NestedHandler handler);
+  void register_nested_handlers();
+  void on_process_start_request_locked(Slot& slot, uint64_t owner, bridge::Received& message);
+  void on_process_terminate_request_locked(Slot& slot, uint64_t owner, bridge::Received& message);
+  void on_pool_create_request_locked(Slot& slot, uint64_t owner, bridge::Received& message);
+  void on_pool_call_request_locked(Slot& slot, uint64_t owner, bridge::Received& message);
+  void on_pool_submit_request_locked(Slot& slot, uint64_t owner, bridge::Received& message);
+  void on_group_create_request_locked(Slot& slot, uint64_t owner, bridge::Received& message);
+  void on_group_call_request_locked(Slot& slot, uint64_t owner, bridge::Received& message);
   void on_pool_call_locked(Slot& slot, uint64_t owner, const wire::PoolCall& call);
   void on_pool_submit_locked(uint64_t owner, wire::PoolSubmit submit);
   void on_group_call_locked(uint64_t owner, const wire::GroupCall& call);
@@ -225,6 +236,11 @@ class Master final : public MessageSink,
   LivenessMonitor liveness_;
   QueueService queues_;
   ManagerService manager_;
+  /// The handlers of the workers' messages: the master's own (the link, processes, pools,
+  /// nesting), called with the sender's slot (null: not known yet, a hello)...
+  wire::HandlerTable<Link&, Slot*> handlers_;
+  /// ...and its services' (queues, managers), called with who asks.
+  wire::HandlerTable<const wire::Requester&> services_;
   Spawner spawner_;
   JoinAcceptor acceptor_;
   std::unique_ptr<PodProvisioner> pods_;  ///< In a FiberJob's launcher: workers come from pods.

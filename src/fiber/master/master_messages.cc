@@ -71,85 +71,69 @@ void Master::route_locked(Link& link, bridge::Received& message) {
     }
     ++slot->messages_received;
   }
-  switch (kind) {
-    case Kind::kHello:
-      on_hello_locked(link, source, wire::Hello::decode(message));
-      break;
-    case Kind::kHeartbeat:  // checked above
-      break;
-    case Kind::kGoodbye:
-      if (slot) retire_locked(*slot);
-      break;
-    case Kind::kLeave:
-      if (slot) on_leave_locked(*slot);
-      break;
-    case Kind::kExited:
-      if (!slot) throw ProtocolError("exit report from an unknown worker");
-      on_exited_locked(*slot, wire::Exited::decode(message));
-      break;
-    case Kind::kQueueCreate:
-    case Kind::kQueuePut:
-    case Kind::kQueueGet:
-    case Kind::kQueuePoll:
-    case Kind::kQueueSize:
-    case Kind::kQueueClose:
-    case Kind::kQueueCall:
-      queues_.on_request_locked(kind, comm, source, requester_of(slot),
-                                slot && slot->process ? describe(*slot->process) : "a worker",
-                                message);
-      break;
-    case Kind::kObjectCreate:
-    case Kind::kObjectCall:
-      manager_.on_request_locked(kind, comm, source, requester_of(slot),
-                                 slot && slot->process ? describe(*slot->process) : "a worker",
-                                 message);
-      break;
-    case Kind::kPoolReady:
-    case Kind::kPoolResult:
-    case Kind::kPoolStarted:
-      on_pool_message_locked(kind, slot, message);
-      break;
-    case Kind::kProcessStart:
-    case Kind::kProcessTerminate:
-    case Kind::kPoolCreate:
-    case Kind::kPoolCall:
-    case Kind::kPoolSubmit:
-    case Kind::kGroupCreate:
-    case Kind::kGroupCall:
-      if (!slot) throw ProtocolError("a request to start work from an unknown worker");
-      on_nested_request_locked(kind, *slot, message);
-      break;
-    case Kind::kGroupPorts:
-      if (slot && slot->process) {
-        const auto ports = wire::GroupPorts::decode(message);
-        if (GroupCore* group = group_of_locked(*slot->process))
-          group->on_ports_locked(*slot->process, ports);
-      }
-      break;
-    default:
-      throw ProtocolError(std::string("unexpected message ") + kind_name(message.envelope.kind));
+  if (handlers_.dispatch(link, slot, message)) return;
+  if (services_.serves(message.envelope.kind)) {
+    services_.dispatch(
+        wire::Requester{comm, source, requester_of(slot),
+                        slot && slot->process ? describe(*slot->process) : "a worker"},
+        message);
+    return;
   }
+  throw ProtocolError(std::string("unexpected message ") + kind_name(message.envelope.kind));
 }
 
-void Master::on_pool_message_locked(Kind kind, Slot* slot, bridge::Received& message) {
+void Master::register_handlers() {
+  handlers_.add(Kind::kHello, [this](Link& link, Slot*, bridge::Received& message) {
+    on_hello_locked(link, message.source, wire::Hello::decode(message));
+  });
+  // route_locked reads a heartbeat before any handler, for the liveness monitor.
+  handlers_.add(Kind::kHeartbeat, [](Link&, Slot*, bridge::Received&) {});
+  handlers_.add(Kind::kGoodbye, [this](Link&, Slot* slot, bridge::Received&) {
+    if (slot) retire_locked(*slot);
+  });
+  handlers_.add(Kind::kLeave, [this](Link&, Slot* slot, bridge::Received&) {
+    if (slot) on_leave_locked(*slot);
+  });
+  handlers_.add(Kind::kExited, [this](Link&, Slot* slot, bridge::Received& message) {
+    if (!slot) throw ProtocolError("exit report from an unknown worker");
+    on_exited_locked(*slot, wire::Exited::decode(message));
+  });
+  handlers_.add(Kind::kPoolReady, [this](Link&, Slot* slot, bridge::Received& message) {
+    if (PoolCore* pool = pool_of_locked(slot, message))
+      pool->on_worker_ready(*slot->process, wire::PoolReady::decode(message));
+  });
+  handlers_.add(Kind::kPoolStarted, [this](Link&, Slot* slot, bridge::Received& message) {
+    if (PoolCore* pool = pool_of_locked(slot, message))
+      pool->on_started(*slot->process, wire::PoolStarted::decode(message));
+  });
+  handlers_.add(Kind::kPoolResult, [this](Link&, Slot* slot, bridge::Received& message) {
+    if (PoolCore* pool = pool_of_locked(slot, message))
+      pool->on_result(*slot->process, wire::PoolResult::decode(message));
+  });
+  handlers_.add(Kind::kGroupPorts, [this](Link&, Slot* slot, bridge::Received& message) {
+    if (!slot || !slot->process) return;
+    const auto ports = wire::GroupPorts::decode(message);
+    if (GroupCore* group = group_of_locked(*slot->process))
+      group->on_ports_locked(*slot->process, ports);
+  });
+  register_nested_handlers();
+  queues_.serve(services_);
+  manager_.serve(services_);
+}
+
+PoolCore* Master::pool_of_locked(const Slot* slot, const bridge::Received& message) {
+  if (!slot || !slot->process) return nullptr;
   auto pool = pools_.find(message.envelope.aux);
-  if (!slot || !slot->process || pool == pools_.end()) return;  // a pool already gone
-  if (kind == Kind::kPoolReady) {
-    pool->second->on_worker_ready(*slot->process, wire::PoolReady::decode(message));
-  } else if (kind == Kind::kPoolStarted) {
-    pool->second->on_started(*slot->process, wire::PoolStarted::decode(message));
-  } else {
-    pool->second->on_result(*slot->process, wire::PoolResult::decode(message));
-  }
+  return pool == pools_.end() ? nullptr : pool->second.get();
 }
 
 void Master::on_hello_locked(Link& link, int rank, const wire::Hello& hello) {
   if (slots_expected_ > 0) --slots_expected_;
   ++link.hellos;
   std::string refusal;
-  if (hello.protocol != kProtocolVersion) {
+  if (hello.protocol != protocol_version()) {
     refusal = "worker speaks fibermpi protocol " + std::to_string(hello.protocol) +
-              ", the master " + std::to_string(kProtocolVersion);
+              ", the master " + std::to_string(protocol_version());
   } else if (hello.module != detail::ModuleTable::instance().engine_module_id()) {
     refusal = "worker pid " + std::to_string(hello.pid) + " on " + hello.host +
               " runs a different binary than the master (build-id hash " +

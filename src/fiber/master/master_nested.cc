@@ -49,86 +49,102 @@ GroupCore& Master::owned_group_locked(uint64_t owner, uint64_t group) {
   return *found->second;
 }
 
-void Master::on_nested_request_locked(Kind kind, Slot& slot, bridge::Received& message) {
-  if (!slot.process)
-    throw ProtocolError("worker pid " + std::to_string(slot.pid) +
-                        " asked to start work while it runs nothing");
-  const uint64_t owner = slot.process->id;
-  const uint64_t request = message.envelope.id;
-  try {
-    switch (kind) {
-      case Kind::kProcessStart: {
-        auto start = wire::ProcessStart::decode(message);
-        if (stopping_) throw UsageError("cannot start a Process: fibermpi is shutting down");
-        auto process = table_.create(std::move(start.task), "Process");
-        process->name = start.name;
-        process->daemon = start.daemon;
-        process->cores = start.cores;
-        process->gpus = start.gpus;
-        process->owner = owner;
-        // The id first: the events about it come after.
-        reply_locked(slot, wire::Reply{request, Outcome::kValue, process->id, {}});
-        start_process_locked(process);
-        break;
-      }
-      case Kind::kProcessTerminate: {
-        const auto terminate = wire::ProcessTerminate::decode(message);
-        auto child = table_.children().find(terminate.process);
-        if (child != table_.children().end() && child->second->owner == owner)
-          terminate_locked(child->second, terminate.signal);
-        reply_locked(slot, wire::Reply{request, Outcome::kValue, 0, {}});
-        break;
-      }
-      case Kind::kPoolCreate: {
-        auto pool = create_pool_locked(wire::PoolCreate::decode(message).settings);
-        pool_owners_[pool->id()] = owner;
-        reply_locked(slot, wire::Reply{request, Outcome::kValue, pool->id(), {}});
-        break;
-      }
-      case Kind::kPoolCall:
-        on_pool_call_locked(slot, owner, wire::PoolCall::decode(message));
-        break;
-      case Kind::kPoolSubmit:
-        on_pool_submit_locked(owner, wire::PoolSubmit::decode(message));
-        reply_locked(slot, wire::Reply{request, Outcome::kValue, 0, {}});
-        break;
-      case Kind::kGroupCreate: {
-        auto create = wire::GroupCreate::decode(message);
-        if (create.size < 1 || create.max_restarts < 0)
-          throw UsageError("a Group needs a size of at least 1 and no negative max_restarts");
-        auto group = create_group_locked(
-            GroupSettings{create.size, create.max_restarts, std::move(create.task)});
-        const uint64_t id = group->id();
-        group_owners_[id] = owner;
-        group->set_observer([this, id, owner] {
-          auto found = groups_.find(id);
-          if (found == groups_.end()) return;
-          const GroupCore& core = *found->second;
-          notify_owner_locked(owner,
-                              wire::GroupEvent{id, core.restarts_locked(), core.ended_locked(),
-                                               core.exitcodes_locked(),
-                                               wire::ErrorAccount::of(core.start_error_locked()),
-                                               core.member_pids_locked()}
-                                  .encode());
-        });
-        reply_locked(slot, wire::Reply{request, Outcome::kValue, id, {}});
-        break;
-      }
-      case Kind::kGroupCall: {
-        on_group_call_locked(owner, wire::GroupCall::decode(message));
-        reply_locked(slot, wire::Reply{request, Outcome::kValue, 0, {}});
-        break;
-      }
-      default:
-        throw ProtocolError(std::string("not a nesting request: ") +
-                            kind_name(message.envelope.kind));
+void Master::serve_nested(Kind kind, NestedHandler handler) {
+  handlers_.add(kind, [this, handler](Link&, Slot* slot, bridge::Received& message) {
+    if (!slot) throw ProtocolError("a request to start work from an unknown worker");
+    if (!slot->process)
+      throw ProtocolError("worker pid " + std::to_string(slot->pid) +
+                          " asked to start work while it runs nothing");
+    try {
+      (this->*handler)(*slot, slot->process->id, message);
+    } catch (const ProtocolError&) {
+      throw;
+    } catch (...) {
+      reply_error_locked(*slot, message.envelope.id, std::current_exception());
     }
-  } catch (const ProtocolError&) {
-    throw;
-  } catch (...) {
-    reply_error_locked(slot, request, std::current_exception());
-  }
-  answer_nested_waits_locked();
+    answer_nested_waits_locked();
+  });
+}
+
+void Master::register_nested_handlers() {
+  serve_nested(Kind::kProcessStart, &Master::on_process_start_request_locked);
+  serve_nested(Kind::kProcessTerminate, &Master::on_process_terminate_request_locked);
+  serve_nested(Kind::kPoolCreate, &Master::on_pool_create_request_locked);
+  serve_nested(Kind::kPoolCall, &Master::on_pool_call_request_locked);
+  serve_nested(Kind::kPoolSubmit, &Master::on_pool_submit_request_locked);
+  serve_nested(Kind::kGroupCreate, &Master::on_group_create_request_locked);
+  serve_nested(Kind::kGroupCall, &Master::on_group_call_request_locked);
+}
+
+void Master::on_process_start_request_locked(Slot& slot, uint64_t owner,
+                                             bridge::Received& message) {
+  const uint64_t request = message.envelope.id;
+  auto start = wire::ProcessStart::decode(message);
+  if (stopping_) throw UsageError("cannot start a Process: fibermpi is shutting down");
+  auto process = table_.create(std::move(start.task), "Process");
+  process->name = start.name;
+  process->daemon = start.daemon;
+  process->cores = start.cores;
+  process->gpus = start.gpus;
+  process->owner = owner;
+  // The id first: the events about it come after.
+  reply_locked(slot, wire::Reply{request, Outcome::kValue, process->id, {}});
+  start_process_locked(process);
+}
+
+void Master::on_process_terminate_request_locked(Slot& slot, uint64_t owner,
+                                                 bridge::Received& message) {
+  const uint64_t request = message.envelope.id;
+  const auto terminate = wire::ProcessTerminate::decode(message);
+  auto child = table_.children().find(terminate.process);
+  if (child != table_.children().end() && child->second->owner == owner)
+    terminate_locked(child->second, terminate.signal);
+  reply_locked(slot, wire::Reply{request, Outcome::kValue, 0, {}});
+}
+
+void Master::on_pool_create_request_locked(Slot& slot, uint64_t owner, bridge::Received& message) {
+  const uint64_t request = message.envelope.id;
+  auto pool = create_pool_locked(wire::PoolCreate::decode(message).settings);
+  pool_owners_[pool->id()] = owner;
+  reply_locked(slot, wire::Reply{request, Outcome::kValue, pool->id(), {}});
+}
+
+void Master::on_pool_call_request_locked(Slot& slot, uint64_t owner, bridge::Received& message) {
+  on_pool_call_locked(slot, owner, wire::PoolCall::decode(message));
+}
+
+void Master::on_pool_submit_request_locked(Slot& slot, uint64_t owner, bridge::Received& message) {
+  const uint64_t request = message.envelope.id;
+  on_pool_submit_locked(owner, wire::PoolSubmit::decode(message));
+  reply_locked(slot, wire::Reply{request, Outcome::kValue, 0, {}});
+}
+
+void Master::on_group_create_request_locked(Slot& slot, uint64_t owner, bridge::Received& message) {
+  const uint64_t request = message.envelope.id;
+  auto create = wire::GroupCreate::decode(message);
+  if (create.size < 1 || create.max_restarts < 0)
+    throw UsageError("a Group needs a size of at least 1 and no negative max_restarts");
+  auto group =
+      create_group_locked(GroupSettings{create.size, create.max_restarts, std::move(create.task)});
+  const uint64_t id = group->id();
+  group_owners_[id] = owner;
+  group->set_observer([this, id, owner] {
+    auto found = groups_.find(id);
+    if (found == groups_.end()) return;
+    const GroupCore& core = *found->second;
+    notify_owner_locked(owner, wire::GroupEvent{id, core.restarts_locked(), core.ended_locked(),
+                                                core.exitcodes_locked(),
+                                                wire::ErrorAccount::of(core.start_error_locked()),
+                                                core.member_pids_locked()}
+                                   .encode());
+  });
+  reply_locked(slot, wire::Reply{request, Outcome::kValue, id, {}});
+}
+
+void Master::on_group_call_request_locked(Slot& slot, uint64_t owner, bridge::Received& message) {
+  const uint64_t request = message.envelope.id;
+  on_group_call_locked(owner, wire::GroupCall::decode(message));
+  reply_locked(slot, wire::Reply{request, Outcome::kValue, 0, {}});
 }
 
 void Master::on_pool_call_locked(Slot& slot, uint64_t owner, const wire::PoolCall& call) {

@@ -7,7 +7,7 @@
 
 #include "fiber/base/log.h"
 #include "fiber/errors.h"
-#include "fiber/wire/pool_messages.h"
+#include "fiber/pool/pool_messages.h"
 #include "fiber/worker/pool_worker.h"
 
 namespace fiber::internal {

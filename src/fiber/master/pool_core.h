@@ -24,9 +24,9 @@
 #include "fiber/invoke.h"
 #include "fiber/master/pool_host.h"
 #include "fiber/pool/callback_runner.h"
+#include "fiber/pool/pool_messages.h"
 #include "fiber/pool/pool_settings.h"
-#include "fiber/wire/pool_messages.h"
-#include "fiber/wire/task_message.h"
+#include "fiber/pool/task_message.h"
 
 namespace fiber::internal {
 

@@ -7,9 +7,9 @@
 
 #include "fiber/errors.h"
 #include "fiber/master/pool_core.h"
+#include "fiber/pool/pool_messages.h"
+#include "fiber/pool/task_message.h"
 #include "fiber/wire/message_kind.h"
-#include "fiber/wire/pool_messages.h"
-#include "fiber/wire/task_message.h"
 
 namespace fiber::internal {
 namespace {

@@ -1,6 +1,6 @@
 // A fiber::Pool as its holder uses it, whichever side of the run holds it: the master's own
 // pools run here (LocalPool), a worker's pools (nesting) run in the master and are reached by
-// requests (worker/nested_client.h). Jobs are the holder's: their chunks' outcomes land in them
+// requests (nesting/nested_client.h). Jobs are the holder's: their chunks' outcomes land in them
 // where the holder waits. Internal.
 #pragma once
 

@@ -22,13 +22,15 @@
 #include "fiber/kubernetes/join_turns.h"
 #include "fiber/kubernetes/kubernetes_pod.h"
 #include "fiber/kubernetes/pod_join.h"
+#include "fiber/manager/manager_stub.h"
 #include "fiber/master/local_group.h"
 #include "fiber/master/local_pool.h"
 #include "fiber/master/master.h"
-#include "fiber/master/queue_hub.h"
+#include "fiber/nesting/nested_client.h"
+#include "fiber/queue/queue_hub.h"
+#include "fiber/queue/queue_stub.h"
 #include "fiber/runtime/worker_loop.h"
 #include "fiber/worker/master_link.h"
-#include "fiber/worker/nested_client.h"
 #include "fiber/worker/start_up_watchdog.h"
 #include "mpi_bridge/environment.h"
 #include "mpi_bridge/launch_environment.h"
@@ -305,7 +307,8 @@ void Runtime::start_worker(std::unique_ptr<Link> link, bool spawned, bool joined
   engine_->add_link(std::move(link));
   worker_ = std::make_unique<MasterLink>(settings_, *engine_, to_master, 0, spawned, joined);
   nested_ = std::make_unique<NestedClient>(*engine_, *worker_);
-  worker_->set_nested(nested_.get());
+  queue_stub_ = std::make_unique<QueueStub>(*worker_);
+  manager_stub_ = std::make_unique<ManagerStub>(*worker_);
   g_running.store(true, std::memory_order_release);
   engine_->start(*worker_);
   run_worker(*this);
@@ -347,12 +350,12 @@ MasterLink& Runtime::worker() {
 
 QueueAccess& Runtime::queues() {
   if (master_) return master_->queues();
-  return *worker_;
+  return *queue_stub_;
 }
 
 ManagerAccess& Runtime::manager() {
   if (master_) return master_->manager();
-  return *worker_;
+  return *manager_stub_;
 }
 
 ProcessControl& Runtime::processes() {

@@ -25,9 +25,11 @@ struct KubernetesPod;
 struct Link;
 class Master;
 class MasterLink;
+class ManagerStub;
 class NestedClient;
 class PoolClient;
 class ProcessControl;
+class QueueStub;
 struct GroupSettings;
 struct PoolSettings;
 
@@ -106,7 +108,10 @@ class Runtime {
   std::unique_ptr<ProgressEngine> engine_;
   std::unique_ptr<Master> master_;
   std::unique_ptr<MasterLink> worker_;
-  std::unique_ptr<NestedClient> nested_;         ///< In a worker: what its code starts.
+  std::unique_ptr<NestedClient> nested_;
+  std::unique_ptr<QueueStub> queue_stub_;        ///< In a worker: its queue operations...
+  std::unique_ptr<ManagerStub> manager_stub_;    ///< ...and its Manager objects'.         ///< In a
+                                                 ///< worker: what its code starts.
   std::unique_ptr<SharedOutput> shared_output_;  ///< The master's stdout for spawned processes.
   std::unique_ptr<JoinTurns> join_turns_;        ///< Turns for joining pods (a FiberJob's launcher)
                                                  ///< or jobs (fiber::listen() with a join token).

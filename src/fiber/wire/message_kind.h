@@ -1,15 +1,19 @@
 // Message kinds of the runtime protocol between the master and its workers. Each kind has one
-// struct in wire/ (link_messages.h, process_messages.h, queue_messages.h, pool_messages.h,
-// group_messages.h, nested_messages.h, manager_messages.h) that both sides encode and decode it
-// with; the comments here only say who sends it.
+// struct, beside the feature it serves (wire/link_messages.h, wire/reply.h,
+// process/process_messages.h, pool/pool_messages.h, group/group_messages.h,
+// queue/queue_messages.h, manager/manager_messages.h, nesting/nested_messages.h; all of them in
+// runtime/protocol.h), whose field list (message_codec.h) both sides encode and decode it with;
+// the comments here only say who sends it. A new kind goes last, and kKindCount names it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace fiber::internal {
 
-/// Bumped whenever a message layout changes; checked at handshake.
-inline constexpr uint32_t kProtocolVersion = 13;
+/// The protocol's version, checked at the handshake: a digest of every message's kind and field
+/// list (wire/protocol.cc), so that any change to a message changes it.
+uint32_t protocol_version();
 
 enum class Kind : uint32_t {
   kHello = 1,    ///< worker -> master: who it is
@@ -36,7 +40,7 @@ enum class Kind : uint32_t {
   kGroupPlan,    ///< master -> group member: who the members are, to build the communicator
   kGroupPorts,   ///< member -> master -> member: ports the group's islands connect through
   kGroupStop,    ///< master -> group member: the attempt failed or was terminated: end now
-  // Nesting (nested_messages.h): a worker's code starts processes, pools and groups.
+  // Nesting (nesting/nested_messages.h): a worker's code starts processes, pools and groups.
   kProcessStart,      ///< worker -> master: start a Process (a request)
   kProcessTerminate,  ///< worker -> master: terminate one (a request)
   kProcessEvent,      ///< master -> worker: one of its Processes was placed or ended
@@ -48,11 +52,14 @@ enum class Kind : uint32_t {
   kGroupCall,         ///< worker -> master: start, terminate or release one (a request)
   kGroupEvent,        ///< master -> worker: the state of one of its Groups
   kPoolStarted,       ///< worker -> master: it started a chunk that reached it idle
-  // Shared state (queue_messages.h, manager_messages.h).
+  // Shared state (queue/queue_messages.h, manager/manager_messages.h).
   kQueueCall,     ///< worker -> master: a put that may wait, task_done or join (a request)
   kObjectCreate,  ///< worker -> master: a new shared object of a Manager (a request)
   kObjectCall,    ///< worker -> master: an operation on one (a request)
 };
+
+/// The number of kinds (they run from 1 to it).
+inline constexpr size_t kKindCount = static_cast<size_t>(Kind::kObjectCall);
 
 /// Why a request failed (wire::Reply::value of an Outcome::kError reply).
 enum class Failure : uint64_t {

@@ -16,13 +16,11 @@
 #include "fiber/base/process_presence.h"
 #include "fiber/errors.h"
 #include "fiber/function_ref.h"
+#include "fiber/pool/pool_messages.h"
+#include "fiber/process/process_messages.h"
 #include "fiber/serialization.h"
 #include "fiber/wire/link_messages.h"
-#include "fiber/wire/manager_messages.h"
-#include "fiber/wire/pool_messages.h"
-#include "fiber/wire/process_messages.h"
 #include "fiber/worker/fatal_signal.h"
-#include "fiber/worker/nested_client.h"
 #include "fiber/worker/start_up_watchdog.h"
 #include "mpi_bridge/environment.h"
 
@@ -43,6 +41,7 @@ MasterLink::MasterLink(const Settings& settings, ProgressEngine& engine, Link& l
       joined_(joined),
       host_(bridge::Environment::hostname()) {
   fault_drop_message_ = claim_message_to_drop();
+  register_handlers();
   g_current_link = this;
 }
 
@@ -144,6 +143,7 @@ void MasterLink::on_group_stop_locked(const wire::GroupStop& stop) {
 
 void MasterLink::handshake() {
   wire::Hello hello;
+  hello.protocol = protocol_version();
   hello.module = detail::ModuleTable::instance().engine_module_id();
   hello.pid = static_cast<int>(::getpid());
   hello.host = host_;
@@ -189,86 +189,74 @@ void MasterLink::handle_locked(bridge::Received& message) {
     std::_Exit(1);
   }
   ++messages_received_;
-  switch (static_cast<Kind>(message.envelope.kind)) {
-    case Kind::kWelcome: {
-      const auto welcome = wire::Welcome::decode(message);
-      master_pid_ = welcome.master_pid;
-      master_local_ = welcome.master_host == host_;
-      run_directory_ = welcome.run_directory;
-      heartbeat_interval_ = welcome.heartbeat_interval;
-      if (master_local_ && engine_.open_doorbell(run_directory_, static_cast<int>(::getpid())))
-        master_bell_pid_.store(master_pid_, std::memory_order_release);
-      handshake_ = Handshake::kAccepted;
-      g_welcomed.store(true, std::memory_order_release);
-      break;
+  if (!handlers_.dispatch(message))
+    throw ProtocolError(std::string("unexpected message ") + kind_name(message.envelope.kind));
+}
+
+void MasterLink::register_handlers() {
+  handlers_.add(Kind::kWelcome, [this](bridge::Received& message) {
+    const auto welcome = wire::Welcome::decode(message);
+    master_pid_ = welcome.master_pid;
+    master_local_ = welcome.master_host == host_;
+    run_directory_ = welcome.run_directory;
+    heartbeat_interval_ = welcome.heartbeat_interval;
+    if (master_local_ && engine_.open_doorbell(run_directory_, static_cast<int>(::getpid())))
+      master_bell_pid_.store(master_pid_, std::memory_order_release);
+    handshake_ = Handshake::kAccepted;
+    g_welcomed.store(true, std::memory_order_release);
+  });
+  handlers_.add(Kind::kRefuse, [this](bridge::Received& message) {
+    refusal_ = wire::Refuse::decode(message).reason;
+    handshake_ = Handshake::kRefused;
+  });
+  handlers_.add(Kind::kRun, [this](bridge::Received& message) {
+    assigned_process_ = message.envelope.id;
+    mailbox_.push_back(std::move(message));
+  });
+  handlers_.add(Kind::kShutdown, [this](bridge::Received& message) {
+    shutdown_received_ = true;
+    mailbox_.push_back(std::move(message));
+  });
+  handlers_.add(Kind::kPoolTask, [this](bridge::Received& message) {
+    // Several chunks per message: each becomes an inbox entry of its own.
+    const auto tasks = wire::PoolTasks::decode(message);
+    for (auto& chunk : tasks.chunks())
+      pool_inbox_.push_back(
+          PoolDelivery{tasks.pool, false, false, chunk.task, std::move(chunk.payload)});
+  });
+  handlers_.add(Kind::kPoolStop, [this](bridge::Received& message) {
+    const auto stop = wire::PoolStop::decode(message);
+    pool_inbox_.push_back(PoolDelivery{stop.pool, true, stop.drop_queued, 0, {}});
+  });
+  handlers_.add(Kind::kTerminate, [this](bridge::Received& message) {
+    // Only the process it was told to run: a terminate that raced with that process's end is
+    // no business of the next one. Marked running, so the signal ends it even before its
+    // function starts.
+    const auto terminate = wire::Terminate::decode(message);
+    if (terminate.process == assigned_process_) {
+      set_running_process(assigned_process_);
+      ::kill(::getpid(), terminate.signal);
     }
-    case Kind::kRefuse:
-      refusal_ = wire::Refuse::decode(message).reason;
-      handshake_ = Handshake::kRefused;
-      break;
-    case Kind::kRun:
-      assigned_process_ = message.envelope.id;
-      mailbox_.push_back(std::move(message));
-      break;
-    case Kind::kShutdown:
-      shutdown_received_ = true;
-      mailbox_.push_back(std::move(message));
-      break;
-    case Kind::kPoolTask: {
-      // Several chunks per message: each becomes an inbox entry of its own.
-      auto [pool, chunks] = wire::PoolTasks::decode(message);
-      for (auto& chunk : chunks)
-        pool_inbox_.push_back(
-            PoolDelivery{pool, false, false, chunk.task, std::move(chunk.payload)});
-      break;
-    }
-    case Kind::kPoolStop: {
-      const auto stop = wire::PoolStop::decode(message);
-      pool_inbox_.push_back(PoolDelivery{stop.pool, true, stop.drop_queued, 0, {}});
-      break;
-    }
-    case Kind::kTerminate: {
-      // Only the process it was told to run: a terminate that raced with that process's end is
-      // no business of the next one. Marked running, so the signal ends it even before its
-      // function starts.
-      const auto terminate = wire::Terminate::decode(message);
-      if (terminate.process == assigned_process_) {
-        set_running_process(assigned_process_);
-        ::kill(::getpid(), terminate.signal);
-      }
-      break;
-    }
-    case Kind::kGroupPlan: {
-      auto plan = wire::GroupPlan::decode(message);
-      const GroupAttempt key{plan.group, plan.attempt};
-      group_plans_[key] = std::move(plan);
-      break;
-    }
-    case Kind::kGroupPorts: {
-      auto ports = wire::GroupPorts::decode(message);
-      group_ports_[{ports.group, ports.attempt}] = std::move(ports.ports);
-      break;
-    }
-    case Kind::kGroupStop:
-      on_group_stop_locked(wire::GroupStop::decode(message));
-      break;
-    case Kind::kProcessEvent:
-    case Kind::kJobChunk:
-    case Kind::kGroupEvent:
-      if (!nested_) throw ProtocolError("an event about started work, in a worker that has none");
-      nested_->on_event_locked(message);
-      break;
-    case Kind::kReply: {
-      auto reply = wire::Reply::decode(message);
-      auto it = replies_.find(reply.request);
-      if (it == replies_.end())
-        throw ProtocolError("reply to an unknown request " + std::to_string(reply.request));
-      it->second = std::move(reply);
-      break;
-    }
-    default:
-      throw ProtocolError(std::string("unexpected message ") + kind_name(message.envelope.kind));
-  }
+  });
+  handlers_.add(Kind::kGroupPlan, [this](bridge::Received& message) {
+    auto plan = wire::GroupPlan::decode(message);
+    const GroupAttempt key{plan.group, plan.attempt};
+    group_plans_[key] = std::move(plan);
+  });
+  handlers_.add(Kind::kGroupPorts, [this](bridge::Received& message) {
+    auto ports = wire::GroupPorts::decode(message);
+    group_ports_[{ports.group, ports.attempt}] = std::move(ports.ports);
+  });
+  handlers_.add(Kind::kGroupStop, [this](bridge::Received& message) {
+    on_group_stop_locked(wire::GroupStop::decode(message));
+  });
+  handlers_.add(Kind::kReply, [this](bridge::Received& message) {
+    auto reply = wire::Reply::decode(message);
+    auto it = replies_.find(reply.request);
+    if (it == replies_.end())
+      throw ProtocolError("reply to an unknown request " + std::to_string(reply.request));
+    it->second = std::move(reply);
+  });
 }
 
 void MasterLink::on_peers_failed(Link&, const std::vector<int>& ranks) {
@@ -399,73 +387,5 @@ wire::Reply MasterLink::request(Outgoing message) {
   replies_.erase(message.id);
   return reply;
 }
-
-wire::Reply MasterLink::call_master(Outgoing message) {
-  wire::Reply reply = request(std::move(message));
-  if (reply.outcome == Outcome::kError) throw Error(reply.text());
-  return reply;
-}
-
-uint64_t MasterLink::queue_create(bool pipe_channel, bool joinable, uint64_t maxsize) {
-  return call_master(wire::QueueCreate{0, pipe_channel, joinable, maxsize}.encode()).value;
-}
-
-QueueResult MasterLink::queue_call(uint64_t queue, wire::QueueOp op, std::vector<std::byte> item,
-                                   std::optional<std::chrono::microseconds> timeout) {
-  const int64_t timeout_us = timeout ? std::max<int64_t>(0, timeout->count()) : -1;
-  wire::Reply reply = request(wire::QueueCall{0, queue, op, timeout_us, std::move(item)}.encode());
-  QueueResult result;
-  result.outcome = reply.outcome;
-  if (result.outcome != Outcome::kItem) result.reason = reply.text();
-  return result;
-}
-
-ObjectResult MasterLink::object_create(detail::ObjectType type, std::vector<std::byte> payload) {
-  wire::Reply reply = request(wire::ObjectCreate{0, type, std::move(payload)}.encode());
-  if (reply.outcome == Outcome::kValue) return ObjectResult::number(reply.value);
-  return ObjectResult::error(static_cast<Failure>(reply.value), reply.text());
-}
-
-ObjectResult MasterLink::object_call(uint64_t object, detail::ObjectOp op,
-                                     std::vector<std::byte> args,
-                                     std::optional<std::chrono::microseconds> timeout) {
-  const int64_t timeout_us = timeout ? std::max<int64_t>(0, timeout->count()) : -1;
-  wire::Reply reply = request(
-      wire::ObjectCall{0, object, static_cast<uint32_t>(op), timeout_us, std::move(args)}.encode());
-  ObjectResult result;
-  result.outcome = reply.outcome;
-  result.value = reply.value;
-  if (reply.outcome == Outcome::kError) {
-    result.failure = static_cast<Failure>(reply.value);
-    result.reason = reply.text();
-  } else {
-    result.bytes = std::move(reply.payload);
-  }
-  return result;
-}
-
-void MasterLink::queue_put(uint64_t queue, std::vector<std::byte> item) {
-  send(wire::QueuePut{queue, std::move(item)}.encode());
-}
-
-QueueResult MasterLink::queue_wait(uint64_t queue, bool take,
-                                   std::optional<std::chrono::microseconds> timeout) {
-  const int64_t timeout_us = timeout ? std::max<int64_t>(0, timeout->count()) : -1;
-  wire::Reply reply = call_master(wire::QueueWait{0, queue, take, timeout_us}.encode());
-  QueueResult result;
-  result.outcome = reply.outcome;
-  if (result.outcome == Outcome::kItem) {
-    result.item = std::move(reply.payload);
-  } else {
-    result.reason = reply.text();
-  }
-  return result;
-}
-
-size_t MasterLink::queue_size(uint64_t queue) {
-  return call_master(wire::QueueSize{0, queue}.encode()).value;
-}
-
-void MasterLink::queue_close(uint64_t queue) { send(wire::QueueClose{queue}.encode()); }
 
 }  // namespace fiber::internal

@@ -18,16 +18,13 @@
 
 #include "fiber/engine/progress_engine.h"
 #include "fiber/engine/settings.h"
+#include "fiber/group/group_messages.h"
 #include "fiber/invoke.h"
-#include "fiber/manager/manager_access.h"
-#include "fiber/queue/queue_access.h"
-#include "fiber/wire/group_messages.h"
+#include "fiber/wire/handler_table.h"
 #include "fiber/wire/outgoing.h"
-#include "fiber/wire/queue_messages.h"
+#include "fiber/wire/reply.h"
 
 namespace fiber::internal {
-
-class NestedClient;
 
 /// What the pool inbox hands a pool worker: a chunk of a task to run, or the pool's stop.
 struct PoolDelivery {
@@ -49,7 +46,7 @@ struct Assignment {
   std::string visible_gpus;  ///< wire::Run::visible_gpus.
 };
 
-class MasterLink final : public MessageSink, public QueueAccess, public ManagerAccess {
+class MasterLink final : public MessageSink {
  public:
   /// `link`: the communicator to the master, whose rank on it is `master_rank`.
   MasterLink(const Settings& settings, ProgressEngine& engine, Link& link, int master_rank,
@@ -88,8 +85,11 @@ class MasterLink final : public MessageSink, public QueueAccess, public ManagerA
 
   /// Sends a request (its id set here) and waits for the master's reply, whatever its outcome.
   wire::Reply request(Outgoing message);
-  /// Where the events about what this worker's code started go (worker/nested_client.h).
-  void set_nested(NestedClient* nested) { nested_ = nested; }
+  /// Serves messages of `kind` from the master with `handler` (with the lock held), for the
+  /// parts of the worker built on the link (nesting/nested_client.h). Before the link runs.
+  void serve(Kind kind, wire::HandlerTable<>::Handler handler) {
+    handlers_.add(kind, std::move(handler));
+  }
 
   // ---- Group membership (worker/group_member.cc) ----
   /// `process` runs as a member of attempt `attempt` of `group`: returns the master's plan
@@ -107,21 +107,6 @@ class MasterLink final : public MessageSink, public QueueAccess, public ManagerA
   /// The run's directory (doorbells, fatal-signal reports), known after the handshake.
   const std::string& run_directory() const { return run_directory_; }
 
-  // ---- QueueAccess: requests to the master's hub ----
-  uint64_t queue_create(bool pipe_channel, bool joinable, uint64_t maxsize) override;
-  void queue_put(uint64_t queue, std::vector<std::byte> item) override;
-  QueueResult queue_wait(uint64_t queue, bool take,
-                         std::optional<std::chrono::microseconds> timeout) override;
-  size_t queue_size(uint64_t queue) override;
-  QueueResult queue_call(uint64_t queue, wire::QueueOp op, std::vector<std::byte> item,
-                         std::optional<std::chrono::microseconds> timeout) override;
-  void queue_close(uint64_t queue) override;
-
-  // ---- ManagerAccess: requests to the master's manager service ----
-  ObjectResult object_create(detail::ObjectType type, std::vector<std::byte> payload) override;
-  ObjectResult object_call(uint64_t object, detail::ObjectOp op, std::vector<std::byte> args,
-                           std::optional<std::chrono::microseconds> timeout) override;
-
   // ---- MessageSink ----
   void on_message(Link& link, bridge::Received& message) override;
   void on_peers_failed(Link& link, const std::vector<int>& ranks) override;
@@ -131,14 +116,15 @@ class MasterLink final : public MessageSink, public QueueAccess, public ManagerA
 
  private:
   void handle_locked(bridge::Received& message);
+  /// Fills the handler table with the link's own kinds.
+  void register_handlers();
   void on_group_stop_locked(const wire::GroupStop& stop);
-  /// request() for a queue operation: throws Error with the reply's text on kError.
-  wire::Reply call_master(Outgoing message);
   void check_master_alive();
 
   const Settings& settings_;
   ProgressEngine& engine_;
-  NestedClient* nested_ = nullptr;
+  /// The handlers of the master's messages: the link's own, and those serve() adds.
+  wire::HandlerTable<> handlers_;
   Link& link_;
   const int master_rank_;
   const bool spawned_;

@@ -11,7 +11,7 @@
 #include "fiber/detail/task_chunk.h"
 #include "fiber/function_ref.h"
 #include "fiber/invoke.h"
-#include "fiber/wire/pool_messages.h"
+#include "fiber/pool/pool_messages.h"
 #include "fiber/worker/master_link.h"
 
 namespace fiber::internal {

@@ -1,4 +1,4 @@
-#include "fiber/master/manager_service.h"
+#include "fiber/manager/manager_service.h"
 
 #include <cstdio>
 
@@ -6,8 +6,8 @@
 #include "fiber/errors.h"
 #include "fiber/function_ref.h"
 #include "fiber/invoke.h"
+#include "fiber/manager/manager_messages.h"
 #include "fiber/process/process_state.h"
-#include "fiber/wire/manager_messages.h"
 
 namespace fiber::internal {
 
@@ -175,68 +175,87 @@ void ManagerService::answer_locked(MPI_Comm comm, int source, uint64_t request,
   }
 }
 
-void ManagerService::on_request_locked(Kind kind, MPI_Comm comm, int source, uint64_t requester,
-                                       const std::string& who, bridge::Received& message) {
-  const uint64_t request = message.envelope.id;
+void ManagerService::serve(wire::HandlerTable<const wire::Requester&>& handlers) {
+  handlers.add(Kind::kObjectCreate, [this](const wire::Requester& from, bridge::Received& message) {
+    answering_failures_locked(from, message, &ManagerService::on_create_locked);
+  });
+  handlers.add(Kind::kObjectCall, [this](const wire::Requester& from, bridge::Received& message) {
+    answering_failures_locked(from, message, &ManagerService::on_call_locked);
+  });
+}
+
+void ManagerService::answering_failures_locked(
+    const wire::Requester& from, bridge::Received& message,
+    void (ManagerService::*handler)(const wire::Requester&, bridge::Received&)) {
   try {
-    if (kind == Kind::kObjectCreate) {
-      auto create = wire::ObjectCreate::decode(message);
-      if (create.type != detail::ObjectType::kHosted) {
-        answer_locked(comm, source, request,
-                      ObjectResult::number(hub_.create(create.type, create.payload)));
-        return;
-      }
-      // Constructed by the object's own thread, which answers once it is made.
-      const uint64_t id = hub_.reserve_id();
-      auto hosted = start_hosted_locked(id);
-      post_job(*hosted,
-               [this, hosted, id, comm, source, request, payload = std::move(create.payload)] {
-                 ObjectResult result = ObjectResult::number(id);
-                 {
-                   std::lock_guard run(hosted->run_mu);
-                   try {
-                     construct(*hosted, payload);
-                   } catch (...) {
-                     result = remote_failure();
-                     hosted->failed = "its construction failed: " + result.reason;
-                   }
-                 }
-                 auto lock = engine_.lock();
-                 answer_locked(comm, source, request, result);
-               });
-      return;
-    }
-    auto call = wire::ObjectCall::decode(message);
-    if (static_cast<detail::ObjectOp>(call.op) == detail::ObjectOp::kHostedCall) {
-      auto found = hosted_.find(call.object);
-      if (found == hosted_.end()) {
-        answer_locked(comm, source, request,
-                      ObjectResult::error(Failure::kProtocol, "unknown shared object id " +
-                                                                  std::to_string(call.object)));
-        return;
-      }
-      auto hosted = found->second;
-      post_job(*hosted, [this, hosted, comm, source, request, args = std::move(call.payload)] {
-        ObjectResult result = run_hosted(*hosted, args);
-        auto lock = engine_.lock();
-        answer_locked(comm, source, request, result);
-      });
-      return;
-    }
-    std::optional<Clock::time_point> deadline;
-    if (call.timeout_us >= 0) deadline = Clock::now() + std::chrono::microseconds(call.timeout_us);
-    hub_.call(call.object, static_cast<detail::ObjectOp>(call.op), requester, who, call.payload,
-              deadline, [this, comm, source, request](ObjectResult result) {
-                answer_locked(comm, source, request, result);
-              });
-    next_deadline_.note(deadline);
+    (this->*handler)(from, message);
   } catch (const UsageError& e) {
-    answer_locked(comm, source, request, ObjectResult::error(Failure::kUsage, e.what()));
+    answer_locked(from.comm, from.source, message.envelope.id,
+                  ObjectResult::error(Failure::kUsage, e.what()));
   } catch (const std::exception& e) {
-    answer_locked(comm, source, request,
+    answer_locked(from.comm, from.source, message.envelope.id,
                   ObjectResult::error(Failure::kProtocol,
                                       std::string("malformed manager request: ") + e.what()));
   }
+}
+
+void ManagerService::on_create_locked(const wire::Requester& from, bridge::Received& message) {
+  const uint64_t request = message.envelope.id;
+  const MPI_Comm comm = from.comm;
+  const int source = from.source;
+  auto create = wire::ObjectCreate::decode(message);
+  if (create.type != detail::ObjectType::kHosted) {
+    answer_locked(comm, source, request,
+                  ObjectResult::number(hub_.create(create.type, create.payload)));
+    return;
+  }
+  // Constructed by the object's own thread, which answers once it is made.
+  const uint64_t id = hub_.reserve_id();
+  auto hosted = start_hosted_locked(id);
+  post_job(*hosted, [this, hosted, id, comm, source, request, payload = std::move(create.payload)] {
+    ObjectResult result = ObjectResult::number(id);
+    {
+      std::lock_guard run(hosted->run_mu);
+      try {
+        construct(*hosted, payload);
+      } catch (...) {
+        result = remote_failure();
+        hosted->failed = "its construction failed: " + result.reason;
+      }
+    }
+    auto lock = engine_.lock();
+    answer_locked(comm, source, request, result);
+  });
+}
+
+void ManagerService::on_call_locked(const wire::Requester& from, bridge::Received& message) {
+  const uint64_t request = message.envelope.id;
+  const MPI_Comm comm = from.comm;
+  const int source = from.source;
+  auto call = wire::ObjectCall::decode(message);
+  if (static_cast<detail::ObjectOp>(call.op) == detail::ObjectOp::kHostedCall) {
+    auto found = hosted_.find(call.object);
+    if (found == hosted_.end()) {
+      answer_locked(comm, source, request,
+                    ObjectResult::error(Failure::kProtocol,
+                                        "unknown shared object id " + std::to_string(call.object)));
+      return;
+    }
+    auto hosted = found->second;
+    post_job(*hosted, [this, hosted, comm, source, request, args = std::move(call.payload)] {
+      ObjectResult result = run_hosted(*hosted, args);
+      auto lock = engine_.lock();
+      answer_locked(comm, source, request, result);
+    });
+    return;
+  }
+  std::optional<Clock::time_point> deadline;
+  if (call.timeout_us >= 0) deadline = Clock::now() + std::chrono::microseconds(call.timeout_us);
+  hub_.call(call.object, static_cast<detail::ObjectOp>(call.op), from.process, from.who,
+            call.payload, deadline, [this, comm, source, request](ObjectResult result) {
+              answer_locked(comm, source, request, result);
+            });
+  next_deadline_.note(deadline);
 }
 
 void ManagerService::process_ended_locked(uint64_t process, const std::string& how) {

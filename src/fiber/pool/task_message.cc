@@ -1,4 +1,4 @@
-#include "fiber/wire/task_message.h"
+#include "fiber/pool/task_message.h"
 
 #include <cstring>
 

@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "fiber/manager/manager_access.h"
+#include "fiber/manager/manager_messages.h"
 #include "fiber/serialization.h"
-#include "fiber/wire/manager_messages.h"
 #include "fiber/wire/message_kind.h"
 
 namespace fiber::internal {

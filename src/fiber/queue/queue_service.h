@@ -9,11 +9,12 @@
 #include <span>
 #include <string>
 
+#include "fiber/engine/next_deadline.h"
 #include "fiber/engine/progress_engine.h"
-#include "fiber/master/next_deadline.h"
-#include "fiber/master/queue_hub.h"
 #include "fiber/queue/queue_access.h"
-#include "fiber/wire/queue_messages.h"
+#include "fiber/queue/queue_hub.h"
+#include "fiber/queue/queue_messages.h"
+#include "fiber/wire/handler_table.h"
 
 namespace fiber::internal {
 
@@ -34,11 +35,9 @@ class QueueService final : public QueueAccess {
                          std::optional<std::chrono::microseconds> timeout) override;
   void queue_close(uint64_t queue) override;
 
-  /// A queue request (kQueueCreate..kQueueClose, kQueuePut, kQueueCall) from the worker at (comm,
-  /// source), which runs process `requester` (UINT64_MAX: none); `who` names it. Takes the
-  /// message's payload. With the lock held.
-  void on_request_locked(Kind kind, MPI_Comm comm, int source, uint64_t requester,
-                         const std::string& who, bridge::Received& message);
+  /// Registers the handlers of the queue requests workers send (kQueueCreate..kQueueClose,
+  /// kQueuePut, kQueueCall); they run with the lock held, and take the message's payload.
+  void serve(wire::HandlerTable<const wire::Requester&>& handlers);
   /// Completes waiting gets whose deadline passed. Takes the lock when one is due.
   void expire(Clock::time_point now);
 
@@ -48,6 +47,20 @@ class QueueService final : public QueueAccess {
   /// Starts `call` for `requester`; `done` gets its outcome (now or when its wait ends).
   void start_call(uint64_t queue, wire::QueueOp op, uint64_t requester, std::vector<std::byte> item,
                   std::optional<Clock::time_point> deadline, QueueHub::Completion done);
+
+  void on_create_locked(const wire::Requester& from, bridge::Received& message);
+  void on_put_locked(const wire::Requester& from, bridge::Received& message);
+  /// A get or a poll (`Wait`: wire::QueueGet or wire::QueuePoll).
+  template <class Wait>
+  void on_wait_locked(const wire::Requester& from, bridge::Received& message);
+  void on_size_locked(const wire::Requester& from, bridge::Received& message);
+  void on_close_locked(const wire::Requester& from, bridge::Received& message);
+  void on_call_locked(const wire::Requester& from, bridge::Received& message);
+  /// A get (`take`) or a poll, answered when an item is there or the deadline passes.
+  void wait_locked(const wire::Requester& from, bool take, uint64_t request, uint64_t queue,
+                   int64_t timeout_us);
+  void reply_text(const wire::Requester& to, uint64_t request, Outcome outcome,
+                  const std::string& text);
 
   ProgressEngine& engine_;
   Reply reply_;

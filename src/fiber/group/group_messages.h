@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "fiber/wire/outgoing.h"
+#include "fiber/wire/message_codec.h"
 
 namespace fiber::internal::wire {
 
@@ -14,6 +14,7 @@ namespace fiber::internal::wire {
 /// Members that share an MPI world (the static world's ranks, one spawn batch, one joined job)
 /// form an island; islands are joined by connect/accept in their order.
 struct GroupPlan {
+  FIBER_WIRE_MESSAGE(GroupPlan, Kind::kGroupPlan)
   uint64_t group = 0;
   uint32_t attempt = 0;
   int restarts = 0;  ///< Attempts before this one (fiber::group_restarts()).
@@ -22,31 +23,46 @@ struct GroupPlan {
   /// Each island's members as ranks of their MPI_COMM_WORLD, in group-rank order.
   std::vector<std::vector<int>> islands;
 
+  static void fields(auto& self, auto& f) {
+    f.id(self.group);
+    f.aux(self.attempt);
+    f.body(self.restarts);
+    f.body(self.rank);
+    f.body(self.island);
+    f.body(self.islands);
+  }
+  void validate() const;
   int size() const;
-  Outgoing encode() const;
-  static GroupPlan decode(const bridge::Received& in);
 };
 
 /// The ports the islands after the first connect through: from the first island's leader to
 /// the master (all of them), and from the master to each later island's leader (its own).
 struct GroupPorts {
+  FIBER_WIRE_MESSAGE(GroupPorts, Kind::kGroupPorts)
   uint64_t group = 0;
   uint32_t attempt = 0;
   std::vector<std::string> ports;
 
-  Outgoing encode() const;
-  static GroupPorts decode(const bridge::Received& in);
+  static void fields(auto& self, auto& f) {
+    f.id(self.group);
+    f.aux(self.attempt);
+    f.body(self.ports);
+  }
 };
 
 /// Master -> member: the attempt ended for the group (another member failed, or terminate()):
 /// the member's runtime ends its process now, whatever its code is doing.
 struct GroupStop {
+  FIBER_WIRE_MESSAGE(GroupStop, Kind::kGroupStop)
   uint64_t group = 0;
   uint32_t attempt = 0;
   std::string reason;
 
-  Outgoing encode() const;
-  static GroupStop decode(const bridge::Received& in);
+  static void fields(auto& self, auto& f) {
+    f.id(self.group);
+    f.aux(self.attempt);
+    f.body(self.reason);
+  }
 };
 
 }  // namespace fiber::internal::wire

@@ -1,4 +1,4 @@
-#include "fiber/master/queue_hub.h"
+#include "fiber/queue/queue_hub.h"
 
 #include <algorithm>
 

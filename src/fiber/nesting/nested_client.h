@@ -12,11 +12,11 @@
 #include "fiber/engine/progress_engine.h"
 #include "fiber/group/group_client.h"
 #include "fiber/group/group_settings.h"
+#include "fiber/nesting/nested_messages.h"
 #include "fiber/pool/pool_client.h"
 #include "fiber/pool/pool_settings.h"
 #include "fiber/process/process_control.h"
-#include "fiber/wire/nested_messages.h"
-#include "fiber/wire/queue_messages.h"
+#include "fiber/wire/reply.h"
 
 namespace fiber::internal {
 
@@ -26,6 +26,8 @@ class RemoteGroup;
 
 class NestedClient final : public ProcessControl {
  public:
+  /// Serves the master's events about what this worker's code started (kProcessEvent,
+  /// kJobChunk, kGroupEvent) through `link`, which must outlive their arrival.
   NestedClient(ProgressEngine& engine, MasterLink& link);
   NestedClient(const NestedClient&) = delete;
   NestedClient& operator=(const NestedClient&) = delete;
@@ -45,9 +47,6 @@ class NestedClient final : public ProcessControl {
   /// The process this worker ran is over: its children end with it, as at a Python process's
   /// exit (the daemonic ones are terminated, the others waited for).
   void end_children();
-
-  /// An event from the master (kProcessEvent, kJobChunk, kGroupEvent); with the lock held.
-  void on_event_locked(bridge::Received& message);
 
   // For RemotePool and RemoteGroup.
   /// Sends a request and returns its reply; rethrows the master's error as its own type.

@@ -1,4 +1,4 @@
-#include "fiber/worker/nested_client.h"
+#include "fiber/nesting/nested_client.h"
 
 #include <algorithm>
 #include <csignal>
@@ -180,7 +180,25 @@ class RemoteGroup final : public GroupClient {
 };
 
 NestedClient::NestedClient(ProgressEngine& engine, MasterLink& link)
-    : engine_(engine), link_(link) {}
+    : engine_(engine), link_(link) {
+  // The master's events about the work this worker's code started.
+  link.serve(Kind::kProcessEvent, [this](bridge::Received& message) {
+    on_process_event_locked(wire::ProcessEvent::decode(message));
+    engine_.notify_locked();
+  });
+  link.serve(Kind::kJobChunk, [this](bridge::Received& message) {
+    auto chunk = wire::JobChunk::decode(message);
+    if (auto pool = pools_.find(chunk.pool); pool != pools_.end())
+      pool->second->on_chunk_locked(std::move(chunk));
+    engine_.notify_locked();
+  });
+  link.serve(Kind::kGroupEvent, [this](bridge::Received& message) {
+    auto event = wire::GroupEvent::decode(message);
+    if (auto group = groups_.find(event.group); group != groups_.end())
+      group->second->on_event_locked(std::move(event));
+    engine_.notify_locked();
+  });
+}
 
 wire::Reply NestedClient::request(Outgoing message) {
   wire::Reply reply = link_.request(std::move(message));
@@ -297,29 +315,6 @@ void NestedClient::on_process_event_locked(const wire::ProcessEvent& event) {
     return;
   }
   apply_locked(*found->second, event);
-}
-
-void NestedClient::on_event_locked(bridge::Received& message) {
-  switch (static_cast<Kind>(message.envelope.kind)) {
-    case Kind::kProcessEvent:
-      on_process_event_locked(wire::ProcessEvent::decode(message));
-      break;
-    case Kind::kJobChunk: {
-      auto chunk = wire::JobChunk::decode(message);
-      if (auto pool = pools_.find(chunk.pool); pool != pools_.end())
-        pool->second->on_chunk_locked(std::move(chunk));
-      break;
-    }
-    case Kind::kGroupEvent: {
-      auto event = wire::GroupEvent::decode(message);
-      if (auto group = groups_.find(event.group); group != groups_.end())
-        group->second->on_event_locked(std::move(event));
-      break;
-    }
-    default:
-      throw ProtocolError(std::string("not an event: ") + kind_name(message.envelope.kind));
-  }
-  engine_.notify_locked();
 }
 
 // ---- Pools and groups ----

@@ -15,11 +15,12 @@
 #include <thread>
 #include <unordered_map>
 
+#include "fiber/engine/next_deadline.h"
 #include "fiber/engine/progress_engine.h"
 #include "fiber/manager/manager_access.h"
-#include "fiber/master/manager_hub.h"
-#include "fiber/master/next_deadline.h"
-#include "fiber/wire/queue_messages.h"
+#include "fiber/manager/manager_hub.h"
+#include "fiber/wire/handler_table.h"
+#include "fiber/wire/reply.h"
 
 namespace fiber::internal {
 
@@ -44,10 +45,9 @@ class ManagerService final : public ManagerAccess {
   ObjectResult object_call(uint64_t object, detail::ObjectOp op, std::vector<std::byte> args,
                            std::optional<std::chrono::microseconds> timeout) override;
 
-  /// A request (kObjectCreate, kObjectCall) from the worker at (comm, source), which runs process
-  /// `requester`; `who` names it. With the lock held.
-  void on_request_locked(Kind kind, MPI_Comm comm, int source, uint64_t requester,
-                         const std::string& who, bridge::Received& message);
+  /// Registers the handlers of the requests workers send (kObjectCreate, kObjectCall); they
+  /// run with the lock held.
+  void serve(wire::HandlerTable<const wire::Requester&>& handlers);
   /// `process` ended: its locks are released, barriers it waited at break. With the lock held.
   void process_ended_locked(uint64_t process, const std::string& how);
   /// Completes waiting calls whose deadline passed. Takes the lock when one is due.
@@ -57,6 +57,12 @@ class ManagerService final : public ManagerAccess {
   void stop();
 
  private:
+  void on_create_locked(const wire::Requester& from, bridge::Received& message);
+  void on_call_locked(const wire::Requester& from, bridge::Received& message);
+  /// Runs `handler`, answering the request with the failure it throws.
+  void answering_failures_locked(const wire::Requester& from, bridge::Received& message,
+                                 void (ManagerService::*handler)(const wire::Requester&,
+                                                                 bridge::Received&));
   /// An object of a user's class, with the thread that runs calls of workers on it.
   struct Hosted {
     void* object = nullptr;

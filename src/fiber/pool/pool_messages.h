@@ -8,35 +8,47 @@
 #include <vector>
 
 #include "fiber/detail/job.h"
-#include "fiber/wire/outgoing.h"
-#include "fiber/wire/task_message.h"
+#include "fiber/pool/task_message.h"
+#include "fiber/wire/message_codec.h"
 
 namespace fiber::internal::wire {
 
 /// Worker -> master: the pool worker ran its initializer and takes tasks from now on, or the
 /// initializer threw (`initializer_failed`, with the exception's type and message).
 struct PoolReady {
+  FIBER_WIRE_MESSAGE(PoolReady, Kind::kPoolReady)
   uint64_t pool = 0;
   bool initializer_failed = false;
   std::string error_type;
   std::string error_message;
 
-  Outgoing encode() const;
-  static PoolReady decode(const bridge::Received& in);
+  static void fields(auto& self, auto& f) {
+    f.aux(self.pool);
+    f.bits(self.initializer_failed);
+    f.body(self.error_type);
+    f.body(self.error_message);
+  }
 };
 
-/// Master -> worker: chunks of `pool`'s tasks, several per message (task_message.h).
+/// Master -> worker: chunks of `pool`'s tasks, several per message (task_message.h). Encoding
+/// lends `message`.
 struct PoolTasks {
+  FIBER_WIRE_MESSAGE(PoolTasks, Kind::kPoolTask)
   uint64_t pool = 0;
-  std::span<const std::byte> message;  ///< A TaskMessageBuilder's bytes (sending only).
+  /// A TaskMessageBuilder's bytes; decoded, they point into the received message.
+  std::span<const std::byte> message;
 
-  Outgoing encode() const;  ///< Borrows `message`.
-  /// The pool and its chunks; throws ProtocolError on a malformed message, giving none.
-  static std::pair<uint64_t, std::vector<TaskChunk>> decode(const bridge::Received& in);
+  static void fields(auto& self, auto& f) {
+    f.aux(self.pool);
+    f.rest(self.message);
+  }
+  /// Its chunks; throws ProtocolError on a malformed message, giving none.
+  std::vector<TaskChunk> chunks() const { return split_task_message(message); }
 };
 
 /// Worker -> master: what became of one chunk.
 struct PoolResult {
+  FIBER_WIRE_MESSAGE(PoolResult, Kind::kPoolResult)
   uint64_t task = 0;
   uint64_t pool = 0;
   PoolOutcome outcome = PoolOutcome::kResults;
@@ -48,8 +60,14 @@ struct PoolResult {
   /// kRaised: the exception's type name and message.
   detail::Bytes body;
 
-  Outgoing encode() const;                         ///< Borrows `body`.
-  static PoolResult decode(bridge::Received& in);  ///< Takes the payload.
+  static void fields(auto& self, auto& f) {
+    f.id(self.task);
+    f.aux(self.pool);
+    f.flags(self.outcome);
+    f.bits(self.next_started);
+    f.rest(self.body);
+  }
+  void validate() const;
 
   /// Where the results start in a kResults body.
   static constexpr size_t kResultsOffset = sizeof(uint64_t);
@@ -68,21 +86,27 @@ struct PoolResult {
 /// Worker -> master: the worker started chunk `task`, which reached it while it was idle (a
 /// chunk started right after another is announced by that one's result, next_started).
 struct PoolStarted {
+  FIBER_WIRE_MESSAGE(PoolStarted, Kind::kPoolStarted)
   uint64_t task = 0;
   uint64_t pool = 0;
 
-  Outgoing encode() const;
-  static PoolStarted decode(const bridge::Received& in);
+  static void fields(auto& self, auto& f) {
+    f.id(self.task);
+    f.aux(self.pool);
+  }
 };
 
 /// Master -> worker: leave `pool` once nothing is left to run, or (`drop_queued`) after the
 /// current task, dropping the rest.
 struct PoolStop {
+  FIBER_WIRE_MESSAGE(PoolStop, Kind::kPoolStop)
   uint64_t pool = 0;
   bool drop_queued = false;
 
-  Outgoing encode() const;
-  static PoolStop decode(const bridge::Received& in);
+  static void fields(auto& self, auto& f) {
+    f.aux(self.pool);
+    f.bits(self.drop_queued);
+  }
 };
 
 }  // namespace fiber::internal::wire
