@@ -5,9 +5,9 @@
 #include "fiber/base/log.h"
 #include "fiber/errors.h"
 #include "fiber/group/group_client.h"
-#include "fiber/master/group_core.h"
+#include "fiber/group/group_core.h"
+#include "fiber/group/group_member.h"
 #include "fiber/runtime/runtime.h"
-#include "fiber/worker/group_member.h"
 
 namespace fiber {
 namespace detail {

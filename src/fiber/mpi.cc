@@ -1,6 +1,6 @@
 #include "fiber/mpi.h"
 
-#include "fiber/worker/group_member.h"
+#include "fiber/group/group_member.h"
 #include "mpi_bridge/environment.h"
 #include "mpi_bridge/error.h"
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "fiber/errors.h"
-#include "fiber/master/pool_core.h"
+#include "fiber/pool/pool_core.h"
 #include "fiber/pool/pool_messages.h"
 #include "fiber/serialization.h"
 

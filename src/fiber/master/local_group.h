@@ -5,7 +5,7 @@
 
 #include "fiber/engine/progress_engine.h"
 #include "fiber/group/group_client.h"
-#include "fiber/master/group_core.h"
+#include "fiber/group/group_core.h"
 
 namespace fiber::internal {
 

@@ -4,8 +4,8 @@
 #include <memory>
 
 #include "fiber/engine/progress_engine.h"
-#include "fiber/master/pool_core.h"
 #include "fiber/pool/pool_client.h"
+#include "fiber/pool/pool_core.h"
 
 namespace fiber::internal {
 

@@ -17,6 +17,7 @@
 #include "fiber/base/spawned_environment.h"
 #include "fiber/errors.h"
 #include "fiber/function_ref.h"
+#include "fiber/group/group_inbox.h"
 #include "fiber/kubernetes/join_service.h"
 #include "fiber/kubernetes/join_token.h"
 #include "fiber/kubernetes/join_turns.h"
@@ -27,6 +28,7 @@
 #include "fiber/master/local_pool.h"
 #include "fiber/master/master.h"
 #include "fiber/nesting/nested_client.h"
+#include "fiber/pool/pool_inbox.h"
 #include "fiber/queue/queue_hub.h"
 #include "fiber/queue/queue_stub.h"
 #include "fiber/runtime/worker_loop.h"
@@ -309,6 +311,8 @@ void Runtime::start_worker(std::unique_ptr<Link> link, bool spawned, bool joined
   nested_ = std::make_unique<NestedClient>(*engine_, *worker_);
   queue_stub_ = std::make_unique<QueueStub>(*worker_);
   manager_stub_ = std::make_unique<ManagerStub>(*worker_);
+  pool_inbox_ = std::make_unique<PoolInbox>(*worker_);
+  group_inbox_ = std::make_unique<GroupInbox>(*worker_);
   g_running.store(true, std::memory_order_release);
   engine_->start(*worker_);
   run_worker(*this);

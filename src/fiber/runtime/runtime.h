@@ -20,6 +20,7 @@
 namespace fiber::internal {
 
 class GroupClient;
+class GroupInbox;
 class JoinTurns;
 struct KubernetesPod;
 struct Link;
@@ -28,6 +29,7 @@ class MasterLink;
 class ManagerStub;
 class NestedClient;
 class PoolClient;
+class PoolInbox;
 class ProcessControl;
 class QueueStub;
 struct GroupSettings;
@@ -108,10 +110,11 @@ class Runtime {
   std::unique_ptr<ProgressEngine> engine_;
   std::unique_ptr<Master> master_;
   std::unique_ptr<MasterLink> worker_;
-  std::unique_ptr<NestedClient> nested_;
-  std::unique_ptr<QueueStub> queue_stub_;        ///< In a worker: its queue operations...
-  std::unique_ptr<ManagerStub> manager_stub_;    ///< ...and its Manager objects'.         ///< In a
-                                                 ///< worker: what its code starts.
+  std::unique_ptr<NestedClient> nested_;         ///< In a worker: what its code starts,
+  std::unique_ptr<QueueStub> queue_stub_;        ///< its queue operations,
+  std::unique_ptr<ManagerStub> manager_stub_;    ///< its Manager objects',
+  std::unique_ptr<PoolInbox> pool_inbox_;        ///< the chunks of the pools it serves,
+  std::unique_ptr<GroupInbox> group_inbox_;      ///< its group members' plans and stops.
   std::unique_ptr<SharedOutput> shared_output_;  ///< The master's stdout for spawned processes.
   std::unique_ptr<JoinTurns> join_turns_;        ///< Turns for joining pods (a FiberJob's launcher)
                                                  ///< or jobs (fiber::listen() with a join token).

@@ -16,7 +16,6 @@
 #include "fiber/base/process_presence.h"
 #include "fiber/errors.h"
 #include "fiber/function_ref.h"
-#include "fiber/pool/pool_messages.h"
 #include "fiber/process/process_messages.h"
 #include "fiber/serialization.h"
 #include "fiber/wire/link_messages.h"
@@ -100,47 +99,6 @@ void MasterLink::end_process_now(uint64_t process, int code, const std::string& 
   std::_Exit(0);
 }
 
-wire::GroupPlan MasterLink::enter_group(uint64_t group, uint32_t attempt, uint64_t process) {
-  const GroupAttempt key{group, attempt};
-  auto held = engine_.lock();
-  group_member_ = GroupMember{key, process};
-  if (auto stopped = group_stops_.find(key); stopped != group_stops_.end())
-    end_process_now(process, -SIGTERM, "stopped with its group: " + stopped->second);
-  // A stop that arrives while waiting ends the process from the receiving thread.
-  engine_.await(held, [&] { return group_plans_.count(key) != 0; });
-  wire::GroupPlan plan = std::move(group_plans_.at(key));
-  group_plans_.erase(key);
-  return plan;
-}
-
-std::vector<std::string> MasterLink::wait_group_ports(uint64_t group, uint32_t attempt) {
-  const GroupAttempt key{group, attempt};
-  auto held = engine_.lock();
-  engine_.await(held, [&] { return group_ports_.count(key) != 0; });
-  auto ports = std::move(group_ports_.at(key));
-  group_ports_.erase(key);
-  if (ports.empty()) throw ProtocolError("the master relayed no port for this group member");
-  return ports;
-}
-
-void MasterLink::leave_group() {
-  auto held = engine_.lock();
-  if (!group_member_) return;
-  const uint64_t group = group_member_->attempt.first;
-  group_member_.reset();
-  auto of_group = [group](const auto& entry) { return entry.first.first == group; };
-  std::erase_if(group_plans_, of_group);
-  std::erase_if(group_ports_, of_group);
-  std::erase_if(group_stops_, of_group);
-}
-
-void MasterLink::on_group_stop_locked(const wire::GroupStop& stop) {
-  const GroupAttempt key{stop.group, stop.attempt};
-  group_stops_[key] = stop.reason;
-  if (group_member_ && group_member_->attempt == key)
-    end_process_now(group_member_->process, -SIGTERM, "stopped with its group: " + stop.reason);
-}
-
 void MasterLink::handshake() {
   wire::Hello hello;
   hello.protocol = protocol_version();
@@ -217,17 +175,6 @@ void MasterLink::register_handlers() {
     shutdown_received_ = true;
     mailbox_.push_back(std::move(message));
   });
-  handlers_.add(Kind::kPoolTask, [this](bridge::Received& message) {
-    // Several chunks per message: each becomes an inbox entry of its own.
-    const auto tasks = wire::PoolTasks::decode(message);
-    for (auto& chunk : tasks.chunks())
-      pool_inbox_.push_back(
-          PoolDelivery{tasks.pool, false, false, chunk.task, std::move(chunk.payload)});
-  });
-  handlers_.add(Kind::kPoolStop, [this](bridge::Received& message) {
-    const auto stop = wire::PoolStop::decode(message);
-    pool_inbox_.push_back(PoolDelivery{stop.pool, true, stop.drop_queued, 0, {}});
-  });
   handlers_.add(Kind::kTerminate, [this](bridge::Received& message) {
     // Only the process it was told to run: a terminate that raced with that process's end is
     // no business of the next one. Marked running, so the signal ends it even before its
@@ -237,18 +184,6 @@ void MasterLink::register_handlers() {
       set_running_process(assigned_process_);
       ::kill(::getpid(), terminate.signal);
     }
-  });
-  handlers_.add(Kind::kGroupPlan, [this](bridge::Received& message) {
-    auto plan = wire::GroupPlan::decode(message);
-    const GroupAttempt key{plan.group, plan.attempt};
-    group_plans_[key] = std::move(plan);
-  });
-  handlers_.add(Kind::kGroupPorts, [this](bridge::Received& message) {
-    auto ports = wire::GroupPorts::decode(message);
-    group_ports_[{ports.group, ports.attempt}] = std::move(ports.ports);
-  });
-  handlers_.add(Kind::kGroupStop, [this](bridge::Received& message) {
-    on_group_stop_locked(wire::GroupStop::decode(message));
   });
   handlers_.add(Kind::kReply, [this](bridge::Received& message) {
     auto reply = wire::Reply::decode(message);
@@ -338,40 +273,6 @@ Assignment MasterLink::next_assignment() {
   assignment.task = std::move(run.task);
   assignment.visible_gpus = std::move(run.visible_gpus);
   return assignment;
-}
-
-PoolDelivery MasterLink::next_pool_delivery(uint64_t pool) {
-  auto held = engine_.lock();
-  // Deliveries of a pool this process served before (it came back to the reserve or its rank
-  // serves one pool after another) are no business of this one.
-  engine_.await(held, [this, pool] {
-    std::erase_if(pool_inbox_, [pool](const PoolDelivery& d) { return d.pool != pool; });
-    return !pool_inbox_.empty();
-  });
-  // A terminated pool's stop overtakes the tasks still queued here.
-  for (auto it = pool_inbox_.begin(); it != pool_inbox_.end(); ++it) {
-    if (it->stop && it->drop_queued) {
-      PoolDelivery stop = std::move(*it);
-      pool_inbox_.clear();
-      return stop;
-    }
-  }
-  PoolDelivery delivery = std::move(pool_inbox_.front());
-  pool_inbox_.pop_front();
-  return delivery;
-}
-
-bool MasterLink::has_pool_chunk(uint64_t pool) {
-  auto held = engine_.lock();
-  // As next_pool_delivery takes them: the first of this pool's deliveries, unless a stop that
-  // drops the queued chunks overtakes it.
-  const PoolDelivery* first = nullptr;
-  for (const PoolDelivery& d : pool_inbox_) {
-    if (d.pool != pool) continue;
-    if (d.stop && d.drop_queued) return false;
-    if (!first) first = &d;
-  }
-  return first && !first->stop;
 }
 
 wire::Reply MasterLink::request(Outgoing message) {

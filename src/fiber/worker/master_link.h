@@ -1,7 +1,8 @@
 // A worker's side of the runtime: its link to the master. The handshake, the messages it sends
 // (numbered, nothing after its last word), what it receives (checked against the master's
-// numbering, then sorted into the assignment mailbox, the pool inbox and request replies),
-// heartbeats, and queue requests. Internal.
+// numbering, then handed to the handler its kind has: the assignment mailbox, request replies,
+// and the handlers the features register: the pool and group inboxes, the nesting client),
+// heartbeats, and requests and their replies. Internal.
 #pragma once
 
 #include <unistd.h>
@@ -18,22 +19,12 @@
 
 #include "fiber/engine/progress_engine.h"
 #include "fiber/engine/settings.h"
-#include "fiber/group/group_messages.h"
 #include "fiber/invoke.h"
 #include "fiber/wire/handler_table.h"
 #include "fiber/wire/outgoing.h"
 #include "fiber/wire/reply.h"
 
 namespace fiber::internal {
-
-/// What the pool inbox hands a pool worker: a chunk of a task to run, or the pool's stop.
-struct PoolDelivery {
-  uint64_t pool = 0;
-  bool stop = false;
-  bool drop_queued = false;  ///< A stop that overtakes the chunks still queued.
-  uint64_t task = 0;
-  std::vector<std::byte> chunk;
-};
 
 /// What a worker is told to do next.
 struct Assignment {
@@ -66,11 +57,6 @@ class MasterLink final : public MessageSink {
   void handshake();
   /// The next process to run, or shutdown.
   Assignment next_assignment();
-  /// The next chunk or stop for `pool` (messages left over from a pool this process served
-  /// before are dropped).
-  PoolDelivery next_pool_delivery(uint64_t pool);
-  /// Whether next_pool_delivery(pool) would hand over a chunk now, without waiting.
-  bool has_pool_chunk(uint64_t pool);
   /// Numbers the message and sends it to the master (dropped once the last word is sent).
   void send(const Outgoing& message);
   /// Tells the master a process ended; `worker_leaves` when this worker process ends with it:
@@ -91,15 +77,6 @@ class MasterLink final : public MessageSink {
     handlers_.add(kind, std::move(handler));
   }
 
-  // ---- Group membership (worker/group_member.cc) ----
-  /// `process` runs as a member of attempt `attempt` of `group`: returns the master's plan
-  /// once it comes. A stop of the attempt (before or after) ends the process.
-  wire::GroupPlan enter_group(uint64_t group, uint32_t attempt, uint64_t process);
-  /// The ports the master relayed for this member's attempt (its island's leader waits).
-  std::vector<std::string> wait_group_ports(uint64_t group, uint32_t attempt);
-  /// The member's function is over; stops no longer end the process.
-  void leave_group();
-
   bool spawned() const noexcept { return spawned_; }
   bool joined() const noexcept { return joined_; }
   /// The master's pid where it runs on this host (known after the handshake), else 0.
@@ -118,7 +95,6 @@ class MasterLink final : public MessageSink {
   void handle_locked(bridge::Received& message);
   /// Fills the handler table with the link's own kinds.
   void register_handlers();
-  void on_group_stop_locked(const wire::GroupStop& stop);
   void check_master_alive();
 
   const Settings& settings_;
@@ -145,19 +121,9 @@ class MasterLink final : public MessageSink {
   std::string refusal_;
   std::deque<bridge::Received> mailbox_;
   uint64_t assigned_process_ = 0;  ///< The process of the last kRun received.
-  std::deque<PoolDelivery> pool_inbox_;
   uint64_t next_request_ = 1;
   std::unordered_map<uint64_t, std::optional<wire::Reply>> replies_;
   uint64_t messages_received_ = 0;  ///< Messages from the master so far (the next one's number).
-  using GroupAttempt = std::pair<uint64_t, uint32_t>;
-  struct GroupMember {
-    GroupAttempt attempt;
-    uint64_t process = 0;
-  };
-  std::optional<GroupMember> group_member_;
-  std::map<GroupAttempt, wire::GroupPlan> group_plans_;
-  std::map<GroupAttempt, std::vector<std::string>> group_ports_;
-  std::map<GroupAttempt, std::string> group_stops_;  ///< Why each stopped attempt stopped.
   bool leave_sent_ = false;
   /// Fault injection (FIBER_FAULT_DROP_MESSAGE=<n>@<file>): the one worker that creates <file>
   /// discards the n-th message from its master, as a faulty transport would.

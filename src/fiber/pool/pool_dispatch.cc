@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "fiber/errors.h"
-#include "fiber/master/pool_core.h"
+#include "fiber/pool/pool_core.h"
 #include "fiber/pool/pool_messages.h"
 #include "fiber/pool/task_message.h"
 #include "fiber/wire/message_kind.h"

@@ -18,7 +18,7 @@
 #include "fiber/group/group_messages.h"
 #include "fiber/group/group_settings.h"
 #include "fiber/invoke.h"
-#include "fiber/master/process_host.h"
+#include "fiber/process/process_host.h"
 
 namespace fiber::internal {
 

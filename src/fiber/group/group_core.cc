@@ -1,4 +1,4 @@
-#include "fiber/master/group_core.h"
+#include "fiber/group/group_core.h"
 
 #include <signal.h>
 
@@ -8,7 +8,7 @@
 
 #include "fiber/base/log.h"
 #include "fiber/errors.h"
-#include "fiber/worker/group_member.h"
+#include "fiber/group/group_member.h"
 
 namespace fiber::internal {
 

@@ -1,4 +1,4 @@
-#include "fiber/worker/group_member.h"
+#include "fiber/group/group_member.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -8,6 +8,7 @@
 
 #include "fiber/base/log.h"
 #include "fiber/errors.h"
+#include "fiber/group/group_inbox.h"
 #include "fiber/invoke.h"
 #include "fiber/worker/fatal_signal.h"
 #include "fiber/worker/master_link.h"
@@ -75,7 +76,7 @@ bridge::GroupCommunicator build_communicator(MasterLink& link, const wire::Group
   } else {
     // Only the connecting island's leader needs the port; the others join its collective call.
     const std::string port =
-        leader ? link.wait_group_ports(plan.group, plan.attempt).front() : std::string();
+        leader ? GroupInbox::current().wait_ports(plan.group, plan.attempt).front() : std::string();
     StepWithTrafficHeld held;
     comm.connect(port);
   }
@@ -94,7 +95,8 @@ const GroupMembership* current_group_membership() { return g_membership.load(); 
 
 void group_member_main(uint64_t group, uint32_t attempt, std::vector<std::byte> task_bytes) {
   MasterLink& link = MasterLink::current();
-  const wire::GroupPlan plan = link.enter_group(group, attempt, running_process());
+  GroupInbox& inbox = GroupInbox::current();
+  const wire::GroupPlan plan = inbox.enter(group, attempt, running_process());
   bridge::GroupCommunicator comm = build_communicator(link, plan);
   if (comm.size() != plan.size() || comm.rank() != plan.rank)
     throw ProtocolError("the group's communicator has this member at rank " +
@@ -112,13 +114,13 @@ void group_member_main(uint64_t group, uint32_t attempt, std::vector<std::byte> 
     g_membership.store(nullptr);
     // The others may still send on it; the group stops them.
     comm.abandon();
-    link.leave_group();
+    inbox.leave();
     throw;
   }
   g_membership.store(nullptr);
   // Every member is done with it (a member that failed instead gets the others stopped).
   comm.disconnect();
-  link.leave_group();
+  inbox.leave();
 }
 
 }  // namespace fiber::internal

@@ -5,12 +5,13 @@
 #include <exception>
 #include <string>
 
-#include "fiber/worker/pool_worker.h"
+#include "fiber/pool/pool_worker.h"
 
 #include "fiber/detail/job.h"
 #include "fiber/detail/task_chunk.h"
 #include "fiber/function_ref.h"
 #include "fiber/invoke.h"
+#include "fiber/pool/pool_inbox.h"
 #include "fiber/pool/pool_messages.h"
 #include "fiber/worker/master_link.h"
 
@@ -58,6 +59,7 @@ PoolOutcome run_chunk(const detail::Bytes& payload, serial::Writer& out) {
 
 void pool_worker_main(uint64_t pool, std::vector<std::byte> initializer, uint64_t maxtasks) {
   MasterLink& link = MasterLink::current();
+  PoolInbox& inbox = PoolInbox::current();
   if (!initializer.empty()) {
     try {
       serial::Reader reader(initializer);
@@ -78,7 +80,7 @@ void pool_worker_main(uint64_t pool, std::vector<std::byte> initializer, uint64_
   // Whether the chunk taken next was announced started by the last result (next_started).
   bool announced = false;
   for (;;) {
-    PoolDelivery delivery = link.next_pool_delivery(pool);
+    PoolDelivery delivery = inbox.next(pool);
     if (delivery.stop) return;
     // The master counts a lost chunk against max_task_retries only when it knows the chunk
     // started: a pod killed with chunks in transit or queued did them no harm. Said before
@@ -89,7 +91,7 @@ void pool_worker_main(uint64_t pool, std::vector<std::byte> initializer, uint64_
     result.outcome = run_chunk(delivery.chunk, out);
     const bool last = maxtasks > 0 && ++done >= maxtasks;
     // A chunk queued here already runs next: its result says so, no message of its own.
-    result.next_started = announced = !last && link.has_pool_chunk(pool);
+    result.next_started = announced = !last && inbox.has_chunk(pool);
     // The writer's buffer travels as the result's body and comes back for the next chunk.
     result.body = std::move(out.buffer());
     link.send(result.encode());

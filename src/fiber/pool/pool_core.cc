@@ -1,4 +1,4 @@
-#include "fiber/master/pool_core.h"
+#include "fiber/pool/pool_core.h"
 
 #include <algorithm>
 #include <csignal>
@@ -8,7 +8,7 @@
 #include "fiber/base/log.h"
 #include "fiber/errors.h"
 #include "fiber/pool/pool_messages.h"
-#include "fiber/worker/pool_worker.h"
+#include "fiber/pool/pool_worker.h"
 
 namespace fiber::internal {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <mutex>
 
-#include "fiber/master/process_host.h"
+#include "fiber/process/process_host.h"
 
 namespace fiber::internal {
 

@@ -22,8 +22,8 @@
 
 #include "fiber/detail/job.h"
 #include "fiber/invoke.h"
-#include "fiber/master/pool_host.h"
 #include "fiber/pool/callback_runner.h"
+#include "fiber/pool/pool_host.h"
 #include "fiber/pool/pool_messages.h"
 #include "fiber/pool/pool_settings.h"
 #include "fiber/pool/task_message.h"
