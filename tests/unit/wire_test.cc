@@ -17,6 +17,7 @@
 #include "fiber/process/process_messages.h"
 #include "fiber/queue/queue_messages.h"
 #include "fiber/runtime/protocol.h"
+#include "fiber/wire/handler_table.h"
 #include "fiber/wire/link_messages.h"
 
 namespace fiber::internal {
@@ -514,6 +515,39 @@ TEST(WireCodec, AMessageWithNoBodyLendsItsBytesAndADecoderTakesThem) {
   const bridge::Received kept = as_received(out);
   EXPECT_EQ(wire::QueuePut::decode(kept).item, item);  // a const message is copied from
   EXPECT_EQ(kept.payload, item);
+}
+
+TEST(WireCodec, AHandlerTableRunsTheHandlerOfTheKindAndRefusesASecondOne) {
+  wire::HandlerTable<int&> handlers;
+  std::vector<std::string> seen;
+  handlers.add(Kind::kQueueSize, [&](int& calls, bridge::Received& message) {
+    ++calls;
+    seen.push_back("size " + std::to_string(wire::QueueSize::decode(message).queue));
+  });
+  handlers.add(Kind::kQueueClose, [&](int& calls, bridge::Received& message) {
+    ++calls;
+    seen.push_back("close " + std::to_string(wire::QueueClose::decode(message).queue));
+  });
+  int calls = 0;
+  auto size = as_received(wire::QueueSize{1, 7}.encode());
+  auto close = as_received(wire::QueueClose{9}.encode());
+  auto put = as_received(wire::QueuePut{3, {}}.encode());
+  EXPECT_TRUE(handlers.dispatch(calls, size));
+  EXPECT_TRUE(handlers.dispatch(calls, close));
+  EXPECT_FALSE(handlers.dispatch(calls, put));  // nobody serves it: the caller says so
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(seen, (std::vector<std::string>{"size 7", "close 9"}));
+  EXPECT_FALSE(handlers.serves(0));
+  EXPECT_FALSE(handlers.serves(static_cast<uint32_t>(kKindCount) + 1));
+  auto unknown = size;
+  unknown.envelope.kind = 4000;
+  EXPECT_FALSE(handlers.dispatch(calls, unknown));
+  try {
+    handlers.add(Kind::kQueueSize, [](int&, bridge::Received&) {});
+    ADD_FAILURE() << "a second handler for kQueueSize was taken";
+  } catch (const std::logic_error& e) {
+    EXPECT_STREQ(e.what(), "two handlers for kQueueSize");
+  }
 }
 
 }  // namespace fiber::internal
