@@ -1,0 +1,120 @@
+// Writes the seed corpora of the fuzz targets: for fuzz_wire one message of every kind as the
+// runtime encodes it, with the values a run sends, in its input format (kind, flags, id, aux,
+// payload); for fuzz_serial a value of every type it decodes (the type's index, then its bytes).
+// Usage: fuzz_seeds <wire folder> <serial folder>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "fiber/runtime/protocol.h"
+#include "serial_types.h"
+
+namespace {
+
+using namespace fiber::internal;
+using namespace std::chrono_literals;
+
+std::vector<std::byte> bytes_of(const std::string& text) {
+  const auto* data = reinterpret_cast<const std::byte*>(text.data());
+  return {data, data + text.size()};
+}
+
+fiber::detail::TaskSpec sample_task() {
+  fiber::detail::TaskSpec task;
+  task.invoker = {11, 4096};
+  task.fn = {11, 8192};
+  task.args = bytes_of("arguments of the task");
+  task.produces = {3, 4};
+  return task;
+}
+
+void write(const std::string& folder, const Outgoing& out, const std::string& name) {
+  std::ofstream file(folder + "/" + name, std::ios::binary);
+  const auto kind = static_cast<uint32_t>(out.kind);
+  file.write(reinterpret_cast<const char*>(&kind), 4);
+  file.write(reinterpret_cast<const char*>(&out.flags), 4);
+  file.write(reinterpret_cast<const char*>(&out.id), 8);
+  file.write(reinterpret_cast<const char*>(&out.aux), 8);
+  const auto payload = out.payload();
+  file.write(reinterpret_cast<const char*>(payload.data()),
+             static_cast<std::streamsize>(payload.size()));
+}
+
+template <size_t... I>
+void write_defaults(const std::string& folder, std::index_sequence<I...>) {
+  (write(folder, std::tuple_element_t<I, wire::Messages>{}.encode(),
+         "default-" + std::string(kind_name(
+                          static_cast<uint32_t>(std::tuple_element_t<I, wire::Messages>::kKind)))),
+   ...);
+}
+
+template <size_t... I>
+void write_serial_seeds(const std::string& folder, std::index_sequence<I...>) {
+  const auto values = fiber::fuzz::sample_values();
+  (
+      [&] {
+        std::ofstream file(folder + "/type-" + std::to_string(I), std::ios::binary);
+        const char which = static_cast<char>(I);
+        file.write(&which, 1);
+        const auto bytes = fiber::serial::to_bytes(std::get<I>(values));
+        file.write(reinterpret_cast<const char*>(bytes.data()),
+                   static_cast<std::streamsize>(bytes.size()));
+      }(),
+      ...);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: fuzz_seeds <wire folder> <serial folder>\n");
+    return 2;
+  }
+  write_serial_seeds(argv[2], std::make_index_sequence<std::tuple_size_v<fiber::fuzz::Types>>{});
+  const std::string folder = argv[1];
+  write_defaults(folder, std::make_index_sequence<std::tuple_size_v<wire::Messages>>{});
+  write(folder, wire::Hello{protocol_version(), 77, 1234, "node-1", "pod-a/uid-9"}.encode(),
+        "hello");
+  write(folder, wire::Welcome{42, "head", "/tmp/fibermpi-run", 250ms}.encode(), "welcome");
+  write(folder, wire::Run{7, true, "Worker-3", sample_task(), "0,1"}.encode(), "run");
+  write(folder, wire::Exited{7, -15, "stopped with its group", true, true}.encode(), "exited");
+  TaskMessageBuilder builder;
+  builder.add(10, bytes_of("first chunk"));
+  builder.add(11, bytes_of(""));
+  write(folder, wire::PoolTasks{2, builder.bytes()}.encode(), "pool-tasks");
+  fiber::serial::Writer body;
+  wire::PoolResult::begin_results(body);
+  fiber::serial::save(body, 99);
+  wire::PoolResult::finish_results(body, 12345);
+  write(folder, wire::PoolResult{10, 2, PoolOutcome::kResults, true, body.take()}.encode(),
+        "pool-result");
+  write(folder, wire::QueueCall{5, 6, wire::QueueOp::kPut, 1500, bytes_of("item")}.encode(),
+        "queue-call");
+  write(folder, wire::GroupPlan{3, 1, 0, 2, 1, {{0, 1}, {0}}}.encode(), "group-plan");
+  write(folder, wire::GroupPorts{3, 1, {"port-a", "port-b"}}.encode(), "group-ports");
+  PoolSettings settings;
+  settings.processes = 4;
+  settings.initializer = sample_task();
+  settings.idle_timeout = 1500ms;
+  write(folder, wire::PoolCreate{8, settings}.encode(), "pool-create");
+  write(folder,
+        wire::PoolSubmit{9, 2, 17, {3, 1}, {bytes_of("chunk one"), bytes_of("two")}}.encode(),
+        "pool-submit");
+  write(folder,
+        wire::JobChunk{2, 17, 0, bytes_of("results"), 8,
+                       wire::ErrorAccount{wire::ErrorAccount::Type::kRemote, "ValueError", "bad"}}
+            .encode(),
+        "job-chunk");
+  write(folder, wire::GroupEvent{3, 1, true, {0, std::nullopt}, {}, {1234, 1235}}.encode(),
+        "group-event");
+  write(folder, wire::ProcessEvent{12, true, 4321, "node-2", 3, "called exit(3)", {}}.encode(),
+        "process-event");
+  write(folder, wire::ObjectCall{4, 1, 2, -1, bytes_of("arguments")}.encode(), "object-call");
+  write(folder, wire::Reply{4, Outcome::kEof, 0, bytes_of("nobody left")}.encode(), "reply");
+  return 0;
+}
