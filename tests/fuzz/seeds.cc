@@ -1,7 +1,9 @@
-// Writes the seed corpora of the fuzz targets: for fuzz_wire one message of every kind as the
-// runtime encodes it, with the values a run sends, in its input format (kind, flags, id, aux,
-// payload); for fuzz_serial a value of every type it decodes (the type's index, then its bytes).
-// Usage: fuzz_seeds <wire folder> <serial folder>
+// Writes the seed corpora of the fuzz targets, each in its input format: for fuzz_wire one message
+// of every kind as the runtime encodes it, with the values a run sends (kind, flags, id, aux,
+// payload); for fuzz_serial a value of every type it decodes (the type's index, then its bytes);
+// for fuzz_config every key at its default, as fiber.yaml and as its FIBER_* variable; for
+// fuzz_join_handshake a greeting, an answer, a proof and a grant as the two sides make them.
+// Usage: fuzz_seeds <corpus folder>   (its subfolders wire/, serial/, config/, join_handshake/)
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -11,6 +13,9 @@
 #include <utility>
 #include <vector>
 
+#include "fiber/base/config_file.h"
+#include "fiber/init.h"
+#include "fiber/kubernetes/join_handshake.h"
 #include "fiber/runtime/protocol.h"
 #include "serial_types.h"
 
@@ -68,15 +73,63 @@ void write_serial_seeds(const std::string& folder, std::index_sequence<I...>) {
       ...);
 }
 
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+/// Every key at its default: as a fiber.yaml line (nested keys indented under their section)
+/// and as its FIBER_* variable's value.
+void write_config_seeds(const std::string& folder) {
+  const fiber::Config defaults;
+  const auto keys = config_keys();
+  std::string document;
+  std::string section;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const std::string& key = keys[i];
+    const std::string value = config_value_text(defaults, key);
+    const auto dot = key.find('.');
+    if (dot == std::string::npos) {
+      document += key + ": " + value + "\n";
+    } else {
+      if (key.substr(0, dot) != section) {
+        section = key.substr(0, dot);
+        document += section + ":\n";
+      }
+      document += "  " + key.substr(dot + 1) + ": " + value + "\n";
+    }
+    write_bytes(folder + "/variable-" + std::to_string(i),
+                std::string(1, '\1') + static_cast<char>(i) + value);
+  }
+  write_bytes(folder + "/fiber.yaml", std::string(2, '\0') + document);
+}
+
+/// Each step of a handshake, in the shape the two sides make them (the HMACs cannot be right:
+/// they cover the other side's fresh nonce).
+void write_join_seeds(const std::string& folder) {
+  const std::string path = folder + "/token.tmp";
+  write_bytes(path, "0123456789abcdef0123456789abcdef");
+  const JoinToken token = JoinToken::from_file(path);
+  std::remove(path.c_str());
+  const std::string greeting = MasterHandshake(token).greeting();
+  write_bytes(folder + "/answer", std::string("\0\40", 2) + std::string(64, 'a'));
+  write_bytes(folder + "/greeting-proof", std::string("\1\0", 2) + greeting + std::string(32, 'p'));
+  write_bytes(folder + "/grant",
+              std::string("\2\0\0\14", 4) + "tag#0$port:1" + std::string(32, 'h'));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: fuzz_seeds <wire folder> <serial folder>\n");
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: fuzz_seeds <corpus folder>\n");
     return 2;
   }
-  write_serial_seeds(argv[2], std::make_index_sequence<std::tuple_size_v<fiber::fuzz::Types>>{});
-  const std::string folder = argv[1];
+  const std::string corpus = argv[1];
+  write_serial_seeds(corpus + "/serial",
+                     std::make_index_sequence<std::tuple_size_v<fiber::fuzz::Types>>{});
+  write_config_seeds(corpus + "/config");
+  write_join_seeds(corpus + "/join_handshake");
+  const std::string folder = corpus + "/wire";
   write_defaults(folder, std::make_index_sequence<std::tuple_size_v<wire::Messages>>{});
   write(folder, wire::Hello{protocol_version(), 77, 1234, "node-1", "pod-a/uid-9"}.encode(),
         "hello");
