@@ -2,8 +2,11 @@
 // of every kind as the runtime encodes it, with the values a run sends (kind, flags, id, aux,
 // payload); for fuzz_serial a value of every type it decodes (the type's index, then its bytes);
 // for fuzz_config every key at its default, as fiber.yaml and as its FIBER_* variable; for
-// fuzz_join_handshake a greeting, an answer, a proof and a grant as the two sides make them.
-// Usage: fuzz_seeds <corpus folder>   (its subfolders wire/, serial/, config/, join_handshake/)
+// fuzz_join_handshake a greeting, an answer, a proof and a grant as the two sides make them; for
+// fuzz_launch_site the environments of a Slurm allocation, mpirun with a hostfile, a FiberJob
+// pod and LSF.
+// Usage: fuzz_seeds <corpus folder>   (its subfolders wire/, serial/, config/, join_handshake/,
+// launch_site/)
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -117,6 +120,21 @@ void write_join_seeds(const std::string& folder) {
               std::string("\2\0\0\14", 4) + "tag#0$port:1" + std::string(32, 'h'));
 }
 
+/// Environments of the launch sites a program meets, in fuzz_launch_site's lines: the character
+/// 96 + i names variable i of its list.
+void write_launch_site_seeds(const std::string& folder) {
+  const auto line = [](int variable, const std::string& value) {
+    return std::string(1, static_cast<char>(96 + variable)) + "=" + value + "\n";
+  };
+  write_bytes(folder + "/slurm", line(0, "4242") + line(1, "8") + line(4, "2") +
+                                     line(6, "node-[1-2]") + line(7, "4") + line(8, "4(x2)"));
+  write_bytes(folder + "/mpirun", line(9, "1") + line(10, "4") + line(21, "") +
+                                      "node-a slots=2\nnode-b:2 # second host\n");
+  write_bytes(folder + "/fiberjob", line(15, "job-worker-0") + line(16, "0b1c-uid") +
+                                        line(17, "worker") + line(23, "1500m"));
+  write_bytes(folder + "/lsf", line(14, "host-a host-a host-b") + line(23, "4Gi"));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -129,6 +147,7 @@ int main(int argc, char** argv) {
                      std::make_index_sequence<std::tuple_size_v<fiber::fuzz::Types>>{});
   write_config_seeds(corpus + "/config");
   write_join_seeds(corpus + "/join_handshake");
+  write_launch_site_seeds(corpus + "/launch_site");
   const std::string folder = corpus + "/wire";
   write_defaults(folder, std::make_index_sequence<std::tuple_size_v<wire::Messages>>{});
   write(folder, wire::Hello{protocol_version(), 77, 1234, "node-1", "pod-a/uid-9"}.encode(),
