@@ -1,8 +1,8 @@
 // libFuzzer target: what a launcher and a scheduler tell a process about where it runs: the
 // Slurm, MPI, PBS, LSF and FiberJob variables, the hostfile one of them names, Slurm's per-node
-// CPU counts, and a Kubernetes quantity (a pool's per-worker request). The input is lines: "c=value"
-// sets the variable character c picks, any other line is the hostfile's. The property:
-// a launch site, or fiber::Error naming what is wrong; no crash or sanitizer report.
+// CPU counts, and a Kubernetes quantity (a pool's per-worker request). The input is lines:
+// "c=value" sets the variable character c picks, any other line is the hostfile's. The property: a
+// launch site, or fiber::Error naming what is wrong; no crash or sanitizer report.
 #include <unistd.h>
 
 #include <array>
