@@ -77,21 +77,16 @@ struct WatchStream {
 
   // Delivers one line; returns false to end the stream.
   bool deliver(std::string_view line) {
-    if (line.find_first_not_of(" \t\r") == std::string_view::npos) return true;
-    json event = json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (event.is_discarded() || !event.is_object() || !event.contains("type")) {
-      failure = std::make_exception_ptr(TransportError(
-          "watch " + *path + ": malformed event: " + std::string(line.substr(0, 200)), 0));
-      return false;
-    }
-    WatchEvent parsed{event["type"].is_string() ? event["type"].get<std::string>() : "",
-                      event.contains("object") ? std::move(event["object"]) : json(nullptr)};
-    if (parsed.type == "ERROR") {
-      failure = std::make_exception_ptr(ApiError::from_status(parsed.object, *path));
-      return false;
-    }
+    std::optional<WatchEvent> parsed;
     try {
-      if (!(*on_event)(parsed)) {
+      parsed = parse_watch_event(line, *path);
+    } catch (...) {
+      failure = std::current_exception();
+      return false;
+    }
+    if (!parsed) return true;
+    try {
+      if (!(*on_event)(*parsed)) {
         stopped_by_callback = true;
         return false;
       }
@@ -172,6 +167,19 @@ std::size_t keep_warnings(char* data, std::size_t, std::size_t size, void* targe
 }
 
 }  // namespace
+
+std::optional<WatchEvent> parse_watch_event(std::string_view line, const std::string& path) {
+  if (line.find_first_not_of(" \t\r") == std::string_view::npos) return std::nullopt;
+  json event = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (event.is_discarded() || !event.is_object() || !event.contains("type")) {
+    throw TransportError("watch " + path + ": malformed event: " + std::string(line.substr(0, 200)),
+                         0);
+  }
+  WatchEvent parsed{event["type"].is_string() ? event["type"].get<std::string>() : "",
+                    event.contains("object") ? std::move(event["object"]) : json(nullptr)};
+  if (parsed.type == "ERROR") throw ApiError::from_status(parsed.object, path);
+  return parsed;
+}
 
 class ApiClient::Impl {
  public:

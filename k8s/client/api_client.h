@@ -95,6 +95,10 @@ struct WatchEvent {
   nlohmann::json object;
 };
 
+/// One line of a watch stream of `path`: its event, or nothing for a blank line. Throws
+/// TransportError for a line that is no event, ApiError for an ERROR event (its Status).
+std::optional<WatchEvent> parse_watch_event(std::string_view line, const std::string& path);
+
 /// Why a watch() returned (errors are thrown instead).
 enum class WatchEnd {
   /// The callback returned false.

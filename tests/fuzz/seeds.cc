@@ -4,9 +4,10 @@
 // for fuzz_config every key at its default, as fiber.yaml and as its FIBER_* variable; for
 // fuzz_join_handshake a greeting, an answer, a proof and a grant as the two sides make them; for
 // fuzz_launch_site the environments of a Slurm allocation, mpirun with a hostfile, a FiberJob
-// pod and LSF.
-// Usage: fuzz_seeds <corpus folder>   (its subfolders wire/, serial/, config/, join_handshake/,
-// launch_site/)
+// pod and LSF; for fuzz_k8s_client a watch event, an error body, a release ConfigMap, a time and
+// a kubeconfig.
+// Usage: fuzz_seeds <corpus folder>   (a subfolder per target: wire/, serial/, config/,
+// join_handshake/, launch_site/, k8s_client/)
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -135,6 +136,50 @@ void write_launch_site_seeds(const std::string& folder) {
   write_bytes(folder + "/lsf", line(14, "host-a host-a host-b") + line(23, "4Gi"));
 }
 
+/// What an API server sends and a user writes, as fuzz_k8s_client reads them: the first byte
+/// picks the reader.
+void write_k8s_client_seeds(const std::string& folder) {
+  write_bytes(folder + "/watch-event",
+              std::string(1, '\0') +
+                  R"({"type":"MODIFIED","object":{"kind":"Pod","apiVersion":"v1","metadata":)"
+                  R"({"name":"job-worker-0","namespace":"default","resourceVersion":"1042",)"
+                  R"("labels":{"fibermpi.io/job":"job"}},"status":{"phase":"Running"}}})");
+  write_bytes(folder + "/watch-error",
+              std::string(1, '\0') +
+                  R"({"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":)"
+                  R"("Failure","message":"too old resource version: 1, oldest 1042","reason":)"
+                  R"("Expired","code":410}})");
+  write_bytes(folder + "/status-body",
+              std::string(1, '\1') +
+                  R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":)"
+                  R"("pods \"x\" not found","reason":"NotFound","code":404})");
+  write_bytes(folder + "/release-config-map",
+              std::string(1, '\2') +
+                  R"({"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"job-release"},)"
+                  R"("data":{"workersToDelete":"job-worker-1\njob-worker-3\n",)"
+                  R"("workersRequested":"4"}})");
+  write_bytes(folder + "/time", std::string(1, '\3') + "2026-12-07T20:41:00.123456Z");
+  write_bytes(folder + "/kubeconfig", std::string(1, '\4') + R"(apiVersion: v1
+kind: Config
+current-context: dev
+clusters:
+- name: dev
+  cluster:
+    server: https://127.0.0.1:6443
+    insecure-skip-tls-verify: true
+users:
+- name: dev
+  user:
+    token: abcdef
+contexts:
+- name: dev
+  context:
+    cluster: dev
+    user: dev
+    namespace: default
+)");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -148,6 +193,7 @@ int main(int argc, char** argv) {
   write_config_seeds(corpus + "/config");
   write_join_seeds(corpus + "/join_handshake");
   write_launch_site_seeds(corpus + "/launch_site");
+  write_k8s_client_seeds(corpus + "/k8s_client");
   const std::string folder = corpus + "/wire";
   write_defaults(folder, std::make_index_sequence<std::tuple_size_v<wire::Messages>>{});
   write(folder, wire::Hello{protocol_version(), 77, 1234, "node-1", "pod-a/uid-9"}.encode(),
