@@ -73,6 +73,32 @@ class ApiClientTest : public ::testing::Test {
   std::unique_ptr<FakeApiServer> server_;
 };
 
+TEST(WatchLine, IsAnEventNothingOrAnErrorThatSaysWhy) {
+  EXPECT_FALSE(parse_watch_event(" \t\r", "/api/v1/pods").has_value());
+  const auto event = parse_watch_event(
+      R"({"type":"ADDED","object":{"kind":"Pod","metadata":{"name":"p-0"}}})", "/api/v1/pods");
+  ASSERT_TRUE(event.has_value());
+  EXPECT_EQ(event->type, "ADDED");
+  EXPECT_EQ(event->object["metadata"]["name"], "p-0");
+  try {
+    parse_watch_event(R"({"object":{}})", "/api/v1/pods");
+    ADD_FAILURE() << "an event without a type was taken";
+  } catch (const TransportError& e) {
+    EXPECT_NE(std::string(e.what()).find("watch /api/v1/pods: malformed event"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(parse_watch_event("{not json", "/api/v1/pods"), TransportError);
+  try {
+    parse_watch_event(
+        R"({"type":"ERROR","object":{"kind":"Status","reason":"Expired","code":410}})",
+        "/api/v1/pods");
+    ADD_FAILURE() << "an ERROR event was taken";
+  } catch (const ApiError& e) {
+    EXPECT_TRUE(e.is_gone());
+    EXPECT_EQ(e.reason(), "Expired");
+  }
+}
+
 TEST_F(ApiClientTest, PathsOfCoreAndNamedGroups) {
   EXPECT_EQ(pods_ref("ns").object_path("p", "log"), "/api/v1/namespaces/ns/pods/p/log");
   EXPECT_EQ(pods_ref().collection_path(), "/api/v1/pods");
