@@ -8,14 +8,6 @@
 
 namespace fiber::bridge {
 
-std::vector<std::byte> frame(const Envelope& envelope, std::span<const std::byte> payload) {
-  std::vector<std::byte> bytes(sizeof(Envelope) + payload.size());
-  std::memcpy(bytes.data(), &envelope, sizeof(Envelope));
-  if (!payload.empty())
-    std::memcpy(bytes.data() + sizeof(Envelope), payload.data(), payload.size());
-  return bytes;
-}
-
 namespace {
 
 // Receives what MPI_Improbe found (`found`), or nothing.
@@ -25,13 +17,7 @@ bool receive_probed(int found, MPI_Message& message, const MPI_Status& status, R
   FIBER_MPI_CHECK(MPI_Get_count(&status, MPI_BYTE, &count));
   std::vector<std::byte> bytes(static_cast<size_t>(count));
   FIBER_MPI_CHECK(MPI_Mrecv(bytes.data(), count, MPI_BYTE, &message, MPI_STATUS_IGNORE));
-  out.source = status.MPI_SOURCE;
-  if (bytes.size() < sizeof(Envelope)) {
-    throw ProtocolError("runtime message of " + std::to_string(bytes.size()) + " bytes from rank " +
-                        std::to_string(out.source) + " is shorter than its envelope");
-  }
-  std::memcpy(&out.envelope, bytes.data(), sizeof(Envelope));
-  out.payload.assign(bytes.begin() + sizeof(Envelope), bytes.end());
+  out = unframe(bytes, status.MPI_SOURCE);
   return true;
 }
 

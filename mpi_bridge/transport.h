@@ -1,4 +1,4 @@
-// The message envelope and moving framed messages over MPI without blocking.
+// Moving framed messages (framing.h) over MPI without blocking.
 #pragma once
 
 #include <mpi.h>
@@ -9,34 +9,12 @@
 #include <span>
 #include <vector>
 
+#include "mpi_bridge/framing.h"
+
 namespace fiber::bridge {
-
-/// Fixed header at the front of every runtime message. The meaning of `kind`, `id` and `aux`
-/// belongs to the layer above.
-struct Envelope {
-  uint32_t kind = 0;
-  uint32_t flags = 0;
-  uint64_t id = 0;
-  uint64_t aux = 0;
-  /// Who sent it (the sender's pid) and its number among the sender's messages on this link:
-  /// the receiver checks both, so a message that is not the one expected next (lost, or a stale
-  /// one MPI delivered in its place) is noticed instead of silently taken.
-  uint32_t sender = 0;
-  uint32_t seq = 0;
-};
-
-/// One received message.
-struct Received {
-  Envelope envelope;
-  std::vector<std::byte> payload;
-  int source = 0;  ///< Rank of the sender in the communicator it came on.
-};
 
 /// The tag every runtime message uses; runtime traffic stays on communicators of its own.
 inline constexpr int kRuntimeTag = 7117;
-
-/// Builds the wire form: the envelope followed by the payload, sent as one MPI message.
-std::vector<std::byte> frame(const Envelope& envelope, std::span<const std::byte> payload);
 
 /// Receives one runtime message from any source on `comm` if one is waiting (MPI_Improbe +
 /// MPI_Mrecv, so a concurrent receiver cannot steal it). Throws ProtocolError on a message too

@@ -1,7 +1,7 @@
-// Writes the seed corpora of the fuzz targets, each in its input format: for fuzz_wire one message
-// of every kind as the runtime encodes it, with the values a run sends (kind, flags, id, aux,
-// payload); for fuzz_serial a value of every type it decodes (the type's index, then its bytes);
-// for fuzz_config every key at its default, as fiber.yaml and as its FIBER_* variable; for
+// Writes the seed corpora of the fuzz targets, each in its input format: for fuzz_wire one
+// message of every kind as the runtime encodes and frames it, with the values a run sends; for
+// fuzz_serial a value of every type it decodes (the type's index, then its bytes); for
+// fuzz_config every key at its default, as fiber.yaml and as its FIBER_* variable; for
 // fuzz_join_handshake a greeting, an answer, a proof and a grant as the two sides make them; for
 // fuzz_launch_site the environments of a Slurm allocation, mpirun with a hostfile, a FiberJob
 // pod and LSF; for fuzz_k8s_client a watch event, an error body, a release ConfigMap, a time and
@@ -43,15 +43,12 @@ fiber::detail::TaskSpec sample_task() {
 }
 
 void write(const std::string& folder, const Outgoing& out, const std::string& name) {
-  std::ofstream file(folder + "/" + name, std::ios::binary);
-  const auto kind = static_cast<uint32_t>(out.kind);
-  file.write(reinterpret_cast<const char*>(&kind), 4);
-  file.write(reinterpret_cast<const char*>(&out.flags), 4);
-  file.write(reinterpret_cast<const char*>(&out.id), 8);
-  file.write(reinterpret_cast<const char*>(&out.aux), 8);
-  const auto payload = out.payload();
-  file.write(reinterpret_cast<const char*>(payload.data()),
-             static_cast<std::streamsize>(payload.size()));
+  const fiber::bridge::Envelope envelope{
+      static_cast<uint32_t>(out.kind), out.flags, out.id, out.aux, 4321, 7};
+  const auto bytes = fiber::bridge::frame(envelope, out.payload());
+  std::ofstream(folder + "/" + name, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()),
+             static_cast<std::streamsize>(bytes.size()));
 }
 
 template <size_t... I>

@@ -1,8 +1,8 @@
-// libFuzzer target: bytes from a peer, read as one message of the runtime protocol. The first 24
-// bytes are the envelope (kind, flags, id, aux); the rest is the payload. A message of a known
-// kind goes through the one decode both sides use; the property is that it is refused with a
-// ProtocolError or decoded into a message that encodes and decodes again the same way, with no
-// crash, sanitizer report, or allocation the input cannot justify.
+// libFuzzer target: bytes from a peer, read as one runtime message: unframed as the transport
+// does (an envelope, then the payload), then, for a known kind, through the one decode both
+// sides use. The property: refused with a ProtocolError, or decoded into a message that encodes
+// and decodes again the same way; no crash, sanitizer report, or allocation the input cannot
+// justify.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -60,14 +60,11 @@ void decode_kind(Received& in, std::index_sequence<I...>) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Received in;
-  constexpr size_t kHeader = 4 + 4 + 8 + 8;
-  if (size < kHeader) return 0;
-  std::memcpy(&in.envelope.kind, data, 4);
-  std::memcpy(&in.envelope.flags, data + 4, 4);
-  std::memcpy(&in.envelope.id, data + 8, 8);
-  std::memcpy(&in.envelope.aux, data + 16, 8);
-  const auto* payload = reinterpret_cast<const std::byte*>(data + kHeader);
-  in.payload.assign(payload, payload + (size - kHeader));
+  try {
+    in = fiber::bridge::unframe({reinterpret_cast<const std::byte*>(data), size}, 1);
+  } catch (const ProtocolError&) {
+    return 0;  // shorter than an envelope
+  }
   // Fold any kind onto the known ones, so that most inputs reach a decoder; kind 0 and kinds past
   // the last one stay unknown (kind_name and expect_kind name them).
   if (in.envelope.kind > fiber::internal::kKindCount + 1)

@@ -8,7 +8,7 @@
 
 #include "fiber/serialization.h"
 #include "fiber/wire/message_kind.h"
-#include "mpi_bridge/transport.h"
+#include "mpi_bridge/framing.h"
 
 namespace fiber::internal {
 
