@@ -123,6 +123,12 @@ std::optional<SystemTime> parse_time(std::string_view text) {
                            std::chrono::hours(hour) + std::chrono::minutes(minute) +
                            seconds(second) + microseconds(micros) -
                            std::chrono::minutes(offset_minutes);
+  // A time point counts nanoseconds in 64 bits: from 1677 to 2262. A later or earlier date
+  // (valid RFC 3339 up to 9999) is refused, not wrapped around.
+  using Micros = std::chrono::microseconds;
+  if (since_epoch > std::chrono::duration_cast<Micros>(SystemTime::duration::max()) ||
+      since_epoch < std::chrono::duration_cast<Micros>(SystemTime::duration::min()))
+    return std::nullopt;
   return SystemTime{std::chrono::duration_cast<SystemTime::duration>(since_epoch)};
 }
 

@@ -39,6 +39,15 @@ TEST(TimeFormat, ParsesOffsetsAndFractions) {
   EXPECT_EQ(parse_time("2024-02-29t23:59:58z"), kLeapDay);
 }
 
+// Regression (fuzz_k8s_client, UBSan "signed integer overflow: 175486077660123456 * 1000"): a
+// valid RFC 3339 date past what a time point holds (2262) is refused, not wrapped around.
+TEST(TimeFormat, RefusesADateATimePointCannotHold) {
+  EXPECT_FALSE(parse_time("7530-12-07T20:41:00.123456Z").has_value());
+  EXPECT_FALSE(parse_time("9999-12-31T23:59:59Z").has_value());
+  EXPECT_FALSE(parse_time("1600-01-01T00:00:00Z").has_value());
+  EXPECT_TRUE(parse_time("2262-01-01T00:00:00Z").has_value());
+}
+
 TEST(TimeFormat, RefusesWhatIsNotATimestamp) {
   for (const char* bad :
        {"", "2024-02-29", "2024-02-30T00:00:00Z", "2024-02-29T24:00:00Z", "2024-02-29T23:59:58",
