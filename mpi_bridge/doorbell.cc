@@ -146,6 +146,12 @@ void Doorbell::ring(const std::string& directory, int pid) {
   [[maybe_unused]] const ssize_t written = ::write(peer.fd, &byte, 1);
 }
 
+void Doorbell::remove_files_of(const std::string& directory, int pid) {
+  if (directory.empty() || pid <= 0) return;
+  ::unlink(path_for(directory, pid).c_str());
+  ::unlink(sleepers_path_for(directory, pid).c_str());
+}
+
 void Doorbell::forget(int pid) {
   std::lock_guard lock(peers_mutex_);
   auto it = peers_.find(pid);

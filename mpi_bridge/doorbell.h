@@ -53,8 +53,11 @@ class Doorbell {
   /// Wakes process `pid`, whose FIFO is under `directory`, if one of its threads sleeps. Call
   /// after the message it should see was sent.
   void ring(const std::string& directory, int pid);
-  /// Closes the FIFO of a process that is gone.
+  /// Closes the FIFO of a process that is gone (ended or died).
   void forget(int pid);
+  /// Removes the FIFO and shared word of process `pid` under `directory`, which has ended: a
+  /// process killed, or ending without running its destructors, leaves its own behind.
+  static void remove_files_of(const std::string& directory, int pid);
 
  private:
   struct Peer {

@@ -64,8 +64,25 @@ class Cluster:
         return self.pod(name).get("status", {}).get("phase", "")
 
     def finished(self, name: str, timeout_s: float = 60) -> dict:
-        wait_until(f"pod {name} to end", lambda: self.phase(name) in ("Succeeded", "Failed"), timeout_s)
+        try:
+            wait_until(f"pod {name} to end", lambda: self.phase(name) in ("Succeeded", "Failed"), timeout_s)
+        except AssertionError as error:
+            raise AssertionError(f"{error}\n{self.diagnosis(name)}") from None
         return self.pod(name)
+
+    def diagnosis(self, name: str) -> str:
+        """What a pod that did not end was doing: its status, the nodes' log tails, the cluster's
+        podman containers and the podman/conmon/runc processes still running."""
+        parts = [f"pod status: {json.dumps(self.pod(name).get('status', {}), indent=1)}"]
+        for log in sorted((self.dir / "logs").glob("node-*.log")):
+            tail = log.read_text(errors="replace").splitlines()[-40:]
+            parts.append(f"{log.name} (last 40 lines):\n" + "\n".join(tail))
+        parts.append("containers: " + podman("ps", "-a", "--filter", f"label=fibermpi.io/devcluster={self.cid}",
+                                             "--format", "{{.Names}} {{.Status}}", check=False).stdout)
+        processes = subprocess.run(["ps", "-eo", "pid,ppid,etimes,stat,args"], capture_output=True, text=True).stdout
+        parts.append("processes:\n" + "\n".join(line for line in processes.splitlines()
+                                                 if re.search(r"podman|conmon|runc|PID", line)))
+        return "\n".join(parts)
 
     def log(self, name: str, container: str = "") -> str:
         args = [KUBECTL, "logs", name] + (["-c", container] if container else [])

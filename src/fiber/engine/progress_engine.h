@@ -81,7 +81,12 @@ class ProgressEngine {
   /// Opens this process's doorbell in `directory`, the run's directory of doorbells.
   bool open_doorbell(const std::string& directory, int pid);
   bool doorbell_open() const noexcept { return doorbell_.is_open(); }
-  void forget_peer(int pid) { doorbell_.forget(pid); }
+  /// Closes the doorbell of process `pid`, whose last message arrived or which died, and removes
+  /// its files: a process killed, or ending without its destructors, leaves them behind.
+  void forget_peer(int pid) {
+    doorbell_.forget(pid);
+    bridge::Doorbell::remove_files_of(doorbell_directory_, pid);
+  }
   bridge::Outbox& outbox() { return outbox_; }
 
   // ---- Links (owned here; only the polling thread touches the list) ----

@@ -203,6 +203,9 @@ void Master::retire_locked(Slot& slot) {
   if (slot.gone()) return;
   slot.state = Slot::State::kGone;
   --slot.link->live_slots;
+  // The process ends (its goodbye, its death): its doorbell is rung no more, and its descriptor,
+  // shared word and files would otherwise stay for the whole run.
+  if (slot.local) engine_.forget_peer(slot.pid);
   if (!slot.spawned() && slot.local) binder_.drop_launcher_cores(slot.pid);
 }
 

@@ -175,7 +175,6 @@ void Master::act_on_locked(const LivenessMonitor::Verdict& verdict) {
 
 void Master::declare_dead_locked(Slot& slot) {
   engine_.outbox().abandon(slot.link->comm.get(), slot.rank);
-  engine_.forget_peer(slot.pid);
   if (slot.static_rank()) static_rank_lost_at_ = Clock::now();
   worker_lost_ = true;
   if (auto process = slot.process) {

@@ -19,7 +19,7 @@ void Master::send_locked(MPI_Comm comm, int dest, const Outgoing& message) {
   Slot* slot = table_.find(comm, dest);
   if (slot) envelope.seq = static_cast<uint32_t>(slot->messages_sent++);
   engine_.post(comm, dest, envelope, message.payload());
-  if (slot && slot->local) engine_.ring(slot->pid);
+  if (slot && slot->local && !slot->gone()) engine_.ring(slot->pid);
 }
 
 void Master::on_message(Link& link, bridge::Received& message) {
