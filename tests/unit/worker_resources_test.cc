@@ -73,6 +73,22 @@ TEST(SlurmCpus, CompressedList) {
   EXPECT_THROW(parse_slurm_cpus_per_node(""), UsageError);
 }
 
+// Found by fuzz_launch_site: counts whose product or sum a long cannot hold overflowed (UBSan).
+TEST(SlurmCpus, CountsNoAllocationCanHaveAreRefused) {
+  for (const std::string text : {"41(x2121055555555555555)", "9223372036854775807,1",
+                                 "4611686018427387904(x2)", "1(x2147483647),1"}) {
+    try {
+      parse_slurm_cpus_per_node(text);
+      ADD_FAILURE() << text << " was taken";
+    } catch (const UsageError& error) {
+      EXPECT_NE(std::string(error.what()).find("SLURM_JOB_CPUS_PER_NODE='" + text + "'"),
+                std::string::npos)
+          << error.what();
+    }
+  }
+  EXPECT_EQ(parse_slurm_cpus_per_node("1(x2147483647)").nodes, 2147483647);
+}
+
 const Variables kAllocation = {{"SLURM_JOB_ID", "77"},
                                {"SLURM_JOB_CPUS_PER_NODE", "8(x2)"},
                                {"SLURM_MEM_PER_NODE", "16384"},

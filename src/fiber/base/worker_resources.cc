@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <vector>
 
@@ -291,7 +292,12 @@ NodeCpus parse_slurm_cpus_per_node(const std::string& text) {
       if (repeat_error != std::errc() || repeat_end != tail.data() + tail.size() - 1 || repeat < 1)
         throw bad();
     }
-    cpus.total += count * repeat;
+    // Counts no allocation can have would overflow the sums: refused like any other bad list.
+    long cpus_of_item = 0;
+    if (repeat > std::numeric_limits<int>::max() - cpus.nodes ||
+        __builtin_mul_overflow(count, repeat, &cpus_of_item) ||
+        __builtin_add_overflow(cpus.total, cpus_of_item, &cpus.total))
+      throw bad();
     cpus.largest = std::max(cpus.largest, count);
     cpus.nodes += static_cast<int>(repeat);
   }
