@@ -163,7 +163,6 @@ size_t open_fds() {
 class Targets {
  public:
   enum Kind { kWorker, kMember, kProducer, kKinds };
-  static constexpr const char* kNames[kKinds] = {"worker", "group member", "producer"};
 
   void set(Kind kind, std::vector<int> pids) {
     std::lock_guard lock(mutex_);
